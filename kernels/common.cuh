@@ -1,0 +1,81 @@
+// cuzk kernels: host-side plumbing shared by all translation units (errors, per-device
+// context, stream-ordered device buffers). No kernels here.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <cuda_runtime.h>
+#include "cuzk_kernels.h"
+
+namespace cuzk {
+
+inline cuzk_kresult ok() { return cuzk_kresult{0, "ok"}; }
+inline cuzk_kresult cuda_err(cudaError_t e) { return cuzk_kresult{(int32_t)e, cudaGetErrorString(e)}; }
+inline cuzk_kresult arg_err(int32_t code, const char *msg) { return cuzk_kresult{code, msg}; }
+
+#define CUZK_CK(call)                                                  \
+    do {                                                               \
+        cudaError_t e_ = (call);                                       \
+        if (e_ != cudaSuccess) return ::cuzk::cuda_err(e_);            \
+    } while (0)
+#define CUZK_CKL() CUZK_CK(cudaGetLastError())
+#define CUZK_TRY(expr)                                                 \
+    do {                                                               \
+        cuzk_kresult r_ = (expr);                                      \
+        if (r_.code != 0) return r_;                                   \
+    } while (0)
+
+struct ntt_tables;  // ntt.cu
+
+// One per device; `mu` serialises all work on the device.
+struct dev_ctx {
+    std::mutex mu;
+    int device = -1;
+    int sm_count = 0;
+    cudaStream_t s_comp = nullptr;  // compute stream
+    cudaStream_t s_copy = nullptr;  // host->device copy stream
+    ntt_tables *tables[32] = {};    // NTT tables per log_m (ntt.cu owns them)
+};
+
+// Look up (create on first use) the context of `device`, make it current on this thread.
+cuzk_kresult get_ctx(int device, dev_ctx **out);
+
+// A stream-ordered device buffer (cudaMallocAsync from the device's default pool, whose
+// release threshold is raised so repeated proofs reuse memory). Freed on `s` when destroyed.
+struct dbuf {
+    void *p = nullptr;
+    cudaStream_t s = nullptr;
+    dbuf() = default;
+    dbuf(const dbuf &) = delete;
+    dbuf &operator=(const dbuf &) = delete;
+    ~dbuf() { release(); }
+    cudaError_t alloc(size_t bytes, cudaStream_t st)
+    {
+        release();
+        s = st;
+        if (bytes == 0) bytes = 256;
+        return cudaMallocAsync(&p, bytes, st);
+    }
+    void release()
+    {
+        if (p) cudaFreeAsync(p, s);
+        p = nullptr;
+    }
+    template <class T> T *as() const { return static_cast<T *>(p); }
+};
+
+// MSM over device-resident data (msm_g1.cu / msm_g2.cu). d_scalars: device Montgomery
+// scalars, or nullptr with h_scalars set (host, copied in chunks overlapping the scan).
+// d_density: device bitmap or nullptr. out: host Jacobian (blst_p1 / blst_p2).
+template <class F>
+cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases, size_t bases_len, size_t base_offset,
+                     const void *d_scalars, const void *h_scalars, size_t n,
+                     const uint64_t *h_density, void *out_jacobian);
+
+// H computation (ntt.cu). Leaves h (m-1 scalars, natural order, Montgomery) in *d_h, which
+// the caller owns (allocated on ctx->s_comp). If h_out != nullptr, copies h there too.
+cuzk_kresult compute_h_dev(dev_ctx *ctx, const void *a, const void *b, const void *c, size_t n,
+                           uint32_t log_m, dbuf &d_h, void *h_out);
+void free_ntt_tables(dev_ctx *ctx);
+
+}  // namespace cuzk

@@ -1,0 +1,564 @@
+// cuzk kernels: multi-scalar multiplication (G1 and G2), templated on the base field F.
+//
+// Pipeline (all on the device, bases resident):
+//  1. classify: Montgomery -> canonical; density bitmap -> base index (rank of the bit);
+//     zero scalars dropped, scalars == 1 appended to a "ones" index list, the rest appended
+//     (canonical scalar + base index) to a "big" list (warp-aggregated atomics).
+//  2. ones: grid-stride mixed additions + block tree reductions (no buckets at all).
+//  3. big: signed c-bit windows (digits in [-2^(c-1)+1, 2^(c-1)], bucket |d|-1, sign in the
+//     top bit of the point index), one (key = window:bucket, value = point) pair per window and
+//     scalar; cub radix sort by key; run-length encode; each run (bucket) is cut into tasks of
+//     at most T points summed by one thread with mixed additions (hot buckets, e.g. many equal
+//     scalars, are spread over many tasks and re-combined by one block each); bucket sums
+//     reduced per window with the running-sum trick in K chunks per window; windows combined
+//     by Horner (c doublings per window) in one thread.
+//  4. result = ones + big, converted XYZZ -> Jacobian (no inversion).
+// This header is included by one translation unit per group; kernels live in an anonymous
+// namespace so that the two instantiations never collide at link time.
+#pragma once
+#include "common.cuh"
+#include "curve.cuh"
+#include <cub/cub.cuh>
+#include <vector>
+#include <algorithm>
+#include <cstring>
+
+namespace cuzk {
+namespace {
+
+constexpr int CLASSIFY_TPB = 256;
+
+__global__ void k_popcount(const uint64_t *bits, uint32_t *out, size_t nwords)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < nwords) out[i] = __popcll(bits[i]);
+}
+
+__global__ void k_classify(const fr_t *scal, size_t i0, size_t cnt, const uint64_t *dens,
+                           const uint32_t *rank, uint32_t base_offset, uint32_t *ones_idx,
+                           uint32_t *big_idx, uint4 *big_sc, uint32_t *counters)
+{
+#ifdef __CUDA_ARCH__
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    const unsigned lane = threadIdx.x & 31;
+    for (size_t base = (size_t)blockIdx.x * blockDim.x; base < cnt; base += stride) {
+        size_t li = base + threadIdx.x;
+        size_t i = i0 + li;
+        int kind = 0;
+        uint32_t bidx = 0;
+        fr_t s;
+        if (li < cnt) {
+            bool sel = true;
+            size_t j = i;
+            if (dens) {
+                uint64_t w = dens[i >> 6];
+                unsigned b = (unsigned)(i & 63);
+                sel = (w >> b) & 1;
+                j = rank[i >> 6] + __popcll(w & ((1ull << b) - 1));
+            }
+            if (sel) {
+                s = scal[li];
+                s.from();
+                bool one = s[0] == 1;
+#pragma unroll
+                for (int k = 1; k < 8; k++) one &= s[k] == 0;
+                kind = s.is_zero() ? 0 : (one ? 1 : 2);
+                bidx = base_offset + (uint32_t)j;
+            }
+        }
+        unsigned m1 = __ballot_sync(0xffffffffu, kind == 1);
+        unsigned m2 = __ballot_sync(0xffffffffu, kind == 2);
+        uint32_t b1 = 0, b2 = 0;
+        if (lane == 0) {
+            if (m1) b1 = atomicAdd(&counters[0], __popc(m1));
+            if (m2) b2 = atomicAdd(&counters[1], __popc(m2));
+        }
+        b1 = __shfl_sync(0xffffffffu, b1, 0);
+        b2 = __shfl_sync(0xffffffffu, b2, 0);
+        unsigned lt = (1u << lane) - 1;
+        if (kind == 1) ones_idx[b1 + __popc(m1 & lt)] = bidx;
+        if (kind == 2) {
+            uint32_t k = b2 + __popc(m2 & lt);
+            big_idx[k] = bidx;
+            big_sc[2 * k] = make_uint4(s[0], s[1], s[2], s[3]);
+            big_sc[2 * k + 1] = make_uint4(s[4], s[5], s[6], s[7]);
+        }
+    }
+#endif
+}
+
+__global__ void k_digits(const uint4 *big_sc, const uint32_t *big_idx, uint32_t nbig, int c,
+                         int nwin, uint32_t *keys, uint32_t *vals)
+{
+    const uint32_t sentinel = (uint32_t)nwin << (c - 1);
+    const uint32_t half = 1u << (c - 1);
+    const uint32_t mask = (1u << c) - 1;
+    for (uint32_t k = blockIdx.x * blockDim.x + threadIdx.x; k < nbig; k += gridDim.x * blockDim.x) {
+        uint4 lo = big_sc[2 * k], hi = big_sc[2 * k + 1];
+        uint32_t s[10] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w, 0, 0};
+        uint32_t bidx = big_idx[k];
+        uint32_t carry = 0;
+        for (int w = 0; w < nwin; w++) {
+            int off = w * c;
+            int word = off >> 5, sh = off & 31;
+            uint64_t two = ((uint64_t)s[word + 1] << 32) | s[word];
+            uint32_t d = (uint32_t)(two >> sh) & mask;
+            d += carry;
+            uint32_t key, val;
+            if (d > half) {  // negative digit d - 2^c
+                uint32_t a = (1u << c) - d;  // |digit|, in [0, 2^(c-1))
+                carry = 1;
+                key = a == 0 ? sentinel : (((uint32_t)w << (c - 1)) | (a - 1));
+                val = bidx | 0x80000000u;
+            } else {
+                carry = 0;
+                key = d == 0 ? sentinel : (((uint32_t)w << (c - 1)) | (d - 1));
+                val = bidx;
+            }
+            keys[(size_t)w * nbig + k] = key;
+            vals[(size_t)w * nbig + k] = val;
+        }
+    }
+}
+
+__global__ void k_ntasks(const uint32_t *uniq, const uint32_t *counts, uint32_t nruns,
+                         uint32_t sentinel, uint32_t T, uint32_t *ntasks)
+{
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i > nruns) return;
+    uint32_t v = 0;
+    if (i < nruns && uniq[i] < sentinel) v = (counts[i] + T - 1) / T;
+    ntasks[i] = v;
+}
+
+template <class F>
+__device__ __forceinline__ void add_base(xyzz_t<F> &acc, const affine_t<F> *bases, uint32_t v)
+{
+#ifdef __CUDA_ARCH__
+    affine_t<F> p = bases[v & 0x7fffffffu];
+    if (aff_is_inf(p)) return;
+    F y = (v >> 31) ? f_neg(p.y) : p.y;
+    xyzz_add_affine(acc, p.x, y);
+#endif
+}
+
+template <class F>
+__global__ void __launch_bounds__(128) k_accum(const affine_t<F> *bases, const uint32_t *vals,
+                         const uint32_t *uniq, const uint32_t *offs, const uint32_t *counts,
+                         const uint32_t *toff, uint32_t nruns, uint32_t total, uint32_t T,
+                         xyzz_t<F> *buckets, xyzz_t<F> *task_res, uint32_t *multi_list,
+                         uint32_t *multi_count)
+{
+#ifdef __CUDA_ARCH__
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= total) return;
+    uint32_t lo = 0, hi = nruns;  // last r with toff[r] <= t (toff[nruns] = total > t)
+    while (lo < hi) {
+        uint32_t mid = (lo + hi + 1) >> 1;
+        if (toff[mid] <= t) lo = mid;
+        else hi = mid - 1;
+    }
+    uint32_t r = lo;
+    uint32_t nt = toff[r + 1] - toff[r];
+    uint32_t sub = t - toff[r];
+    uint32_t start = offs[r] + sub * T;
+    uint32_t len = min(T, counts[r] - sub * T);
+    xyzz_t<F> acc;
+    xyzz_set_inf(acc);
+    for (uint32_t e = 0; e < len; e++) add_base(acc, bases, vals[start + e]);
+    if (nt == 1) {
+        buckets[uniq[r]] = acc;
+    } else {
+        task_res[t] = acc;
+        if (sub == 0) multi_list[atomicAdd(multi_count, 1u)] = r;
+    }
+#endif
+}
+
+template <class F, int TPB>
+__device__ __forceinline__ void block_reduce(xyzz_t<F> &acc)
+{
+#ifdef __CUDA_ARCH__
+    __shared__ __align__(16) unsigned char smem[TPB * sizeof(xyzz_t<F>)];
+    xyzz_t<F> *sh = reinterpret_cast<xyzz_t<F> *>(smem);
+    sh[threadIdx.x] = acc;
+    __syncthreads();
+    for (int s = TPB / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) {
+            xyzz_t<F> a = sh[threadIdx.x];
+            xyzz_add(a, sh[threadIdx.x + s]);
+            sh[threadIdx.x] = a;
+        }
+        __syncthreads();
+    }
+    acc = sh[0];
+    __syncthreads();
+#endif
+}
+
+template <class F, int TPB>
+__global__ void __launch_bounds__(TPB) k_combine(const xyzz_t<F> *task_res, const uint32_t *toff,
+                          const uint32_t *uniq, const uint32_t *multi_list,
+                          const uint32_t *multi_count, xyzz_t<F> *buckets)
+{
+#ifdef __CUDA_ARCH__
+    uint32_t cnt = *multi_count;
+    for (uint32_t j = blockIdx.x; j < cnt; j += gridDim.x) {
+        uint32_t r = multi_list[j];
+        uint32_t a = toff[r], b = toff[r + 1];
+        xyzz_t<F> acc;
+        xyzz_set_inf(acc);
+        for (uint32_t t = a + threadIdx.x; t < b; t += TPB) xyzz_add(acc, task_res[t]);
+        block_reduce<F, TPB>(acc);
+        if (threadIdx.x == 0) buckets[uniq[r]] = acc;
+    }
+#endif
+}
+
+template <class F, int TPB>
+__global__ void __launch_bounds__(TPB) k_sum_list(const affine_t<F> *bases, const uint32_t *idx,
+                                                  uint32_t cnt, xyzz_t<F> *out)
+{
+#ifdef __CUDA_ARCH__
+    xyzz_t<F> acc;
+    xyzz_set_inf(acc);
+    for (uint32_t i = blockIdx.x * TPB + threadIdx.x; i < cnt; i += gridDim.x * TPB)
+        add_base(acc, bases, idx[i]);
+    block_reduce<F, TPB>(acc);
+    if (threadIdx.x == 0) out[blockIdx.x] = acc;
+#endif
+}
+
+template <class F, int TPB>
+__global__ void __launch_bounds__(TPB) k_sum_xyzz(const xyzz_t<F> *in, uint32_t cnt, xyzz_t<F> *out)
+{
+#ifdef __CUDA_ARCH__
+    xyzz_t<F> acc;
+    xyzz_set_inf(acc);
+    for (uint32_t i = threadIdx.x; i < cnt; i += TPB) xyzz_add(acc, in[i]);
+    block_reduce<F, TPB>(acc);
+    if (threadIdx.x == 0) *out = acc;
+#endif
+}
+
+// Thread (w, k): buckets k*L .. k*L+L-1 of window w (bucket p holds digit p+1).
+// W = sum_t (t+1) * S[kL+t], U = sum_t S[kL+t].
+template <class F>
+__global__ void k_bucket_chunks(const xyzz_t<F> *buckets, uint32_t B, uint32_t K, uint32_t nwin,
+                                xyzz_t<F> *W, xyzz_t<F> *U)
+{
+#ifdef __CUDA_ARCH__
+    uint32_t id = blockIdx.x * blockDim.x + threadIdx.x;
+    if (id >= nwin * K) return;
+    uint32_t w = id / K, k = id % K, L = B / K;
+    const xyzz_t<F> *b = buckets + (size_t)w * B + (size_t)k * L;
+    xyzz_t<F> run, acc;
+    xyzz_set_inf(run);
+    xyzz_set_inf(acc);
+    for (int t = (int)L - 1; t >= 0; t--) {
+        xyzz_add(run, b[t]);
+        xyzz_add(acc, run);
+    }
+    W[id] = acc;
+    U[id] = run;
+#endif
+}
+
+// Thread w: window sum = sum_k W[k] + L * sum_k k*U[k].
+template <class F>
+__global__ void k_window_sums(const xyzz_t<F> *W, const xyzz_t<F> *U, uint32_t K, int logL,
+                              uint32_t nwin, xyzz_t<F> *win)
+{
+#ifdef __CUDA_ARCH__
+    uint32_t w = blockIdx.x * blockDim.x + threadIdx.x;
+    if (w >= nwin) return;
+    xyzz_t<F> run, acc;
+    xyzz_set_inf(run);
+    xyzz_set_inf(acc);
+    for (int k = (int)K - 1; k >= 1; k--) {
+        xyzz_add(run, U[w * K + k]);
+        xyzz_add(acc, run);
+    }
+    for (int i = 0; i < logL; i++) xyzz_dbl(acc);
+    for (uint32_t k = 0; k < K; k++) xyzz_add(acc, W[w * K + k]);
+    win[w] = acc;
+#endif
+}
+
+template <class F>
+__global__ void k_final(const xyzz_t<F> *win, int nwin, int c, const xyzz_t<F> *ones,
+                        jac_t<F> *out)
+{
+#ifdef __CUDA_ARCH__
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    xyzz_t<F> res;
+    xyzz_set_inf(res);
+    if (win) {
+        res = win[nwin - 1];
+        for (int w = nwin - 2; w >= 0; w--) {
+            for (int i = 0; i < c; i++) xyzz_dbl(res);
+            xyzz_add(res, win[w]);
+        }
+    }
+    if (ones) xyzz_add(res, *ones);
+    *out = xyzz_to_jac(res);
+#endif
+}
+
+// Cost model for the window size: nwin * (points + bucket-reduction work).
+inline int choose_c(size_t nbig)
+{
+    int best_c = 4;
+    double best = 1e300;
+    for (int c = 4; c <= 16; c++) {
+        int nwin = (256 + c - 1) / c;
+        double cost = (double)nwin * ((double)nbig + 2.6 * (double)(1u << (c - 1)));
+        if (cost < best) { best = cost; best_c = c; }
+    }
+    return best_c;
+}
+
+struct event_list {
+    std::vector<cudaEvent_t> ev;
+    ~event_list() { for (auto e : ev) cudaEventDestroy(e); }
+    cudaError_t add(cudaEvent_t *out)
+    {
+        cudaEvent_t e;
+        cudaError_t r = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+        if (r != cudaSuccess) return r;
+        ev.push_back(e);
+        *out = e;
+        return cudaSuccess;
+    }
+};
+
+template <class F> constexpr int red_tpb() { return sizeof(F) == 48 ? 128 : 64; }
+
+}  // namespace
+
+template <class F>
+cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size_t base_offset,
+                     const void *d_scalars, const void *h_scalars, size_t n,
+                     const uint64_t *h_density, void *out_jacobian)
+{
+    constexpr int TPB = red_tpb<F>();
+    cudaStream_t s = ctx->s_comp, sc = ctx->s_copy;
+    const affine_t<F> *bases = static_cast<const affine_t<F> *>(d_bases_v);
+
+    if (n > 0x7fffffffu || bases_len > 0x7fffffffu)
+        return arg_err(CUZK_K_ERR_TOO_LARGE, "msm: more than 2^31-1 scalars or bases");
+    // selected count and range check
+    size_t nsel = n;
+    size_t nwords = (n + 63) / 64;
+    if (h_density) {
+        nsel = 0;
+        for (size_t w = 0; w < nwords; w++) {
+            uint64_t v = h_density[w];
+            if (w == nwords - 1 && (n & 63)) v &= (1ull << (n & 63)) - 1;
+            nsel += (size_t)__builtin_popcountll(v);
+        }
+    }
+    if (base_offset > bases_len || nsel > bases_len - base_offset)
+        return arg_err(CUZK_K_ERR_RANGE, "msm: base_offset + selected scalars > bases_len");
+    if (n == 0 || nsel == 0) {
+        memset(out_jacobian, 0, sizeof(jac_t<F>));  // Z = 0: infinity
+        return ok();
+    }
+
+    // ---- allocations (all on s) ----
+    dbuf d_dens, d_rank, d_pop, d_sc, d_ones_idx, d_big_idx, d_big_sc, d_cnt, d_out;
+    if (h_density) {
+        CUZK_CK(d_dens.alloc(nwords * 8, s));
+        CUZK_CK(d_rank.alloc(nwords * 4 + 4, s));
+        CUZK_CK(d_pop.alloc(nwords * 4 + 4, s));
+    }
+    if (!d_scalars) CUZK_CK(d_sc.alloc(n * sizeof(fr_t), s));
+    CUZK_CK(d_ones_idx.alloc(n * 4, s));
+    CUZK_CK(d_big_idx.alloc(n * 4, s));
+    CUZK_CK(d_big_sc.alloc(n * 32, s));
+    CUZK_CK(d_cnt.alloc(16, s));
+    CUZK_CK(d_out.alloc(sizeof(jac_t<F>), s));
+    CUZK_CK(cudaMemsetAsync(d_cnt.p, 0, 16, s));
+
+    if (h_density) {
+        CUZK_CK(cudaMemcpyAsync(d_dens.p, h_density, nwords * 8, cudaMemcpyHostToDevice, s));
+        k_popcount<<<(unsigned)((nwords + 255) / 256), 256, 0, s>>>(d_dens.as<uint64_t>(),
+                                                                   d_pop.as<uint32_t>(), nwords);
+        CUZK_CKL();
+        size_t tmp = 0;
+        CUZK_CK(cub::DeviceScan::ExclusiveSum(nullptr, tmp, d_pop.as<uint32_t>(),
+                                              d_rank.as<uint32_t>(), (int)nwords, s));
+        dbuf d_tmp;
+        CUZK_CK(d_tmp.alloc(tmp, s));
+        CUZK_CK(cub::DeviceScan::ExclusiveSum(d_tmp.p, tmp, d_pop.as<uint32_t>(),
+                                              d_rank.as<uint32_t>(), (int)nwords, s));
+    }
+
+    // ---- scalars: chunked copy (copy stream) overlapped with classification ----
+    event_list evs;
+    const size_t CHUNK = (size_t)1 << 22;
+    unsigned cls_grid = (unsigned)std::max(1, ctx->sm_count * 8);
+    if (!d_scalars) {
+        cudaEvent_t e0;
+        CUZK_CK(evs.add(&e0));
+        CUZK_CK(cudaEventRecord(e0, s));  // allocations done
+        CUZK_CK(cudaStreamWaitEvent(sc, e0, 0));
+    }
+    for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
+        size_t cnt = std::min(CHUNK, n - i0);
+        const fr_t *src;
+        if (!d_scalars) {
+            fr_t *dst = d_sc.as<fr_t>() + i0;
+            CUZK_CK(cudaMemcpyAsync(dst, static_cast<const fr_t *>(h_scalars) + i0,
+                                    cnt * sizeof(fr_t), cudaMemcpyHostToDevice, sc));
+            cudaEvent_t e;
+            CUZK_CK(evs.add(&e));
+            CUZK_CK(cudaEventRecord(e, sc));
+            CUZK_CK(cudaStreamWaitEvent(s, e, 0));
+            src = dst;
+        } else {
+            src = static_cast<const fr_t *>(d_scalars) + i0;
+        }
+        unsigned g = (unsigned)std::min<size_t>(cls_grid, (cnt + CLASSIFY_TPB - 1) / CLASSIFY_TPB);
+        k_classify<<<g, CLASSIFY_TPB, 0, s>>>(src, i0, cnt, d_dens.as<uint64_t>(),
+                                              d_rank.as<uint32_t>(), (uint32_t)base_offset,
+                                              d_ones_idx.as<uint32_t>(), d_big_idx.as<uint32_t>(),
+                                              d_big_sc.as<uint4>(), d_cnt.as<uint32_t>());
+        CUZK_CKL();
+    }
+    uint32_t hcnt[2];
+    CUZK_CK(cudaMemcpyAsync(hcnt, d_cnt.p, 8, cudaMemcpyDeviceToHost, s));
+    CUZK_CK(cudaStreamSynchronize(s));
+    d_sc.release();
+    d_dens.release();
+    d_rank.release();
+    const uint32_t n1 = hcnt[0], nbig = hcnt[1];
+
+    // ---- ones ----
+    dbuf d_ones_part, d_ones_res;
+    if (n1) {
+        unsigned G = (unsigned)std::min<size_t>((n1 + TPB - 1) / TPB, (size_t)ctx->sm_count * 4);
+        CUZK_CK(d_ones_part.alloc(G * sizeof(xyzz_t<F>), s));
+        CUZK_CK(d_ones_res.alloc(sizeof(xyzz_t<F>), s));
+        k_sum_list<F, TPB><<<G, TPB, 0, s>>>(bases, d_ones_idx.as<uint32_t>(), n1,
+                                             d_ones_part.as<xyzz_t<F>>());
+        CUZK_CKL();
+        k_sum_xyzz<F, TPB><<<1, TPB, 0, s>>>(d_ones_part.as<xyzz_t<F>>(), G,
+                                             d_ones_res.as<xyzz_t<F>>());
+        CUZK_CKL();
+    }
+
+    // ---- big: bucket method ----
+    dbuf d_win;
+    int c = 0, nwin = 0;
+    if (nbig) {
+        c = choose_c(nbig);
+        nwin = (256 + c - 1) / c;
+        const uint32_t B = 1u << (c - 1);
+        const uint32_t sentinel = (uint32_t)nwin << (c - 1);
+        int end_bit = 0;
+        while ((1ull << end_bit) <= sentinel) end_bit++;
+        const size_t N = (size_t)nwin * nbig;
+        if (N > 0x7fffffffu) return arg_err(CUZK_K_ERR_TOO_LARGE, "msm: nwin * n >= 2^31");
+
+        dbuf d_k0, d_v0, d_k1, d_v1;
+        CUZK_CK(d_k0.alloc(N * 4, s));
+        CUZK_CK(d_v0.alloc(N * 4, s));
+        CUZK_CK(d_k1.alloc(N * 4, s));
+        CUZK_CK(d_v1.alloc(N * 4, s));
+        {
+            unsigned g = (unsigned)std::min<size_t>((nbig + 255) / 256, (size_t)ctx->sm_count * 16);
+            k_digits<<<g, 256, 0, s>>>(d_big_sc.as<uint4>(), d_big_idx.as<uint32_t>(), nbig, c, nwin,
+                                       d_k0.as<uint32_t>(), d_v0.as<uint32_t>());
+            CUZK_CKL();
+        }
+        d_big_sc.release();
+        d_big_idx.release();
+
+        cub::DoubleBuffer<uint32_t> kb(d_k0.as<uint32_t>(), d_k1.as<uint32_t>());
+        cub::DoubleBuffer<uint32_t> vb(d_v0.as<uint32_t>(), d_v1.as<uint32_t>());
+        const size_t cap = std::min<size_t>(N, (size_t)nwin * B + 1) + 2;
+        dbuf d_uniq, d_counts, d_offs, d_nt, d_toff, d_nruns;
+        CUZK_CK(d_uniq.alloc(cap * 4, s));
+        CUZK_CK(d_counts.alloc(cap * 4, s));
+        CUZK_CK(d_offs.alloc(cap * 4, s));
+        CUZK_CK(d_nt.alloc(cap * 4, s));
+        CUZK_CK(d_toff.alloc(cap * 4, s));
+        CUZK_CK(d_nruns.alloc(16, s));
+
+        size_t t_sort = 0, t_rle = 0, t_scan = 0;
+        CUZK_CK(cub::DeviceRadixSort::SortPairs(nullptr, t_sort, kb, vb, (int)N, 0, end_bit, s));
+        CUZK_CK(cub::DeviceRunLengthEncode::Encode(nullptr, t_rle, kb.Current(), d_uniq.as<uint32_t>(),
+                                                   d_counts.as<uint32_t>(), d_nruns.as<uint32_t>(),
+                                                   (int)N, s));
+        CUZK_CK(cub::DeviceScan::ExclusiveSum(nullptr, t_scan, d_counts.as<uint32_t>(),
+                                              d_offs.as<uint32_t>(), (int)cap, s));
+        dbuf d_tmp;
+        size_t t_max = std::max(t_sort, std::max(t_rle, t_scan));
+        CUZK_CK(d_tmp.alloc(t_max, s));
+        CUZK_CK(cub::DeviceRadixSort::SortPairs(d_tmp.p, t_sort, kb, vb, (int)N, 0, end_bit, s));
+        CUZK_CK(cub::DeviceRunLengthEncode::Encode(d_tmp.p, t_rle, kb.Current(), d_uniq.as<uint32_t>(),
+                                                   d_counts.as<uint32_t>(), d_nruns.as<uint32_t>(),
+                                                   (int)N, s));
+        uint32_t nruns = 0;
+        CUZK_CK(cudaMemcpyAsync(&nruns, d_nruns.p, 4, cudaMemcpyDeviceToHost, s));
+        CUZK_CK(cudaStreamSynchronize(s));
+        CUZK_CK(cub::DeviceScan::ExclusiveSum(d_tmp.p, t_scan, d_counts.as<uint32_t>(),
+                                              d_offs.as<uint32_t>(), (int)nruns, s));
+        // task size: about twice the mean bucket size (uniform data: one task per bucket)
+        uint32_t mean = (uint32_t)((N + (size_t)nwin * B - 1) / ((size_t)nwin * B));
+        uint32_t T = std::max<uint32_t>(32, 2 * mean);
+        k_ntasks<<<(nruns + 1 + 255) / 256, 256, 0, s>>>(d_uniq.as<uint32_t>(), d_counts.as<uint32_t>(),
+                                                         nruns, sentinel, T, d_nt.as<uint32_t>());
+        CUZK_CKL();
+        CUZK_CK(cub::DeviceScan::ExclusiveSum(d_tmp.p, t_scan, d_nt.as<uint32_t>(),
+                                              d_toff.as<uint32_t>(), (int)(nruns + 1), s));
+        uint32_t total = 0;
+        CUZK_CK(cudaMemcpyAsync(&total, d_toff.as<uint32_t>() + nruns, 4, cudaMemcpyDeviceToHost, s));
+        CUZK_CK(cudaStreamSynchronize(s));
+
+        dbuf d_buckets, d_task, d_multi, d_mcnt;
+        CUZK_CK(d_buckets.alloc((size_t)nwin * B * sizeof(xyzz_t<F>), s));
+        CUZK_CK(d_task.alloc((size_t)std::max<uint32_t>(total, 1) * sizeof(xyzz_t<F>), s));
+        CUZK_CK(d_multi.alloc((size_t)(nruns + 1) * 4, s));
+        CUZK_CK(d_mcnt.alloc(16, s));
+        CUZK_CK(cudaMemsetAsync(d_buckets.p, 0, (size_t)nwin * B * sizeof(xyzz_t<F>), s));
+        CUZK_CK(cudaMemsetAsync(d_mcnt.p, 0, 16, s));
+        if (total) {
+            k_accum<F><<<(total + 127) / 128, 128, 0, s>>>(
+                bases, vb.Current(), d_uniq.as<uint32_t>(), d_offs.as<uint32_t>(),
+                d_counts.as<uint32_t>(), d_toff.as<uint32_t>(), nruns, total, T,
+                d_buckets.as<xyzz_t<F>>(), d_task.as<xyzz_t<F>>(), d_multi.as<uint32_t>(),
+                d_mcnt.as<uint32_t>());
+            CUZK_CKL();
+            unsigned g = std::max(1u, std::min<unsigned>(nruns, (unsigned)ctx->sm_count * 4));
+            k_combine<F, TPB><<<g, TPB, 0, s>>>(d_task.as<xyzz_t<F>>(), d_toff.as<uint32_t>(),
+                                               d_uniq.as<uint32_t>(), d_multi.as<uint32_t>(),
+                                               d_mcnt.as<uint32_t>(), d_buckets.as<xyzz_t<F>>());
+            CUZK_CKL();
+        }
+        d_k0.release(); d_v0.release(); d_k1.release(); d_v1.release();
+
+        const uint32_t K = std::min<uint32_t>(128, B);
+        int logL = 0;
+        while ((K << logL) < B) logL++;
+        dbuf d_W, d_U;
+        CUZK_CK(d_W.alloc((size_t)nwin * K * sizeof(xyzz_t<F>), s));
+        CUZK_CK(d_U.alloc((size_t)nwin * K * sizeof(xyzz_t<F>), s));
+        CUZK_CK(d_win.alloc((size_t)nwin * sizeof(xyzz_t<F>), s));
+        k_bucket_chunks<F><<<(nwin * K + 63) / 64, 64, 0, s>>>(d_buckets.as<xyzz_t<F>>(), B, K, nwin,
+                                                              d_W.as<xyzz_t<F>>(), d_U.as<xyzz_t<F>>());
+        CUZK_CKL();
+        k_window_sums<F><<<(nwin + 31) / 32, 32, 0, s>>>(d_W.as<xyzz_t<F>>(), d_U.as<xyzz_t<F>>(), K, logL, nwin,
+                                         d_win.as<xyzz_t<F>>());
+        CUZK_CKL();
+    }
+    k_final<F><<<1, 1, 0, s>>>(nbig ? d_win.as<xyzz_t<F>>() : nullptr, nwin, c,
+                               n1 ? d_ones_res.as<xyzz_t<F>>() : nullptr, d_out.as<jac_t<F>>());
+    CUZK_CKL();
+    CUZK_CK(cudaMemcpyAsync(out_jacobian, d_out.p, sizeof(jac_t<F>), cudaMemcpyDeviceToHost, s));
+    CUZK_CK(cudaStreamSynchronize(s));
+    return ok();
+}
+
+}  // namespace cuzk

@@ -1,0 +1,477 @@
+//! `ProvingAssignment`: the constraint system synthesis fills, with a/b/c in pinned buffers.
+//!
+//! It records exactly what bellperson's prover records — the evaluations of the A, B and C
+//! linear combinations per constraint, the density of A over aux variables and of B over
+//! inputs and aux variables (a variable counts once it appears with a non-zero coefficient),
+//! and the input and aux assignments — so proofs from it are the bytes bellperson produces.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bellpepper_core::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::Scalar;
+use ff::Field;
+use parking_lot::Mutex;
+
+use crate::error::{Error, Result};
+use crate::pool::{PinnedPool, PinnedVec};
+
+/// Elements a/b/c start with when a pinned assignment has no size hint (grows by doubling).
+pub const DEFAULT_INITIAL_CONSTRAINTS: usize = 1 << 16;
+
+/// A bit per variable: does it appear in a query? Plus the count of set bits.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DensityTracker {
+    words: Vec<u64>,
+    len: usize,
+    total: usize,
+}
+
+impl DensityTracker {
+    /// An empty tracker.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A tracker sized for `capacity` variables.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            words: Vec::with_capacity(capacity.div_ceil(64)),
+            len: 0,
+            total: 0,
+        }
+    }
+
+    /// Adds one variable, not (yet) in the query.
+    pub fn add_element(&mut self) {
+        if self.len % 64 == 0 {
+            self.words.push(0);
+        }
+        self.len += 1;
+    }
+
+    /// Marks variable `i` as present.
+    ///
+    /// # Panics
+    /// If `i` is not a tracked variable (callers check first).
+    pub fn inc(&mut self, i: usize) {
+        assert!(i < self.len, "density index {i} out of range {}", self.len);
+        let (w, b) = (i / 64, i % 64);
+        if self.words[w] & (1 << b) == 0 {
+            self.words[w] |= 1 << b;
+            self.total += 1;
+        }
+    }
+
+    /// Whether variable `i` is present.
+    pub fn is_set(&self, i: usize) -> bool {
+        i < self.len && self.words[i / 64] & (1 << (i % 64)) != 0
+    }
+
+    /// Number of variables tracked.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no variable is tracked.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Number of variables present (bits set).
+    pub fn total_density(&self) -> usize {
+        self.total
+    }
+
+    /// The bits, 64 variables per word, variable `i` at bit `i % 64` of word `i / 64`.
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
+    /// Appends `other`'s bits. For input densities the first bit of `other` is its own "one"
+    /// variable, which coincides with ours: it is merged rather than appended.
+    pub fn extend(&mut self, other: &DensityTracker, is_input: bool) {
+        let skip = usize::from(is_input && !other.is_empty());
+        if is_input && other.is_set(0) && !self.is_empty() && !self.is_set(0) {
+            self.inc(0);
+        }
+        if is_input && self.is_empty() && !other.is_empty() {
+            // Nothing of ours to merge into: take the "one" bit as it is.
+            self.add_element();
+            if other.is_set(0) {
+                self.inc(0);
+            }
+        }
+        for i in skip..other.len {
+            self.add_element();
+            if other.is_set(i) {
+                let last = self.len - 1;
+                self.inc(last);
+            }
+        }
+    }
+}
+
+/// The sizes of one synthesis of a circuit, used to size the next one right.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CapacityHint {
+    /// Constraints, including one per public input that the prover appends.
+    pub constraints: usize,
+    /// Public inputs, including the "one" input.
+    pub inputs: usize,
+    /// Private (aux) variables.
+    pub aux: usize,
+}
+
+/// A cache of [`CapacityHint`]s keyed by circuit type name, shared by clones.
+///
+/// A wrong hint costs only time (a growth) or idle bytes, never correctness.
+#[derive(Debug, Clone, Default)]
+pub struct CapacityHints {
+    map: Arc<Mutex<HashMap<&'static str, CapacityHint>>>,
+}
+
+impl CapacityHints {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The hint recorded under `key` (a circuit's `std::any::type_name`).
+    pub fn get(&self, key: &str) -> Option<CapacityHint> {
+        self.map.lock().get(key).copied()
+    }
+
+    /// Records the sizes of a synthesis under `key`.
+    pub fn record(&self, key: &'static str, hint: CapacityHint) {
+        self.map.lock().insert(key, hint);
+    }
+}
+
+/// The constraint system a circuit is synthesized into for proving.
+///
+/// a/b/c are [`PinnedVec`]s: with [`ProvingAssignment::new_with_pinned`] they live in pool
+/// buffers from the first write and go back to the pool on [`release_abc`](Self::release_abc)
+/// (or drop).
+pub struct ProvingAssignment {
+    pub(crate) a_aux_density: DensityTracker,
+    pub(crate) b_input_density: DensityTracker,
+    pub(crate) b_aux_density: DensityTracker,
+    pub(crate) a: PinnedVec<Scalar>,
+    pub(crate) b: PinnedVec<Scalar>,
+    pub(crate) c: PinnedVec<Scalar>,
+    pub(crate) input_assignment: Vec<Scalar>,
+    pub(crate) aux_assignment: Vec<Scalar>,
+    /// Set when the circuit refers to a variable that does not exist; reported by
+    /// [`ProvingAssignment::finish`] since `enforce` cannot return errors.
+    error: Option<String>,
+    abc_released: bool,
+    finished: bool,
+}
+
+impl std::fmt::Debug for ProvingAssignment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProvingAssignment")
+            .field("constraints", &self.a.len())
+            .field("inputs", &self.input_assignment.len())
+            .field("aux", &self.aux_assignment.len())
+            .field("pinned", &self.is_pinned())
+            .field("abc_released", &self.abc_released)
+            .finish()
+    }
+}
+
+impl Default for ProvingAssignment {
+    fn default() -> Self {
+        Self::new_heap()
+    }
+}
+
+impl ProvingAssignment {
+    /// An assignment whose a/b/c live on the heap.
+    pub fn new_heap() -> Self {
+        Self {
+            a_aux_density: DensityTracker::new(),
+            b_input_density: DensityTracker::new(),
+            b_aux_density: DensityTracker::new(),
+            a: PinnedVec::new(),
+            b: PinnedVec::new(),
+            c: PinnedVec::new(),
+            input_assignment: Vec::new(),
+            aux_assignment: Vec::new(),
+            error: None,
+            abc_released: false,
+            finished: false,
+        }
+    }
+
+    /// An assignment whose a/b/c are written straight into three buffers from `pool`, sized
+    /// for `hint` (or [`DEFAULT_INITIAL_CONSTRAINTS`] without one, growing within the pool).
+    ///
+    /// # Errors
+    /// When the pool cannot serve the three buffers (see [`PinnedPool::checkout`]).
+    pub fn new_with_pinned(pool: &PinnedPool, hint: Option<CapacityHint>) -> Result<Self> {
+        let constraints = hint
+            .map(|h| h.constraints)
+            .unwrap_or(DEFAULT_INITIAL_CONSTRAINTS)
+            .max(1);
+        let mut this = Self::new_heap();
+        this.a = PinnedVec::with_capacity_in(pool, constraints)?;
+        this.b = PinnedVec::with_capacity_in(pool, constraints)?;
+        this.c = PinnedVec::with_capacity_in(pool, constraints)?;
+        if let Some(h) = hint {
+            this.input_assignment.reserve(h.inputs);
+            this.aux_assignment.reserve(h.aux);
+            this.a_aux_density = DensityTracker::with_capacity(h.aux);
+            this.b_aux_density = DensityTracker::with_capacity(h.aux);
+            this.b_input_density = DensityTracker::with_capacity(h.inputs);
+        }
+        Ok(this)
+    }
+
+    /// Whether a/b/c all live in pinned memory.
+    pub fn is_pinned(&self) -> bool {
+        self.a.is_pinned() && self.b.is_pinned() && self.c.is_pinned()
+    }
+
+    /// Hands the a/b/c buffers back to their pool. Idempotent; `Drop` does it too. Proving
+    /// needs a/b/c, so a released assignment can no longer be proved.
+    pub fn release_abc(&mut self) {
+        self.a.release();
+        self.b.release();
+        self.c.release();
+        self.abc_released = true;
+    }
+
+    /// Whether [`release_abc`](Self::release_abc) has run.
+    pub fn is_abc_released(&self) -> bool {
+        self.abc_released
+    }
+
+    /// Number of constraints recorded (including input constraints once finished).
+    pub fn num_constraints(&self) -> usize {
+        self.a.len()
+    }
+
+    /// Public inputs, the leading "one" included.
+    pub fn input_assignment(&self) -> &[Scalar] {
+        &self.input_assignment
+    }
+
+    /// Private variables.
+    pub fn aux_assignment(&self) -> &[Scalar] {
+        &self.aux_assignment
+    }
+
+    /// Evaluations of A per constraint.
+    pub fn a(&self) -> &[Scalar] {
+        self.a.as_slice()
+    }
+
+    /// Evaluations of B per constraint.
+    pub fn b(&self) -> &[Scalar] {
+        self.b.as_slice()
+    }
+
+    /// Evaluations of C per constraint.
+    pub fn c(&self) -> &[Scalar] {
+        self.c.as_slice()
+    }
+
+    /// Which aux variables appear in some A.
+    pub fn a_aux_density(&self) -> &DensityTracker {
+        &self.a_aux_density
+    }
+
+    /// Which inputs appear in some B.
+    pub fn b_input_density(&self) -> &DensityTracker {
+        &self.b_input_density
+    }
+
+    /// Which aux variables appear in some B.
+    pub fn b_aux_density(&self) -> &DensityTracker {
+        &self.b_aux_density
+    }
+
+    /// Whether [`finish`](Self::finish) has run (the assignment is ready to prove).
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// The sizes to record as the next synthesis's hint.
+    pub fn capacity_hint(&self) -> CapacityHint {
+        CapacityHint {
+            constraints: self.a.len(),
+            inputs: self.input_assignment.len(),
+            aux: self.aux_assignment.len(),
+        }
+    }
+
+    /// Prepares an empty assignment for a circuit: allocates the "one" input.
+    pub(crate) fn start(&mut self) -> Result<()> {
+        self.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+        Ok(())
+    }
+
+    /// Appends the constraint `input_i * 0 = 0` for each public input (as bellperson does,
+    /// making every input dense in A), and reports a variable misuse seen during synthesis.
+    ///
+    /// # Errors
+    /// [`Error::Synthesis`] if the circuit referred to a variable it never allocated.
+    pub(crate) fn finish(&mut self) -> Result<()> {
+        if let Some(e) = self.error.take() {
+            return Err(Error::InvalidArgument(format!("circuit is malformed: {e}")));
+        }
+        if !self.finished {
+            for i in 0..self.input_assignment.len() {
+                self.a.push(self.input_assignment[i]);
+                self.b.push(Scalar::ZERO);
+                self.c.push(Scalar::ZERO);
+            }
+            self.finished = true;
+        }
+        Ok(())
+    }
+
+    fn eval(
+        &mut self,
+        lc: &LinearCombination<Scalar>,
+        track_inputs: Option<Tracker>,
+        track_aux: Option<Tracker>,
+    ) -> Scalar {
+        let mut acc = Scalar::ZERO;
+        for (&i, coeff) in lc.iter_inputs() {
+            if bool::from(coeff.is_zero()) {
+                continue;
+            }
+            let Some(&value) = self.input_assignment.get(i) else {
+                self.error
+                    .get_or_insert_with(|| format!("input variable {i} was never allocated"));
+                continue;
+            };
+            acc += if *coeff == Scalar::ONE { value } else { value * coeff };
+            if let Some(t) = track_inputs {
+                self.tracker(t).inc(i);
+            }
+        }
+        for (&i, coeff) in lc.iter_aux() {
+            if bool::from(coeff.is_zero()) {
+                continue;
+            }
+            let Some(&value) = self.aux_assignment.get(i) else {
+                self.error
+                    .get_or_insert_with(|| format!("aux variable {i} was never allocated"));
+                continue;
+            };
+            acc += if *coeff == Scalar::ONE { value } else { value * coeff };
+            if let Some(t) = track_aux {
+                self.tracker(t).inc(i);
+            }
+        }
+        acc
+    }
+
+    fn tracker(&mut self, t: Tracker) -> &mut DensityTracker {
+        match t {
+            Tracker::AAux => &mut self.a_aux_density,
+            Tracker::BInput => &mut self.b_input_density,
+            Tracker::BAux => &mut self.b_aux_density,
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Tracker {
+    AAux,
+    BInput,
+    BAux,
+}
+
+impl ConstraintSystem<Scalar> for ProvingAssignment {
+    type Root = Self;
+
+    fn new() -> Self {
+        Self::new_heap()
+    }
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux_assignment.push(f()?);
+        self.a_aux_density.add_element();
+        self.b_aux_density.add_element();
+        Ok(Variable::new_unchecked(Index::Aux(
+            self.aux_assignment.len() - 1,
+        )))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.input_assignment.push(f()?);
+        self.b_input_density.add_element();
+        Ok(Variable::new_unchecked(Index::Input(
+            self.input_assignment.len() - 1,
+        )))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        let a = a(LinearCombination::zero());
+        let b = b(LinearCombination::zero());
+        let c = c(LinearCombination::zero());
+        // Inputs are dense in A by construction (the input constraints), so only aux is
+        // tracked there; C has no query of its own.
+        let a_res = self.eval(&a, None, Some(Tracker::AAux));
+        let b_res = self.eval(&b, Some(Tracker::BInput), Some(Tracker::BAux));
+        let c_res = self.eval(&c, None, None);
+        self.a.push(a_res);
+        self.b.push(b_res);
+        self.c.push(c_res);
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+
+    fn is_extensible() -> bool {
+        true
+    }
+
+    fn extend(&mut self, other: &Self) {
+        self.a_aux_density.extend(&other.a_aux_density, false);
+        self.b_input_density.extend(&other.b_input_density, true);
+        self.b_aux_density.extend(&other.b_aux_density, false);
+        self.a.extend_from_slice(other.a.as_slice());
+        self.b.extend_from_slice(other.b.as_slice());
+        self.c.extend_from_slice(other.c.as_slice());
+        // The other system's first input is its own "one", which coincides with ours.
+        self.input_assignment
+            .extend_from_slice(other.input_assignment.get(1..).unwrap_or(&[]));
+        self.aux_assignment.extend_from_slice(&other.aux_assignment);
+        if self.error.is_none() {
+            self.error.clone_from(&other.error);
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! The crate's one error type.
+//!
+//! Every fallible public function returns [`Result<T>`](crate::Result). Messages say what was
+//! expected and what was found, so a log line alone is enough to act on.
+
+use std::path::PathBuf;
+
+use bellpepper_core::SynthesisError;
+
+/// Everything that can go wrong in cuzk.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The pinned pool could not serve a checkout within its cap.
+    #[error(
+        "pinned pool exhausted: requested {requested} bytes, {in_use} bytes in use, cap {cap} bytes{}",
+        if *.waited { " (after waiting)" } else { "" }
+    )]
+    PoolExhausted {
+        /// Bytes asked for.
+        requested: usize,
+        /// Bytes checked out at the time of the failure.
+        in_use: usize,
+        /// The pool's `max_bytes`.
+        cap: usize,
+        /// Whether the pool waited for buffers to come back before giving up.
+        waited: bool,
+    },
+
+    /// A host-allocator backend failed to allocate.
+    #[error("host allocation of {bytes} bytes failed ({backend}): {reason}")]
+    Allocation {
+        /// Bytes asked for.
+        bytes: usize,
+        /// Which backend failed (`heap`, `cuda-pinned`, ...).
+        backend: &'static str,
+        /// The operating system's or driver's reason.
+        reason: String,
+    },
+
+    /// The parameter file could not be read.
+    #[error("cannot read parameters from {path}: {source}")]
+    ParamsIo {
+        /// The file.
+        path: PathBuf,
+        /// The underlying I/O error.
+        source: std::io::Error,
+    },
+
+    /// The parameter bytes end before the data they announce.
+    #[error("parameters truncated: expected {expected}, found {found}")]
+    ParamsTruncated {
+        /// What the format required at this point.
+        expected: String,
+        /// What was there.
+        found: String,
+    },
+
+    /// The parameter bytes hold something that is not valid.
+    #[error("parameters corrupt: {0}")]
+    ParamsCorrupt(String),
+
+    /// The circuit's shape does not match the parameters.
+    #[error("circuit does not match the parameters: {0}")]
+    CircuitMismatch(String),
+
+    /// The circuit failed to synthesize.
+    #[error("synthesis failed: {0}")]
+    Synthesis(#[from] SynthesisError),
+
+    /// A caller passed arguments that cannot be used.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    /// A proof's encoding is not valid.
+    #[error("malformed proof: {0}")]
+    MalformedProof(String),
+
+    /// The parameters hold a point that would break soundness (e.g. delta at infinity).
+    #[error("unsafe parameters: {0}")]
+    UnsafeParameters(String),
+}
+
+/// `Result` with the crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,367 @@
+//! Groth16 parameters (the SRS) in bellperson's file format, with the verifying key.
+//!
+//! The layout, as bellperson's `Parameters::write` produces it (points uncompressed, 96 bytes
+//! for G1 and 192 for G2; lengths big-endian u32):
+//!
+//! ```text
+//! vk:   alpha_g1 beta_g1 beta_g2 gamma_g2 delta_g1 delta_g2  u32 n_ic  ic[n_ic]
+//!       u32 n_h h[n_h]  u32 n_l l[n_l]  u32 n_a a[n_a]  u32 n_b_g1 b_g1[..]  u32 n_b_g2 b_g2[..]
+//! ```
+//!
+//! [`Parameters::load`] maps the file and decodes every section in parallel straight into its
+//! final vector; nothing is read twice or copied in between.
+
+use std::io::Write;
+use std::path::Path;
+
+use blstrs::{G1Affine, G2Affine};
+use group::prime::PrimeCurveAffine;
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+
+const G1_BYTES: usize = 96;
+const G2_BYTES: usize = 192;
+
+/// The Groth16 verifying key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyingKey {
+    /// α in G1.
+    pub alpha_g1: G1Affine,
+    /// β in G1.
+    pub beta_g1: G1Affine,
+    /// β in G2.
+    pub beta_g2: G2Affine,
+    /// γ in G2.
+    pub gamma_g2: G2Affine,
+    /// δ in G1.
+    pub delta_g1: G1Affine,
+    /// δ in G2.
+    pub delta_g2: G2Affine,
+    /// The input commitments, one per public input (the leading "one" included).
+    pub ic: Vec<G1Affine>,
+}
+
+/// Groth16 proving parameters: the verifying key and the five query vectors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parameters {
+    /// The verifying key.
+    pub vk: VerifyingKey,
+    /// H query: τ^i·Z(τ)/δ for i < m − 1 (m the evaluation domain size).
+    pub h: Vec<G1Affine>,
+    /// L query, one per aux variable.
+    pub l: Vec<G1Affine>,
+    /// A query: all inputs, then the aux variables that appear in A.
+    pub a: Vec<G1Affine>,
+    /// B query in G1: the inputs, then the aux variables, that appear in B.
+    pub b_g1: Vec<G1Affine>,
+    /// B query in G2, same selection as `b_g1`.
+    pub b_g2: Vec<G2Affine>,
+}
+
+/// How thoroughly to check points when loading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PointCheck {
+    /// On the curve and not at infinity (what bellperson's unchecked read guarantees).
+    #[default]
+    OnCurve,
+    /// Also in the prime-order subgroup (slow: a scalar multiplication per point).
+    Subgroup,
+}
+
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize, what: impl FnOnce() -> String) -> Result<&'a [u8]> {
+        let left = self.bytes.len() - self.pos;
+        if n > left {
+            return Err(Error::ParamsTruncated {
+                expected: format!("{} ({n} bytes) at offset {}", what(), self.pos),
+                found: format!("{left} bytes"),
+            });
+        }
+        let out = &self.bytes[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(out)
+    }
+
+    fn u32(&mut self, what: &str) -> Result<usize> {
+        let b = self.take(4, || format!("the length of {what}"))?;
+        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize)
+    }
+
+    fn g1(&mut self, what: &str, check: PointCheck) -> Result<G1Affine> {
+        let b = self.take(G1_BYTES, || format!("{what} (a G1 point)"))?;
+        decode_g1(b, check).map_err(|e| Error::ParamsCorrupt(format!("{what}: {e}")))
+    }
+
+    fn g2(&mut self, what: &str, check: PointCheck) -> Result<G2Affine> {
+        let b = self.take(G2_BYTES, || format!("{what} (a G2 point)"))?;
+        decode_g2(b, check).map_err(|e| Error::ParamsCorrupt(format!("{what}: {e}")))
+    }
+
+    fn g1_section(&mut self, name: &str, check: PointCheck, reject_identity: bool) -> Result<Vec<G1Affine>> {
+        let n = self.u32(name)?;
+        let start = self.pos;
+        let bytes = self.take(n.saturating_mul(G1_BYTES), || format!("{n} {name} points"))?;
+        decode_section(bytes, G1_BYTES, |b| decode_g1(b, check), reject_identity)
+            .map_err(|(i, e)| Error::ParamsCorrupt(format!("{name} point {i} (offset {}): {e}", start + i * G1_BYTES)))
+    }
+
+    fn g2_section(&mut self, name: &str, check: PointCheck) -> Result<Vec<G2Affine>> {
+        let n = self.u32(name)?;
+        let start = self.pos;
+        let bytes = self.take(n.saturating_mul(G2_BYTES), || format!("{n} {name} points"))?;
+        decode_section(bytes, G2_BYTES, |b| decode_g2(b, check), true)
+            .map_err(|(i, e)| Error::ParamsCorrupt(format!("{name} point {i} (offset {}): {e}", start + i * G2_BYTES)))
+    }
+}
+
+fn decode_section<P: PrimeCurveAffine + Send>(
+    bytes: &[u8],
+    size: usize,
+    decode: impl Fn(&[u8]) -> std::result::Result<P, &'static str> + Sync,
+    reject_identity: bool,
+) -> std::result::Result<Vec<P>, (usize, &'static str)> {
+    bytes
+        .par_chunks_exact(size)
+        .with_min_len(1024)
+        .enumerate()
+        .map(|(i, b)| {
+            let p = decode(b).map_err(|e| (i, e))?;
+            if reject_identity && bool::from(p.is_identity()) {
+                return Err((i, "point at infinity"));
+            }
+            Ok(p)
+        })
+        .collect()
+}
+
+fn decode_g1(b: &[u8], check: PointCheck) -> std::result::Result<G1Affine, &'static str> {
+    let repr: &[u8; G1_BYTES] = b.try_into().map_err(|_| "wrong length")?;
+    let p = match check {
+        PointCheck::OnCurve => G1Affine::from_uncompressed_unchecked(repr),
+        PointCheck::Subgroup => G1Affine::from_uncompressed(repr),
+    };
+    Option::from(p).ok_or(match check {
+        PointCheck::OnCurve => "not a point on the curve",
+        PointCheck::Subgroup => "not a point of the prime-order subgroup",
+    })
+}
+
+fn decode_g2(b: &[u8], check: PointCheck) -> std::result::Result<G2Affine, &'static str> {
+    let repr: &[u8; G2_BYTES] = b.try_into().map_err(|_| "wrong length")?;
+    let p = match check {
+        PointCheck::OnCurve => G2Affine::from_uncompressed_unchecked(repr),
+        PointCheck::Subgroup => G2Affine::from_uncompressed(repr),
+    };
+    Option::from(p).ok_or(match check {
+        PointCheck::OnCurve => "not a point on the curve",
+        PointCheck::Subgroup => "not a point of the prime-order subgroup",
+    })
+}
+
+impl VerifyingKey {
+    fn decode(cur: &mut Cursor<'_>) -> Result<Self> {
+        // The verifying key is small: always check it fully, as bellperson does.
+        let full = PointCheck::Subgroup;
+        let alpha_g1 = cur.g1("vk.alpha_g1", full)?;
+        let beta_g1 = cur.g1("vk.beta_g1", full)?;
+        let beta_g2 = cur.g2("vk.beta_g2", full)?;
+        let gamma_g2 = cur.g2("vk.gamma_g2", full)?;
+        let delta_g1 = cur.g1("vk.delta_g1", full)?;
+        let delta_g2 = cur.g2("vk.delta_g2", full)?;
+        let ic = cur.g1_section("vk.ic", full, true)?;
+        Ok(Self {
+            alpha_g1,
+            beta_g1,
+            beta_g2,
+            gamma_g2,
+            delta_g1,
+            delta_g2,
+            ic,
+        })
+    }
+
+    /// Decodes a verifying key as bellperson's `VerifyingKey::write` writes it.
+    ///
+    /// # Errors
+    /// [`Error::ParamsTruncated`] / [`Error::ParamsCorrupt`], saying where and what.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let mut cur = Cursor { bytes, pos: 0 };
+        let vk = Self::decode(&mut cur)?;
+        expect_end(&cur)?;
+        Ok(vk)
+    }
+
+    /// Writes the verifying key in bellperson's format.
+    ///
+    /// # Errors
+    /// Any I/O error of `w`.
+    pub fn write<W: Write>(&self, mut w: W) -> std::io::Result<()> {
+        w.write_all(&self.alpha_g1.to_uncompressed())?;
+        w.write_all(&self.beta_g1.to_uncompressed())?;
+        w.write_all(&self.beta_g2.to_uncompressed())?;
+        w.write_all(&self.gamma_g2.to_uncompressed())?;
+        w.write_all(&self.delta_g1.to_uncompressed())?;
+        w.write_all(&self.delta_g2.to_uncompressed())?;
+        write_len(&mut w, self.ic.len())?;
+        for p in &self.ic {
+            w.write_all(&p.to_uncompressed())?;
+        }
+        Ok(())
+    }
+}
+
+fn expect_end(cur: &Cursor<'_>) -> Result<()> {
+    let left = cur.bytes.len() - cur.pos;
+    if left != 0 {
+        return Err(Error::ParamsCorrupt(format!(
+            "{left} unexpected bytes after the last section (offset {})",
+            cur.pos
+        )));
+    }
+    Ok(())
+}
+
+fn write_len<W: Write>(w: &mut W, len: usize) -> std::io::Result<()> {
+    let len = u32::try_from(len).map_err(|_| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "section longer than u32::MAX")
+    })?;
+    w.write_all(&len.to_be_bytes())
+}
+
+impl Parameters {
+    /// Loads a parameter file: maps it and decodes it in parallel.
+    ///
+    /// # Errors
+    /// [`Error::ParamsIo`] when the file cannot be opened or mapped;
+    /// [`Error::ParamsTruncated`] / [`Error::ParamsCorrupt`] for bad contents.
+    pub fn load(path: impl AsRef<Path>, check: PointCheck) -> Result<Self> {
+        let path = path.as_ref();
+        let io_err = |source| Error::ParamsIo {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = std::fs::File::open(path).map_err(io_err)?;
+        let len = file.metadata().map_err(io_err)?.len();
+        if len == 0 {
+            return Err(Error::ParamsTruncated {
+                expected: "a verifying key at offset 0".into(),
+                found: format!("an empty file {}", path.display()),
+            });
+        }
+        // SAFETY: the mapping is read-only and private; the file is not written by this
+        // process while mapped. (Another process truncating it underneath would fault, as
+        // with any mmap-based reader; parameter files are immutable by convention.)
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io_err)?;
+        let start = std::time::Instant::now();
+        let params = Self::from_bytes(&map, check)?;
+        log::info!(
+            "loaded parameters from {} ({len} bytes) in {:.2} s: {} constraints domain, {} inputs, {} aux",
+            path.display(),
+            start.elapsed().as_secs_f64(),
+            params.h.len() + 1,
+            params.vk.ic.len(),
+            params.l.len()
+        );
+        Ok(params)
+    }
+
+    /// Decodes parameters from bytes in bellperson's format.
+    ///
+    /// # Errors
+    /// [`Error::ParamsTruncated`] / [`Error::ParamsCorrupt`], saying where and what.
+    pub fn from_bytes(bytes: &[u8], check: PointCheck) -> Result<Self> {
+        let mut cur = Cursor { bytes, pos: 0 };
+        let vk = VerifyingKey::decode(&mut cur)?;
+        let h = cur.g1_section("H", check, true)?;
+        let l = cur.g1_section("L", check, true)?;
+        let a = cur.g1_section("A", check, true)?;
+        let b_g1 = cur.g1_section("B_G1", check, true)?;
+        let b_g2 = cur.g2_section("B_G2", check)?;
+        expect_end(&cur)?;
+        let params = Self {
+            vk,
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+        };
+        params.check_shape()?;
+        Ok(params)
+    }
+
+    /// Writes the parameters in bellperson's format.
+    ///
+    /// # Errors
+    /// Any I/O error of `w`.
+    pub fn write<W: Write>(&self, mut w: W) -> std::io::Result<()> {
+        self.vk.write(&mut w)?;
+        for section in [&self.h, &self.l, &self.a, &self.b_g1] {
+            write_len(&mut w, section.len())?;
+            for p in section.iter() {
+                w.write_all(&p.to_uncompressed())?;
+            }
+        }
+        write_len(&mut w, self.b_g2.len())?;
+        for p in &self.b_g2 {
+            w.write_all(&p.to_uncompressed())?;
+        }
+        Ok(())
+    }
+
+    /// Public inputs the circuit has (the leading "one" included).
+    pub fn num_inputs(&self) -> usize {
+        self.vk.ic.len()
+    }
+
+    /// Aux (private) variables the circuit has.
+    pub fn num_aux(&self) -> usize {
+        self.l.len()
+    }
+
+    /// The evaluation domain size m (a power of two): `h.len() + 1`.
+    pub fn domain_size(&self) -> usize {
+        self.h.len() + 1
+    }
+
+    /// Checks what the format implies about the sections' lengths.
+    fn check_shape(&self) -> Result<()> {
+        let m = self.domain_size();
+        if !m.is_power_of_two() || m < 2 {
+            return Err(Error::ParamsCorrupt(format!(
+                "H has {} points; expected 2^k − 1 for a domain of 2^k ≥ 2",
+                self.h.len()
+            )));
+        }
+        if m.trailing_zeros() > 32 {
+            return Err(Error::ParamsCorrupt(format!(
+                "domain of 2^{} exceeds the scalar field's 2^32 two-adicity",
+                m.trailing_zeros()
+            )));
+        }
+        if self.vk.ic.is_empty() {
+            return Err(Error::ParamsCorrupt("vk.ic is empty; expected ≥ 1 point (the one input)".into()));
+        }
+        if self.a.len() < self.num_inputs() {
+            return Err(Error::ParamsCorrupt(format!(
+                "A has {} points but there are {} inputs (each input is in A)",
+                self.a.len(),
+                self.num_inputs()
+            )));
+        }
+        if self.b_g1.len() != self.b_g2.len() {
+            return Err(Error::ParamsCorrupt(format!(
+                "B_G1 has {} points but B_G2 has {}; expected the same selection",
+                self.b_g1.len(),
+                self.b_g2.len()
+            )));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,579 @@
+//! The pinned pool: host buffers for a partition's a/b/c vectors, checked out, returned, reused.
+//!
+//! Pinning is slow to set up (on the H200 host `cudaHostAlloc` costs about 0.76 s/GiB, 38× the
+//! transfer it speeds up), so buffers are allocated once and reused across partitions. The pool:
+//!
+//! - reuses the best-fitting idle buffer, never one more than `max_reuse_factor` × the request;
+//! - holds at most `max_bytes` (idle + in use); at the cap it frees idle buffers **largest
+//!   first**, then waits for returns or fails, as configured;
+//! - falls back to unpinned memory only when configured to, and then counts and logs it;
+//! - counts every byte once: `bytes_in_use` (checked out, including allocations under way) and
+//!   `bytes_idle` (held for reuse) are the pool's bytes; fallback bytes are counted apart.
+//!
+//! Buffers come from a [`HostAllocator`] backend and go back to it only through the pool.
+
+mod backend;
+mod vec;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::mem::MaybeUninit;
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+pub use self::backend::{HeapAllocator, HostAllocator, PAGE_SIZE};
+pub use self::vec::PinnedVec;
+use crate::error::{Error, Result};
+
+/// What a checkout does when the cap leaves no room.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhenFull {
+    /// Fail at once with [`Error::PoolExhausted`] (or fall back, if allowed).
+    Fail,
+    /// Wait up to this long for buffers to come back, then fail (or fall back, if allowed).
+    Wait(Duration),
+}
+
+/// How a [`PinnedPool`] behaves.
+#[derive(Debug, Clone)]
+pub struct PoolConfig {
+    /// Most bytes the pool holds, idle and in use together. Default: no cap.
+    pub max_bytes: usize,
+    /// A checkout may reuse an idle buffer of up to this many times the request. Default 2.0.
+    pub max_reuse_factor: f64,
+    /// What to do when the cap leaves no room. Default: wait 60 s.
+    pub when_full: WhenFull,
+    /// Serve from unpinned heap memory when the cap or the backend cannot. Every such
+    /// fallback is counted in [`PoolStats::fallbacks`] and logged as a warning. Default: off.
+    pub allow_fallback: bool,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        Self {
+            max_bytes: usize::MAX,
+            max_reuse_factor: 2.0,
+            when_full: WhenFull::Wait(Duration::from_secs(60)),
+            allow_fallback: false,
+        }
+    }
+}
+
+/// A snapshot of a pool's counters. Every checkout is exactly one of an allocation, a reuse
+/// or a fallback, so `allocations + reuses + fallbacks == checkouts`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Successful checkouts.
+    pub checkouts: u64,
+    /// Checkouts served by a new block from the backend.
+    pub allocations: u64,
+    /// Checkouts served by an idle block.
+    pub reuses: u64,
+    /// Checkouts (and growths) served by unpinned heap memory instead of the backend.
+    pub fallbacks: u64,
+    /// Checkouts that failed.
+    pub failures: u64,
+    /// Checkouts that had to wait for returned buffers.
+    pub waits: u64,
+    /// Blocks handed back to their allocator (shrink, cap, fallback returns, pool drop).
+    pub frees: u64,
+    /// Pool bytes checked out (or being allocated for a checkout).
+    pub bytes_in_use: usize,
+    /// Pool bytes idle, ready for reuse.
+    pub bytes_idle: usize,
+    /// Most pool bytes (in use + idle) held at once.
+    pub peak_bytes: usize,
+    /// Unpinned fallback bytes checked out (not part of the pool's bytes or cap).
+    pub fallback_bytes_in_use: usize,
+    /// Number of idle blocks.
+    pub idle_buffers: usize,
+    /// Time spent in the backend allocating.
+    pub alloc_time: Duration,
+    /// Time spent in the backend freeing.
+    pub free_time: Duration,
+}
+
+/// A page-aligned block and where it came from.
+struct Block {
+    ptr: NonNull<u8>,
+    capacity: usize,
+    fallback: bool,
+}
+
+// SAFETY: a Block is a uniquely owned region of plain host memory; moving the ownership to
+// another thread is as safe as moving a `Box<[u8]>`.
+unsafe impl Send for Block {}
+
+#[derive(Default)]
+struct State {
+    idle: BTreeMap<usize, Vec<Block>>,
+    stats: PoolStats,
+}
+
+impl State {
+    fn pool_bytes(&self) -> usize {
+        self.stats.bytes_in_use + self.stats.bytes_idle
+    }
+
+    fn note_peak(&mut self) {
+        let held = self.pool_bytes();
+        if held > self.stats.peak_bytes {
+            self.stats.peak_bytes = held;
+        }
+    }
+
+    /// Removes the smallest idle block of capacity in `[min, max]`.
+    fn take_best_fit(&mut self, min: usize, max: usize) -> Option<Block> {
+        let (&cap, _) = self.idle.range(min..=max).next()?;
+        let block = self.take_idle(cap);
+        Some(block)
+    }
+
+    fn take_largest_idle(&mut self) -> Option<Block> {
+        let (&cap, _) = self.idle.iter().next_back()?;
+        Some(self.take_idle(cap))
+    }
+
+    fn take_idle(&mut self, cap: usize) -> Block {
+        let list = self.idle.get_mut(&cap).expect("idle list for a key present");
+        let block = list.pop().expect("idle lists are never left empty");
+        if list.is_empty() {
+            self.idle.remove(&cap);
+        }
+        self.stats.bytes_idle -= block.capacity;
+        self.stats.idle_buffers -= 1;
+        block
+    }
+
+    fn put_idle(&mut self, block: Block) {
+        self.stats.bytes_idle += block.capacity;
+        self.stats.idle_buffers += 1;
+        self.idle.entry(block.capacity).or_default().push(block);
+    }
+}
+
+struct Inner {
+    config: PoolConfig,
+    backend: Box<dyn HostAllocator>,
+    fallback: HeapAllocator,
+    state: Mutex<State>,
+    returned: Condvar,
+}
+
+impl Inner {
+    fn free_blocks(&self, blocks: Vec<Block>) {
+        if blocks.is_empty() {
+            return;
+        }
+        let start = Instant::now();
+        let n = blocks.len() as u64;
+        for block in blocks {
+            // SAFETY: every Block was made by `allocate` of the backend its `fallback` flag
+            // names, and is owned here exclusively (taken out of the idle map or a buffer).
+            unsafe {
+                if block.fallback {
+                    self.fallback.free(block.ptr, block.capacity);
+                } else {
+                    self.backend.free(block.ptr, block.capacity);
+                }
+            }
+        }
+        let mut state = self.state.lock();
+        state.stats.frees += n;
+        state.stats.free_time += start.elapsed();
+    }
+
+    fn give_back(&self, block: Block) {
+        let mut state = self.state.lock();
+        if block.fallback {
+            state.stats.fallback_bytes_in_use -= block.capacity;
+            drop(state);
+            self.free_blocks(vec![block]);
+        } else {
+            state.stats.bytes_in_use -= block.capacity;
+            state.put_idle(block);
+            drop(state);
+            self.returned.notify_all();
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let mut state = self.state.lock();
+        let mut blocks = Vec::new();
+        while let Some(b) = state.take_largest_idle() {
+            blocks.push(b);
+        }
+        drop(state);
+        self.free_blocks(blocks);
+    }
+}
+
+/// A pool of (pinned) host buffers, shared between threads by cloning the handle.
+#[derive(Clone)]
+pub struct PinnedPool {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for PinnedPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PinnedPool")
+            .field("backend", &self.inner.backend.name())
+            .field("config", &self.inner.config)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl PinnedPool {
+    /// A pool over unpinned page-aligned heap memory ([`HeapAllocator`]): the pool without CUDA.
+    pub fn heap(config: PoolConfig) -> Self {
+        Self::with_backend(Box::new(HeapAllocator), config)
+    }
+
+    /// A pool over the given backend.
+    pub fn with_backend(backend: Box<dyn HostAllocator>, config: PoolConfig) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                config,
+                backend,
+                fallback: HeapAllocator,
+                state: Mutex::new(State::default()),
+                returned: Condvar::new(),
+            }),
+        }
+    }
+
+    /// The pool's configuration.
+    pub fn config(&self) -> &PoolConfig {
+        &self.inner.config
+    }
+
+    /// Whether this pool's own buffers are pinned (fallback buffers never are).
+    pub fn is_pinned(&self) -> bool {
+        self.inner.backend.is_pinned()
+    }
+
+    /// The backend's name.
+    pub fn backend_name(&self) -> &'static str {
+        self.inner.backend.name()
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> PoolStats {
+        self.inner.state.lock().stats.clone()
+    }
+
+    /// Checks out a buffer of at least `bytes` bytes; dropping it returns it to the pool.
+    ///
+    /// # Errors
+    /// [`Error::PoolExhausted`] when the cap leaves no room (after waiting, if configured) and
+    /// fallback is off; [`Error::Allocation`] when the backend fails and fallback is off;
+    /// [`Error::InvalidArgument`] for a request of 0 bytes.
+    pub fn checkout(&self, bytes: usize) -> Result<PinnedBuffer> {
+        if bytes == 0 {
+            return Err(Error::InvalidArgument("pool checkout of 0 bytes".into()));
+        }
+        let capacity = backend::page_round(bytes).ok_or_else(|| {
+            Error::InvalidArgument(format!("pool checkout of {bytes} bytes overflows"))
+        })?;
+        let cfg = &self.inner.config;
+        let max_fit = ((bytes as f64) * cfg.max_reuse_factor.max(1.0)) as usize;
+        let max_fit = max_fit.max(capacity);
+        let deadline = match cfg.when_full {
+            WhenFull::Wait(d) => Some(Instant::now() + d),
+            WhenFull::Fail => None,
+        };
+
+        let mut state = self.inner.state.lock();
+        let mut waited = false;
+        loop {
+            if let Some(block) = state.take_best_fit(bytes, max_fit) {
+                state.stats.bytes_in_use += block.capacity;
+                state.stats.reuses += 1;
+                state.stats.checkouts += 1;
+                drop(state);
+                log::trace!("pool: reused a {}-byte buffer for {bytes} bytes", block.capacity);
+                return Ok(self.wrap(block, bytes));
+            }
+
+            // Room for a new block, freeing idle blocks (largest first) when that makes room.
+            let in_use = state.stats.bytes_in_use;
+            let fits_at_all = in_use
+                .checked_add(capacity)
+                .is_some_and(|t| t <= cfg.max_bytes);
+            if fits_at_all {
+                let mut to_free = Vec::new();
+                while state.pool_bytes() + capacity > cfg.max_bytes {
+                    match state.take_largest_idle() {
+                        Some(b) => to_free.push(b),
+                        None => break,
+                    }
+                }
+                // Reserve the bytes before dropping the lock, so concurrent checkouts see them.
+                state.stats.bytes_in_use += capacity;
+                state.note_peak();
+                drop(state);
+                if !to_free.is_empty() {
+                    log::debug!(
+                        "pool: freeing {} idle buffers ({} bytes) to stay under the cap",
+                        to_free.len(),
+                        to_free.iter().map(|b| b.capacity).sum::<usize>()
+                    );
+                }
+                self.inner.free_blocks(to_free);
+                return self.allocate_reserved(bytes, capacity);
+            }
+
+            // No room even with every idle block freed: wait or give up.
+            let never_fits = capacity > cfg.max_bytes;
+            match deadline {
+                Some(deadline) if !never_fits => {
+                    if !waited {
+                        state.stats.waits += 1;
+                        waited = true;
+                        log::debug!(
+                            "pool: waiting for room for {bytes} bytes ({in_use} in use, cap {})",
+                            cfg.max_bytes
+                        );
+                    }
+                    if self
+                        .inner
+                        .returned
+                        .wait_until(&mut state, deadline)
+                        .timed_out()
+                    {
+                        // One last look after the timeout.
+                        if state.stats.bytes_in_use + capacity <= cfg.max_bytes
+                            || state.idle.range(bytes..=max_fit).next().is_some()
+                        {
+                            continue;
+                        }
+                        let err = Error::PoolExhausted {
+                            requested: bytes,
+                            in_use: state.stats.bytes_in_use,
+                            cap: cfg.max_bytes,
+                            waited,
+                        };
+                        drop(state);
+                        return self.fallback_or(bytes, capacity, err);
+                    }
+                }
+                _ => {
+                    let err = Error::PoolExhausted {
+                        requested: bytes,
+                        in_use,
+                        cap: cfg.max_bytes,
+                        waited,
+                    };
+                    drop(state);
+                    return self.fallback_or(bytes, capacity, err);
+                }
+            }
+        }
+    }
+
+    /// Frees idle buffers, largest first, until at most `target_idle_bytes` are idle.
+    /// Returns the number of bytes freed.
+    pub fn shrink(&self, target_idle_bytes: usize) -> usize {
+        let mut state = self.inner.state.lock();
+        let mut blocks = Vec::new();
+        while state.stats.bytes_idle > target_idle_bytes {
+            match state.take_largest_idle() {
+                Some(b) => blocks.push(b),
+                None => break,
+            }
+        }
+        drop(state);
+        let freed = blocks.iter().map(|b| b.capacity).sum();
+        if freed > 0 {
+            log::debug!("pool: shrink freed {} buffers, {freed} bytes", blocks.len());
+        }
+        self.inner.free_blocks(blocks);
+        freed
+    }
+
+    /// Serves `bytes` from unpinned heap memory, counted as a fallback, because the pool
+    /// could not (`reason`). Used when a caller cannot fail, such as a growing assignment.
+    pub(crate) fn checkout_fallback(&self, bytes: usize, reason: &Error) -> Result<PinnedBuffer> {
+        let capacity = backend::page_round(bytes).ok_or_else(|| {
+            Error::InvalidArgument(format!("pool checkout of {bytes} bytes overflows"))
+        })?;
+        self.do_fallback(bytes, capacity, reason)
+    }
+
+    fn fallback_or(&self, bytes: usize, capacity: usize, err: Error) -> Result<PinnedBuffer> {
+        if self.inner.config.allow_fallback {
+            self.do_fallback(bytes, capacity, &err)
+        } else {
+            self.inner.state.lock().stats.failures += 1;
+            Err(err)
+        }
+    }
+
+    fn do_fallback(&self, bytes: usize, capacity: usize, reason: &Error) -> Result<PinnedBuffer> {
+        log::warn!("pool: serving {bytes} bytes from UNPINNED heap memory instead: {reason}");
+        let start = Instant::now();
+        let ptr = match self.inner.fallback.allocate(capacity) {
+            Ok(p) => p,
+            Err(e) => {
+                self.inner.state.lock().stats.failures += 1;
+                return Err(e);
+            }
+        };
+        let mut state = self.inner.state.lock();
+        state.stats.alloc_time += start.elapsed();
+        state.stats.fallbacks += 1;
+        state.stats.checkouts += 1;
+        state.stats.fallback_bytes_in_use += capacity;
+        drop(state);
+        Ok(self.wrap(
+            Block {
+                ptr,
+                capacity,
+                fallback: true,
+            },
+            bytes,
+        ))
+    }
+
+    fn allocate_reserved(&self, bytes: usize, capacity: usize) -> Result<PinnedBuffer> {
+        let start = Instant::now();
+        let result = self.inner.backend.allocate(capacity);
+        let elapsed = start.elapsed();
+        let mut state = self.inner.state.lock();
+        state.stats.alloc_time += elapsed;
+        match result {
+            Ok(ptr) => {
+                state.stats.allocations += 1;
+                state.stats.checkouts += 1;
+                drop(state);
+                log::debug!(
+                    "pool: allocated {capacity} bytes ({}) in {:.1} ms",
+                    self.inner.backend.name(),
+                    elapsed.as_secs_f64() * 1e3
+                );
+                Ok(self.wrap(
+                    Block {
+                        ptr,
+                        capacity,
+                        fallback: false,
+                    },
+                    bytes,
+                ))
+            }
+            Err(err) => {
+                state.stats.bytes_in_use -= capacity;
+                drop(state);
+                self.inner.returned.notify_all();
+                self.fallback_or(bytes, capacity, err)
+            }
+        }
+    }
+
+    fn wrap(&self, block: Block, len: usize) -> PinnedBuffer {
+        PinnedBuffer {
+            block: Some(block),
+            len,
+            pinned: self.inner.backend.is_pinned(),
+            pool: self.clone(),
+        }
+    }
+}
+
+/// A buffer checked out of a [`PinnedPool`]; dropping it returns it to the pool.
+///
+/// Its contents are unspecified when checked out (a reused buffer holds old bytes), so it
+/// is exposed as `MaybeUninit<u8>`; [`PinnedVec`] builds typed, initialised data on it.
+pub struct PinnedBuffer {
+    block: Option<Block>,
+    len: usize,
+    pinned: bool,
+    pool: PinnedPool,
+}
+
+impl fmt::Debug for PinnedBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PinnedBuffer")
+            .field("len", &self.len)
+            .field("capacity", &self.capacity())
+            .field("pinned", &self.is_pinned())
+            .finish()
+    }
+}
+
+impl PinnedBuffer {
+    fn block(&self) -> &Block {
+        self.block.as_ref().expect("a live PinnedBuffer always holds its block")
+    }
+
+    /// The number of bytes asked for at checkout.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer is empty (never true: checkouts of 0 bytes are refused).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The usable size of this buffer: at least [`len`](Self::len), page-rounded, and up to
+    /// `max_reuse_factor` × the request when an idle buffer was reused.
+    pub fn capacity(&self) -> usize {
+        self.block().capacity
+    }
+
+    /// Whether the bytes are page-locked (false for the heap backend and for fallbacks).
+    pub fn is_pinned(&self) -> bool {
+        self.pinned && !self.block().fallback
+    }
+
+    /// Whether this buffer came from the unpinned fallback rather than the pool's backend.
+    pub fn is_fallback(&self) -> bool {
+        self.block().fallback
+    }
+
+    /// The pool this buffer returns to.
+    pub fn pool(&self) -> &PinnedPool {
+        &self.pool
+    }
+
+    /// The start of the buffer (page-aligned).
+    pub fn as_ptr(&self) -> *const u8 {
+        self.block().ptr.as_ptr()
+    }
+
+    /// The start of the buffer (page-aligned), for writing.
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.block().ptr.as_ptr()
+    }
+
+    /// The whole capacity as possibly-uninitialised bytes.
+    pub fn as_uninit_mut(&mut self) -> &mut [MaybeUninit<u8>] {
+        let block = self.block();
+        // SAFETY: the block is `capacity` bytes of memory owned exclusively by this buffer
+        // (borrowed mutably here) and live until the buffer drops; MaybeUninit<u8> has no
+        // validity requirements.
+        unsafe {
+            std::slice::from_raw_parts_mut(block.ptr.as_ptr().cast::<MaybeUninit<u8>>(), block.capacity)
+        }
+    }
+}
+
+impl Drop for PinnedBuffer {
+    fn drop(&mut self) {
+        if let Some(block) = self.block.take() {
+            self.pool.inner.give_back(block);
+        }
+    }
+}
+
+// SAFETY: PinnedBuffer owns its block exclusively (no aliasing handles exist) and the pool
+// handle is Send + Sync; moving or sharing it between threads is like a `Box<[u8]>`.
+unsafe impl Send for PinnedBuffer {}
+// SAFETY: shared references only allow reading the pointer values and metadata.
+unsafe impl Sync for PinnedBuffer {}

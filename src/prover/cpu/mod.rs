@@ -1,0 +1,73 @@
+//! The CPU backend: H by NTTs, the five MSMs by blst's Pippenger, all spread over rayon.
+
+pub mod msm;
+pub mod ntt;
+
+use std::time::Instant;
+
+use blstrs::Scalar;
+use ff::Field;
+
+use super::{Backend, Commitments, Timings};
+use crate::assignment::ProvingAssignment;
+use crate::error::Result;
+use crate::params::Parameters;
+
+/// Proves on the host's cores.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CpuBackend;
+
+impl Backend for CpuBackend {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn commitments(&self, assignment: &mut ProvingAssignment, params: &Parameters, t: &mut Timings) -> Result<Commitments> {
+        let start = Instant::now();
+        let domain = ntt::Domain::new(params.domain_size().trailing_zeros())?;
+        let m = domain.size();
+        let padded = |v: &[Scalar]| {
+            let mut out = Vec::with_capacity(m);
+            out.extend_from_slice(v);
+            out.resize(m, Scalar::ZERO);
+            out
+        };
+        let mut h = padded(assignment.a());
+        let mut b = padded(assignment.b());
+        let mut c = padded(assignment.c());
+        // a/b/c are copied into the NTT's working vectors: the pinned buffers can go back.
+        assignment.release_abc();
+        ntt::compute_h(&domain, &mut h, &mut b, &mut c);
+        drop((b, c));
+        t.h += start.elapsed();
+
+        let inputs = assignment.input_assignment();
+        let aux = assignment.aux_assignment();
+        let num_inputs = inputs.len();
+        let b_inputs = assignment.b_input_density().total_density();
+
+        let timed = |slot: &mut std::time::Duration, f: &dyn Fn() -> Result<blstrs::G1Projective>| {
+            let s = Instant::now();
+            let r = f();
+            *slot += s.elapsed();
+            r
+        };
+        let h = timed(&mut t.msm_h, &|| msm::msm::<msm::G1>(&params.h, &h, None))?;
+        let l = timed(&mut t.msm_l, &|| msm::msm::<msm::G1>(&params.l, aux, None))?;
+        let a = timed(&mut t.msm_a, &|| {
+            let inputs_part = msm::msm::<msm::G1>(&params.a[..num_inputs], inputs, None)?;
+            let aux_part = msm::msm::<msm::G1>(&params.a[num_inputs..], aux, Some(assignment.a_aux_density()))?;
+            Ok(inputs_part + aux_part)
+        })?;
+        let b_g1 = timed(&mut t.msm_b_g1, &|| {
+            let inputs_part = msm::msm::<msm::G1>(&params.b_g1[..b_inputs], inputs, Some(assignment.b_input_density()))?;
+            let aux_part = msm::msm::<msm::G1>(&params.b_g1[b_inputs..], aux, Some(assignment.b_aux_density()))?;
+            Ok(inputs_part + aux_part)
+        })?;
+        let s = Instant::now();
+        let b_g2 = msm::msm::<msm::G2>(&params.b_g2[..b_inputs], inputs, Some(assignment.b_input_density()))?
+            + msm::msm::<msm::G2>(&params.b_g2[b_inputs..], aux, Some(assignment.b_aux_density()))?;
+        t.msm_b_g2 += s.elapsed();
+        Ok(Commitments { h, l, a, b_g1, b_g2 })
+    }
+}

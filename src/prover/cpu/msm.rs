@@ -1,0 +1,269 @@
+//! Multi-scalar multiplication on the CPU, over blst.
+//!
+//! Scalars are split three ways: zeros are skipped, ones become a plain sum of their bases
+//! (blst's batched affine addition), and the rest go through blst's Pippenger. Work is cut
+//! into one slice of scalars per rayon thread; each slice is summed on its own and the
+//! partial sums are added. With a density tracker, the scalars whose bit is set are paired,
+//! in order, with consecutive bases (bellperson's query filtering).
+//!
+//! The only unsafe code is the calls into blst, fenced in [`Curve`]'s two implementations.
+
+use blst::{
+    blst_p1, blst_p1_affine, blst_p1s_add, blst_p1s_mult_pippenger, blst_p1s_mult_pippenger_scratch_sizeof,
+    blst_p2, blst_p2_affine, blst_p2s_add, blst_p2s_mult_pippenger, blst_p2s_mult_pippenger_scratch_sizeof,
+};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use ff::Field;
+use group::Group;
+use rayon::prelude::*;
+
+use crate::assignment::DensityTracker;
+use crate::error::{Error, Result};
+
+/// Scalars below which an MSM is not split across threads.
+const MIN_PER_THREAD: usize = 1 << 10;
+
+/// The two curves an MSM runs on, with blst's raw entry points.
+pub trait Curve: Sync {
+    /// Affine base points.
+    type Affine: Sync + Copy;
+    /// The result.
+    type Projective: Group + Send;
+    /// blst's affine type.
+    type Raw;
+
+    /// The blst affine point behind a base.
+    fn raw(p: &Self::Affine) -> &Self::Raw;
+
+    /// Σ points (batched affine addition).
+    fn sum(points: &[*const Self::Raw]) -> Self::Projective;
+
+    /// Σ scalars[i]·points[i], scalars as 32-byte little-endian integers.
+    fn pippenger(points: &[*const Self::Raw], scalars: &[[u8; 32]]) -> Self::Projective;
+}
+
+/// G1.
+pub struct G1;
+/// G2.
+pub struct G2;
+
+impl Curve for G1 {
+    type Affine = G1Affine;
+    type Projective = G1Projective;
+    type Raw = blst_p1_affine;
+
+    fn raw(p: &G1Affine) -> &blst_p1_affine {
+        p.as_ref()
+    }
+
+    fn sum(points: &[*const blst_p1_affine]) -> G1Projective {
+        let mut out = G1Projective::identity();
+        if points.is_empty() {
+            return out;
+        }
+        let ret: &mut blst_p1 = out.as_mut();
+        // SAFETY: `points` holds `points.len()` pointers to live affine points (borrowed from
+        // the caller's bases for the duration of this call); `ret` is a valid blst_p1.
+        unsafe { blst_p1s_add(ret, points.as_ptr(), points.len()) };
+        out
+    }
+
+    fn pippenger(points: &[*const blst_p1_affine], scalars: &[[u8; 32]]) -> G1Projective {
+        let mut out = G1Projective::identity();
+        let n = points.len();
+        assert_eq!(n, scalars.len(), "one scalar per point");
+        if n == 0 {
+            return out;
+        }
+        // blst reads scalars as one contiguous array when the second pointer is null.
+        let scalar_ptrs = [scalars.as_ptr().cast::<u8>(), std::ptr::null()];
+        // SAFETY: pure size computation.
+        let scratch_bytes = unsafe { blst_p1s_mult_pippenger_scratch_sizeof(n) };
+        let mut scratch = vec![0u64; scratch_bytes.div_ceil(8)];
+        let ret: &mut blst_p1 = out.as_mut();
+        // SAFETY: `points` has n pointers to live points; `scalar_ptrs[0]` points at n
+        // contiguous 32-byte scalars and `scalar_ptrs[1]` is null (contiguous mode); the
+        // scratch buffer has the size blst asked for; `ret` is a valid blst_p1.
+        unsafe {
+            blst_p1s_mult_pippenger(ret, points.as_ptr(), n, scalar_ptrs.as_ptr(), 255, scratch.as_mut_ptr());
+        }
+        out
+    }
+}
+
+impl Curve for G2 {
+    type Affine = G2Affine;
+    type Projective = G2Projective;
+    type Raw = blst_p2_affine;
+
+    fn raw(p: &G2Affine) -> &blst_p2_affine {
+        p.as_ref()
+    }
+
+    fn sum(points: &[*const blst_p2_affine]) -> G2Projective {
+        let mut out = G2Projective::identity();
+        if points.is_empty() {
+            return out;
+        }
+        let ret: &mut blst_p2 = out.as_mut();
+        // SAFETY: as for G1::sum.
+        unsafe { blst_p2s_add(ret, points.as_ptr(), points.len()) };
+        out
+    }
+
+    fn pippenger(points: &[*const blst_p2_affine], scalars: &[[u8; 32]]) -> G2Projective {
+        let mut out = G2Projective::identity();
+        let n = points.len();
+        assert_eq!(n, scalars.len(), "one scalar per point");
+        if n == 0 {
+            return out;
+        }
+        let scalar_ptrs = [scalars.as_ptr().cast::<u8>(), std::ptr::null()];
+        // SAFETY: pure size computation.
+        let scratch_bytes = unsafe { blst_p2s_mult_pippenger_scratch_sizeof(n) };
+        let mut scratch = vec![0u64; scratch_bytes.div_ceil(8)];
+        let ret: &mut blst_p2 = out.as_mut();
+        // SAFETY: as for G1::pippenger.
+        unsafe {
+            blst_p2s_mult_pippenger(ret, points.as_ptr(), n, scalar_ptrs.as_ptr(), 255, scratch.as_mut_ptr());
+        }
+        out
+    }
+}
+
+/// Σ scalars[i]·bases[i] (no density), or, with `density`, Σ over the scalars whose bit is
+/// set, the j-th of them paired with `bases[j]`.
+///
+/// # Errors
+/// [`Error::CircuitMismatch`] when the bases are fewer than the scalars (or set bits).
+pub fn msm<C: Curve>(bases: &[C::Affine], scalars: &[Scalar], density: Option<&DensityTracker>) -> Result<C::Projective> {
+    let needed = match density {
+        Some(d) => {
+            if d.len() != scalars.len() {
+                return Err(Error::CircuitMismatch(format!(
+                    "density tracks {} variables but there are {} scalars",
+                    d.len(),
+                    scalars.len()
+                )));
+            }
+            d.total_density()
+        }
+        None => scalars.len(),
+    };
+    if bases.len() < needed {
+        return Err(Error::CircuitMismatch(format!(
+            "MSM needs {needed} bases, the parameters have {}",
+            bases.len()
+        )));
+    }
+    let n = scalars.len();
+    if n == 0 {
+        return Ok(C::Projective::identity());
+    }
+    let threads = rayon::current_num_threads().max(1);
+    // Slices start on multiples of 64 so that base offsets come from whole density words.
+    let per = n.div_ceil(threads).max(MIN_PER_THREAD).next_multiple_of(64);
+    let starts: Vec<usize> = (0..n).step_by(per).collect();
+    let base_offsets: Vec<usize> = match density {
+        None => starts.clone(),
+        Some(d) => {
+            let words = d.words();
+            let mut acc = 0usize;
+            let mut out = Vec::with_capacity(starts.len());
+            let mut w = 0usize;
+            for &s in &starts {
+                while w < s / 64 {
+                    acc += words[w].count_ones() as usize;
+                    w += 1;
+                }
+                out.push(acc);
+            }
+            out
+        }
+    };
+    let partials: Vec<C::Projective> = starts
+        .par_iter()
+        .zip(base_offsets.par_iter())
+        .map(|(&start, &base0)| {
+            let end = (start + per).min(n);
+            slice_msm::<C>(bases, base0, &scalars[start..end], start, density)
+        })
+        .collect();
+    Ok(partials.into_iter().fold(C::Projective::identity(), |acc, p| acc + p))
+}
+
+fn slice_msm<C: Curve>(
+    bases: &[C::Affine],
+    mut base: usize,
+    scalars: &[Scalar],
+    first_index: usize,
+    density: Option<&DensityTracker>,
+) -> C::Projective {
+    let mut ones: Vec<*const C::Raw> = Vec::new();
+    let mut points: Vec<*const C::Raw> = Vec::new();
+    let mut reprs: Vec<[u8; 32]> = Vec::new();
+    for (k, s) in scalars.iter().enumerate() {
+        if let Some(d) = density {
+            if !d.is_set(first_index + k) {
+                continue;
+            }
+        }
+        let p = C::raw(&bases[base]);
+        base += 1;
+        if bool::from(s.is_zero()) {
+            continue;
+        }
+        if *s == Scalar::ONE {
+            ones.push(p);
+        } else {
+            points.push(p);
+            reprs.push(s.to_bytes_le());
+        }
+    }
+    C::sum(&ones) + C::pippenger(&points, &reprs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use group::Curve as _;
+    use rand_core::SeedableRng;
+
+    fn naive<P: Group<Scalar = Scalar>>(bases: &[P], scalars: &[Scalar]) -> P {
+        bases.iter().zip(scalars).fold(P::identity(), |acc, (b, s)| acc + *b * s)
+    }
+
+    #[test]
+    fn msm_matches_naive_with_zeros_ones_and_density() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for n in [0usize, 1, 2, 31, 33, 1000, 2100] {
+            let scalars: Vec<Scalar> = (0..n)
+                .map(|i| match i % 4 {
+                    0 => Scalar::ZERO,
+                    1 => Scalar::ONE,
+                    _ => Scalar::random(&mut rng),
+                })
+                .collect();
+            let g1: Vec<G1Projective> = (0..n).map(|_| G1Projective::random(&mut rng)).collect();
+            let g1a: Vec<G1Affine> = g1.iter().map(|p| p.to_affine()).collect();
+            assert_eq!(msm::<G1>(&g1a, &scalars, None).unwrap(), naive(&g1, &scalars), "n={n}");
+
+            let mut d = DensityTracker::new();
+            let mut selected = Vec::new();
+            for (i, s) in scalars.iter().enumerate() {
+                d.add_element();
+                if i % 3 != 2 {
+                    d.inc(i);
+                    selected.push(*s);
+                }
+            }
+            let m = selected.len();
+            let g2: Vec<G2Projective> = (0..m).map(|_| G2Projective::random(&mut rng)).collect();
+            let g2a: Vec<G2Affine> = g2.iter().map(|p| p.to_affine()).collect();
+            assert_eq!(msm::<G2>(&g2a, &scalars, Some(&d)).unwrap(), naive(&g2, &selected), "n={n}");
+            if m > 0 {
+                assert!(msm::<G2>(&g2a[..m - 1], &scalars, Some(&d)).is_err());
+            }
+        }
+    }
+}

@@ -1,0 +1,365 @@
+//! `prove()`: circuits (or synthesized assignments) and parameters in, proofs out.
+//!
+//! A proof is made in three steps: synthesis fills a [`ProvingAssignment`]; a [`Backend`]
+//! computes the five commitments (H, L, A, B in G1, B in G2) and hands a/b/c back to the
+//! pool as soon as H no longer needs them; the CPU adds the randomisers r, s. With the same
+//! r and s the result is the bytes bellperson's `create_proof` gives.
+
+pub mod cpu;
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use bellpepper_core::Circuit;
+use blstrs::{G1Projective, G2Projective, Scalar};
+use ff::Field;
+use group::{prime::PrimeCurveAffine, Curve};
+use rand_core::RngCore;
+use rayon::prelude::*;
+
+use crate::assignment::{CapacityHints, ProvingAssignment};
+use crate::error::{Error, Result};
+use crate::params::Parameters;
+use crate::pool::PinnedPool;
+use crate::proof::Proof;
+
+/// The five group elements a backend computes for one proof, before randomisation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Commitments {
+    /// Σ h_i·H_i.
+    pub h: G1Projective,
+    /// Σ aux_i·L_i.
+    pub l: G1Projective,
+    /// Σ over inputs and A-dense aux of w_i·A_i.
+    pub a: G1Projective,
+    /// Σ over B-dense inputs and aux of w_i·B_i in G1.
+    pub b_g1: G1Projective,
+    /// The same in G2.
+    pub b_g2: G2Projective,
+}
+
+/// Where the commitments are computed.
+pub trait Backend: Send + Sync {
+    /// A short name for logs.
+    fn name(&self) -> &'static str;
+
+    /// Computes the commitments of one checked assignment. Must release a/b/c (back to the
+    /// pool) once H is computed, and on every error path.
+    ///
+    /// # Errors
+    /// Backend failures; the assignment's buffers are released either way.
+    fn commitments(&self, assignment: &mut ProvingAssignment, params: &Parameters, timings: &mut Timings) -> Result<Commitments>;
+}
+
+/// Which backend proves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum BackendChoice {
+    /// The best available (today: the CPU; the GPU once the `cuda` backend lands).
+    #[default]
+    Auto,
+    /// The host's cores.
+    Cpu,
+}
+
+/// Where the time of a `prove` went, summed over the proofs of a batch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Timings {
+    /// Filling assignments from circuits.
+    pub synthesis: Duration,
+    /// H = (A·B − C)/Z by NTTs.
+    pub h: Duration,
+    /// The H MSM.
+    pub msm_h: Duration,
+    /// The L MSM.
+    pub msm_l: Duration,
+    /// The A MSM (inputs and aux).
+    pub msm_a: Duration,
+    /// The B MSM in G1.
+    pub msm_b_g1: Duration,
+    /// The B MSM in G2.
+    pub msm_b_g2: Duration,
+    /// Randomising with r, s and encoding.
+    pub tail: Duration,
+    /// Everything, synthesis included.
+    pub total: Duration,
+}
+
+impl fmt::Display for Timings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        write!(
+            f,
+            "synthesis {:.1} ms, H {:.1} ms, MSM H {:.1} / L {:.1} / A {:.1} / B_G1 {:.1} / B_G2 {:.1} ms, tail {:.1} ms, total {:.1} ms",
+            ms(self.synthesis),
+            ms(self.h),
+            ms(self.msm_h),
+            ms(self.msm_l),
+            ms(self.msm_a),
+            ms(self.msm_b_g1),
+            ms(self.msm_b_g2),
+            ms(self.tail),
+            ms(self.total)
+        )
+    }
+}
+
+/// A prover: a backend choice, an optional pinned pool for a/b/c, and a capacity-hint cache
+/// so every synthesis after the first of a circuit type allocates once, at the right size.
+/// Cheap to clone; clones share the pool and the hints.
+#[derive(Debug, Clone, Default)]
+pub struct Prover {
+    backend: BackendChoice,
+    pool: Option<PinnedPool>,
+    hints: CapacityHints,
+}
+
+impl Prover {
+    /// A prover with the default backend and no pool (a/b/c on the heap).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Synthesizes into buffers from `pool`.
+    pub fn with_pool(mut self, pool: PinnedPool) -> Self {
+        self.pool = Some(pool);
+        self
+    }
+
+    /// Chooses the backend.
+    pub fn with_backend(mut self, backend: BackendChoice) -> Self {
+        self.backend = backend;
+        self
+    }
+
+    /// The pool, if any.
+    pub fn pool(&self) -> Option<&PinnedPool> {
+        self.pool.as_ref()
+    }
+
+    /// The capacity-hint cache.
+    pub fn hints(&self) -> &CapacityHints {
+        &self.hints
+    }
+
+    fn backend(&self) -> Box<dyn Backend> {
+        match self.backend {
+            BackendChoice::Auto | BackendChoice::Cpu => Box::new(cpu::CpuBackend),
+        }
+    }
+
+    /// Synthesizes `circuit` into a new assignment (pinned when the prover has a pool, sized
+    /// by the hint of the circuit's type) and records the sizes as the next hint.
+    ///
+    /// # Errors
+    /// The circuit's own [`SynthesisError`](bellpepper_core::SynthesisError), a malformed
+    /// circuit, or a pool that cannot serve.
+    pub fn synthesize<C: Circuit<Scalar>>(&self, circuit: C) -> Result<ProvingAssignment> {
+        let key = std::any::type_name::<C>();
+        let mut cs = match &self.pool {
+            Some(pool) => ProvingAssignment::new_with_pinned(pool, self.hints.get(key))?,
+            None => ProvingAssignment::new_heap(),
+        };
+        cs.start()?;
+        circuit.synthesize(&mut cs)?;
+        cs.finish()?;
+        self.hints.record(key, cs.capacity_hint());
+        Ok(cs)
+    }
+
+    /// Proves a batch of circuits with r, s drawn from `rng` (all the r first, then all the
+    /// s, as bellperson draws them).
+    ///
+    /// # Errors
+    /// See [`Prover::prove_with_randomness`].
+    pub fn prove<C, R>(&self, circuits: Vec<C>, params: &Parameters, rng: &mut R) -> Result<Vec<Proof>>
+    where
+        C: Circuit<Scalar> + Send,
+        R: RngCore,
+    {
+        let r: Vec<Scalar> = (0..circuits.len()).map(|_| Scalar::random(&mut *rng)).collect();
+        let s: Vec<Scalar> = (0..circuits.len()).map(|_| Scalar::random(&mut *rng)).collect();
+        self.prove_with_randomness(circuits, params, &r, &s)
+    }
+
+    /// Proves a batch of circuits with the given r and s per proof.
+    ///
+    /// # Errors
+    /// An empty batch, r/s of the wrong length, a synthesis error, a circuit that does not
+    /// match the parameters, or a backend failure.
+    pub fn prove_with_randomness<C>(&self, circuits: Vec<C>, params: &Parameters, r: &[Scalar], s: &[Scalar]) -> Result<Vec<Proof>>
+    where
+        C: Circuit<Scalar> + Send,
+    {
+        self.prove_timed(circuits, params, r, s).map(|(proofs, _)| proofs)
+    }
+
+    /// As [`Prover::prove_with_randomness`], also returning where the time went.
+    ///
+    /// # Errors
+    /// See [`Prover::prove_with_randomness`].
+    pub fn prove_timed<C>(&self, circuits: Vec<C>, params: &Parameters, r: &[Scalar], s: &[Scalar]) -> Result<(Vec<Proof>, Timings)>
+    where
+        C: Circuit<Scalar> + Send,
+    {
+        check_batch(circuits.len(), r, s)?;
+        let start = Instant::now();
+        let assignments = circuits
+            .into_par_iter()
+            .map(|c| self.synthesize(c))
+            .collect::<Result<Vec<_>>>()?;
+        let synthesis = start.elapsed();
+        let (proofs, mut t) = self.prove_synthesized(assignments, params, r, s)?;
+        t.synthesis = synthesis;
+        t.total = start.elapsed();
+        Ok((proofs, t))
+    }
+
+    /// Proves already-synthesized assignments (from [`Prover::synthesize`]). Their a/b/c go
+    /// back to the pool as soon as H is computed, whatever the outcome.
+    ///
+    /// # Errors
+    /// An empty batch, r/s of the wrong length, an assignment that does not match the
+    /// parameters (or was released), or a backend failure.
+    pub fn prove_synthesized(
+        &self,
+        mut assignments: Vec<ProvingAssignment>,
+        params: &Parameters,
+        r: &[Scalar],
+        s: &[Scalar],
+    ) -> Result<(Vec<Proof>, Timings)> {
+        let start = Instant::now();
+        let result = self.prove_inner(&mut assignments, params, r, s);
+        for a in &mut assignments {
+            a.release_abc();
+        }
+        let (proofs, mut t) = result?;
+        t.total = start.elapsed();
+        Ok((proofs, t))
+    }
+
+    fn prove_inner(&self, assignments: &mut [ProvingAssignment], params: &Parameters, r: &[Scalar], s: &[Scalar]) -> Result<(Vec<Proof>, Timings)> {
+        check_batch(assignments.len(), r, s)?;
+        check_params(params)?;
+        for (i, a) in assignments.iter().enumerate() {
+            check_assignment(a, params).map_err(|e| match e {
+                Error::CircuitMismatch(m) => Error::CircuitMismatch(format!("circuit {i}: {m}")),
+                other => other,
+            })?;
+        }
+        let backend = self.backend();
+        log::debug!("proving {} circuits on the {} backend", assignments.len(), backend.name());
+        let mut t = Timings::default();
+        let mut proofs = Vec::with_capacity(assignments.len());
+        for (i, assignment) in assignments.iter_mut().enumerate() {
+            let c = backend.commitments(assignment, params, &mut t)?;
+            let tail = Instant::now();
+            proofs.push(randomize(params, &c, r[i], s[i]));
+            t.tail += tail.elapsed();
+        }
+        Ok((proofs, t))
+    }
+}
+
+fn check_batch(n: usize, r: &[Scalar], s: &[Scalar]) -> Result<()> {
+    if n == 0 {
+        return Err(Error::InvalidArgument("empty batch: nothing to prove".into()));
+    }
+    if r.len() != n || s.len() != n {
+        return Err(Error::InvalidArgument(format!(
+            "{n} circuits need {n} values of r and of s; found {} and {}",
+            r.len(),
+            s.len()
+        )));
+    }
+    Ok(())
+}
+
+fn check_params(params: &Parameters) -> Result<()> {
+    if bool::from(params.vk.delta_g1.is_identity()) || bool::from(params.vk.delta_g2.is_identity()) {
+        return Err(Error::UnsafeParameters(
+            "delta is the point at infinity (a subverted setup)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that an assignment has exactly the shape the parameters were made for.
+fn check_assignment(a: &ProvingAssignment, params: &Parameters) -> Result<()> {
+    if a.is_abc_released() {
+        return Err(Error::InvalidArgument(
+            "assignment's a/b/c were released; synthesize again".into(),
+        ));
+    }
+    if !a.is_finished() {
+        return Err(Error::InvalidArgument(
+            "assignment was not made by Prover::synthesize".into(),
+        ));
+    }
+    let mismatch = |what: &str, expected: usize, found: usize| {
+        Err(Error::CircuitMismatch(format!(
+            "{what}: parameters expect {expected}, circuit has {found}"
+        )))
+    };
+    let inputs = a.input_assignment().len();
+    if inputs != params.num_inputs() {
+        return mismatch("public inputs (with the one input)", params.num_inputs(), inputs);
+    }
+    if a.aux_assignment().len() != params.num_aux() {
+        return mismatch("aux variables", params.num_aux(), a.aux_assignment().len());
+    }
+    let m = a.num_constraints().next_power_of_two();
+    if m != params.domain_size() {
+        return mismatch(
+            "evaluation domain size (constraints + inputs, rounded up to 2^k)",
+            params.domain_size(),
+            m,
+        );
+    }
+    let a_dense = inputs + a.a_aux_density().total_density();
+    if a_dense != params.a.len() {
+        return mismatch("A query points", params.a.len(), a_dense);
+    }
+    let b_dense = a.b_input_density().total_density() + a.b_aux_density().total_density();
+    if b_dense != params.b_g1.len() {
+        return mismatch("B query points", params.b_g1.len(), b_dense);
+    }
+    Ok(())
+}
+
+/// Adds the randomisers: A = α + a + rδ, B = β + b + sδ, C = s·a + r·b₁ + rsδ + sα + rβ + h + l.
+fn randomize(params: &Parameters, c: &Commitments, r: Scalar, s: Scalar) -> Proof {
+    let vk = &params.vk;
+    let delta_g1 = vk.delta_g1.to_curve();
+    let g_a = delta_g1 * r + vk.alpha_g1 + c.a;
+    let g_b = vk.delta_g2.to_curve() * s + vk.beta_g2 + c.b_g2;
+    let g_c = c.a * s + c.b_g1 * r + delta_g1 * (r * s) + vk.alpha_g1 * s + vk.beta_g1 * r + c.h + c.l;
+    Proof {
+        a: g_a.to_affine(),
+        b: g_b.to_affine(),
+        c: g_c.to_affine(),
+    }
+}
+
+/// Proves a batch of circuits on the default [`Prover`] (no pool), r and s from `rng`.
+///
+/// # Errors
+/// See [`Prover::prove_with_randomness`].
+pub fn prove<C, R>(circuits: Vec<C>, params: &Parameters, rng: &mut R) -> Result<Vec<Proof>>
+where
+    C: Circuit<Scalar> + Send,
+    R: RngCore,
+{
+    Prover::new().prove(circuits, params, rng)
+}
+
+/// Proves a batch of circuits on the default [`Prover`] with explicit r and s per proof.
+///
+/// # Errors
+/// See [`Prover::prove_with_randomness`].
+pub fn prove_with_randomness<C>(circuits: Vec<C>, params: &Parameters, r: &[Scalar], s: &[Scalar]) -> Result<Vec<Proof>>
+where
+    C: Circuit<Scalar> + Send,
+{
+    Prover::new().prove_with_randomness(circuits, params, r, s)
+}

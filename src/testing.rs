@@ -1,0 +1,127 @@
+//! A synthetic circuit for examples, tests and benchmarks.
+//!
+//! [`Synthetic`] mixes bit witnesses (booleanity constraints, as most of a Filecoin witness
+//! is) with a chain of field multiplications, and exposes some public inputs. Its size is
+//! chosen so that constraints plus input constraints fill a domain of exactly 2^k.
+
+use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
+use blstrs::Scalar;
+use ff::Field;
+use rand_core::{impls, RngCore};
+
+/// A deterministic synthetic circuit: same parameters, same witness.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Synthetic {
+    /// The domain is 2^log_size: constraints + public inputs + 1 = 2^log_size.
+    pub log_size: u32,
+    /// Public inputs (besides the "one").
+    pub public_inputs: usize,
+    /// Percentage of constraints that check a bit witness (the rest multiply field elements).
+    pub bit_percent: u32,
+    /// Seed of the witness.
+    pub seed: u64,
+}
+
+impl Synthetic {
+    /// A circuit filling a domain of 2^log_size with 75% bit constraints and 2 public inputs.
+    pub fn new(log_size: u32) -> Self {
+        Self {
+            log_size,
+            public_inputs: 2,
+            bit_percent: 75,
+            seed: 0x5eed,
+        }
+    }
+
+    /// The same shape with another witness.
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Constraints the circuit enforces itself (without the prover's input constraints).
+    pub fn num_constraints(&self) -> usize {
+        (1usize << self.log_size).saturating_sub(self.public_inputs + 1)
+    }
+
+    /// The public input values, as the verifier needs them.
+    pub fn public_input_values(&self) -> Vec<Scalar> {
+        let mut rng = SplitMix::new(self.seed ^ 0x1234_5678);
+        (0..self.public_inputs).map(|_| Scalar::random(&mut rng)).collect()
+    }
+}
+
+impl Circuit<Scalar> for Synthetic {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let total = self.num_constraints();
+        let inputs = self.public_input_values();
+        let mut rng = SplitMix::new(self.seed);
+        let mut done = 0usize;
+        // Each public input is copied into an aux variable: in · 1 = copy.
+        for (j, value) in inputs.iter().enumerate() {
+            if done == total {
+                break;
+            }
+            let input = cs.alloc_input(|| format!("input {j}"), || Ok(*value))?;
+            let copy = cs.alloc(|| format!("copy {j}"), || Ok(*value))?;
+            cs.enforce(|| format!("copy {j}"), |lc| lc + input, |lc| lc + CS::one(), |lc| lc + copy);
+            done += 1;
+        }
+        let mut acc_value = Scalar::random(&mut rng);
+        let mut acc = cs.alloc(|| "acc", || Ok(acc_value))?;
+        let mut i = 0usize;
+        while done < total {
+            if rng.next_u32() % 100 < self.bit_percent {
+                // b · (1 − b) = 0
+                let bit = rng.next_u32() & 1 == 1;
+                let b = cs.alloc(|| format!("bit {i}"), || Ok(if bit { Scalar::ONE } else { Scalar::ZERO }))?;
+                cs.enforce(|| format!("bool {i}"), |lc| lc + b, |lc| lc + CS::one() - b, |lc| lc);
+            } else {
+                // acc' = acc · y
+                let y_value = Scalar::random(&mut rng);
+                let y = cs.alloc(|| format!("y {i}"), || Ok(y_value))?;
+                acc_value *= y_value;
+                let next = cs.alloc(|| format!("acc {i}"), || Ok(acc_value))?;
+                cs.enforce(|| format!("mul {i}"), |lc| lc + acc, |lc| lc + y, |lc| lc + next);
+                acc = next;
+            }
+            done += 1;
+            i += 1;
+        }
+        Ok(())
+    }
+}
+
+/// SplitMix64: a tiny deterministic generator for witnesses (not for secrets).
+#[derive(Debug, Clone)]
+pub struct SplitMix(u64);
+
+impl SplitMix {
+    /// Seeded generator.
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+}
+
+impl RngCore for SplitMix {
+    fn next_u32(&mut self) -> u32 {
+        (self.next_u64() >> 32) as u32
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        impls::fill_bytes_via_next(self, dest)
+    }
+
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+        self.fill_bytes(dest);
+        Ok(())
+    }
+}
