@@ -5,28 +5,19 @@
 // Fp2 is ours (two fp_t, Karatsuba; sppark's fp2_t is a two-lanes-per-element design that
 // does not fit one-thread-per-point code).
 //
-// Host side: the same type names exist as opaque, layout-compatible structs (size and
-// alignment match the device types), so host code can size buffers and pass pointers without
-// pulling in blst's headers.
+// Host side: sppark maps the same names to blst's C++ types (same size); host code here only
+// sizes buffers and passes pointers.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <cuda_runtime.h>
 
-#ifdef __CUDA_ARCH__
+// Both passes include sppark's header: the host pass needs the declarations of its
+// __constant__ tables (nvcc registers them from the host side) and gets blst's host types
+// (blst_t.hpp, from blst/src), which have the same qualified names and sizes.
 #include <ff/bls12-381.hpp>
 typedef bls12_381::fp_t fp_t;
 typedef bls12_381::fr_t fr_t;
-#else
-// Same qualified names as the device types, so that kernel template instantiations mangle
-// identically in the host and device passes.
-namespace bls12_381 {
-struct __align__(16) fp_t { uint32_t v[12]; };
-struct __align__(32) fr_t { uint32_t v[8]; };
-}  // namespace bls12_381
-typedef bls12_381::fp_t fp_t;
-typedef bls12_381::fr_t fr_t;
-#endif
 
 struct __align__(16) fp2_t {
     fp_t c0, c1;

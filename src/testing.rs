@@ -18,7 +18,7 @@ pub struct Synthetic {
     pub public_inputs: usize,
     /// Percentage of constraints that check a bit witness (the rest multiply field elements).
     pub bit_percent: u32,
-    /// Seed of the witness.
+    /// Seed of the witness values (the circuit's structure does not depend on it).
     pub seed: u64,
 }
 
@@ -55,6 +55,8 @@ impl Circuit<Scalar> for Synthetic {
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
         let total = self.num_constraints();
         let inputs = self.public_input_values();
+        // Structure (which constraint is which) is fixed by the shape; values by the seed.
+        let mut shape = SplitMix::new(0xc1c1_c1c1 ^ u64::from(self.log_size) ^ (u64::from(self.bit_percent) << 40));
         let mut rng = SplitMix::new(self.seed);
         let mut done = 0usize;
         // Each public input is copied into an aux variable: in · 1 = copy.
@@ -71,7 +73,7 @@ impl Circuit<Scalar> for Synthetic {
         let mut acc = cs.alloc(|| "acc", || Ok(acc_value))?;
         let mut i = 0usize;
         while done < total {
-            if rng.next_u32() % 100 < self.bit_percent {
+            if shape.next_u32() % 100 < self.bit_percent {
                 // b · (1 − b) = 0
                 let bit = rng.next_u32() & 1 == 1;
                 let b = cs.alloc(|| format!("bit {i}"), || Ok(if bit { Scalar::ONE } else { Scalar::ZERO }))?;

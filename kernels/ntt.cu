@@ -1,0 +1,306 @@
+// cuzk kernels: NTTs over Fr and the Groth16 H polynomial (bellperson's semantics).
+//
+// Orders: the inverse transforms are decimation-in-frequency (natural in -> bit-reversed out),
+// the forward transform decimation-in-time (bit-reversed in -> natural out), so no explicit
+// bit-reversal pass is needed:
+//   X <- iNTT_DIF(X)                 (coefficients, bit-reversed)
+//   X[j] *= g^brev(j) / m            (coset shift folded with 1/m; table in bit-reversed order)
+//   X <- NTT_DIT(X)                  (evaluations on the coset g*<omega>, natural)
+//   A <- (A*B - C) / (g^m - 1)
+//   A <- iNTT_DIF(A)                 (bit-reversed)
+//   h[i] = A[brev(i)] * g^-i / m     (gather to natural order), i < m-1
+// Per log_m tables (cached per device): omega^k and omega^-k (k < m/2), g^brev(j)/m and
+// g^-i/m (m entries each) = 3 m scalars.
+#include "common.cuh"
+#include "field.cuh"
+#include <algorithm>
+
+namespace cuzk {
+
+struct ntt_tables {
+    uint32_t log_m = 0;
+    fr_t *tw = nullptr;     // omega^k, k < m/2
+    fr_t *itw = nullptr;    // omega^-k, k < m/2
+    fr_t *cs_br = nullptr;  // g^brev(j) / m, j < m
+    fr_t *ics = nullptr;    // g^-i / m, i < m
+    fr_t *consts = nullptr; // see k_consts
+};
+
+namespace {
+
+constexpr int SH_LOG = 10;  // stages fused in shared memory (2^10 scalars = 32 KiB per block)
+
+// consts layout: [0,32) omega^(2^t), [32,64) omega^-(2^t), [64,96) g^(2^t), [96,128) g^-(2^t),
+// [128] 1/m, [129] 1/(g^m - 1)
+__global__ void k_consts(fr_t *out, int L)
+{
+#ifdef __CUDA_ARCH__
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    // Scalar::ROOT_OF_UNITY and ROOT_OF_UNITY_INV of blstrs (Montgomery limbs), order 2^32.
+    fr_t w = fr_from_u64x4(0xb9b58d8c5f0e466aULL, 0x5b1b4c801819d7ecULL, 0x0af53ae352a31e64ULL,
+                           0x5bf3adda19e9b27bULL);
+    fr_t wi = fr_from_u64x4(0x4256481adcf3219aULL, 0x45f37b7f96b6cad3ULL, 0xf9c3f1d75f7a3b27ULL,
+                            0x2d2fc049658afd43ULL);
+    for (int i = L; i < 32; i++) { w.sqr(); wi.sqr(); }
+    fr_t one = fr_t::one();
+    fr_t g = one + one;          // 2
+    g = g + g + g + one;         // 7
+    fr_t gi = fr_inverse(g);
+    fr_t mm = one;
+    for (int i = 0; i < L; i++) mm = mm + mm;
+    fr_t minv = fr_inverse(mm);
+    for (int t = 0; t < 32; t++) {
+        out[t] = w; out[32 + t] = wi; out[64 + t] = g; out[96 + t] = gi;
+        if (t < L) {  // g^(2^L) must stay in g after the loop for Z
+            w.sqr(); wi.sqr(); g.sqr(); gi.sqr();
+        }
+    }
+    // after L squarings g holds g^m
+    out[128] = minv;
+    out[129] = fr_inverse(g - one);
+#endif
+}
+
+// dst[j] = scale * prod_{bit t of e(j)} pows[t], e(j) = j or brev_L(j)
+__global__ void k_pow_table(fr_t *dst, size_t count, const fr_t *pows, const fr_t *scale, int L,
+                            bool bitrev)
+{
+#ifdef __CUDA_ARCH__
+    for (size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x; j < count;
+         j += (size_t)gridDim.x * blockDim.x) {
+        uint32_t e = bitrev ? (__brev((uint32_t)j) >> (32 - L)) : (uint32_t)j;
+        fr_t v = scale ? *scale : fr_t::one();
+        for (int t = 0; e; t++, e >>= 1)
+            if (e & 1) v = v * pows[t];
+        dst[j] = v;
+    }
+#endif
+}
+
+__global__ void k_dif_stage(fr_t *x, const fr_t *tw, int L, int lh)
+{
+#ifdef __CUDA_ARCH__
+    size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= ((size_t)1 << (L - 1))) return;
+    size_t h = (size_t)1 << lh;
+    size_t j = t & (h - 1);
+    size_t i = ((t >> lh) << (lh + 1)) | j;
+    fr_t u = x[i], v = x[i + h];
+    x[i] = u + v;
+    x[i + h] = (u - v) * tw[j << (L - 1 - lh)];
+#endif
+}
+
+__global__ void k_dit_stage(fr_t *x, const fr_t *tw, int L, int lh)
+{
+#ifdef __CUDA_ARCH__
+    size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= ((size_t)1 << (L - 1))) return;
+    size_t h = (size_t)1 << lh;
+    size_t j = t & (h - 1);
+    size_t i = ((t >> lh) << (lh + 1)) | j;
+    fr_t u = x[i], v = x[i + h] * tw[j << (L - 1 - lh)];
+    x[i] = u + v;
+    x[i + h] = u - v;
+#endif
+}
+
+// Stages lh = S-1 .. 0 (DIF) or 0 .. S-1 (DIT) inside blocks of 2^S contiguous scalars.
+template <bool DIT>
+__global__ void __launch_bounds__(1 << (SH_LOG - 1)) k_shared_stages(fr_t *x, const fr_t *tw, int L, int S)
+{
+#ifdef __CUDA_ARCH__
+    __shared__ __align__(32) unsigned char smem[(1 << SH_LOG) * sizeof(fr_t)];
+    fr_t *sh = reinterpret_cast<fr_t *>(smem);
+    const uint32_t half = 1u << (S - 1);
+    const uint32_t tid = threadIdx.x;
+    fr_t *blk = x + ((size_t)blockIdx.x << S);
+    sh[tid] = blk[tid];
+    sh[tid + half] = blk[tid + half];
+    __syncthreads();
+    for (int st = 0; st < S; st++) {
+        int lh = DIT ? st : (S - 1 - st);
+        uint32_t h = 1u << lh;
+        uint32_t j = tid & (h - 1);
+        uint32_t i = ((tid >> lh) << (lh + 1)) | j;
+        fr_t w = tw[(size_t)j << (L - 1 - lh)];
+        fr_t u = sh[i], v = sh[i + h];
+        if (DIT) {
+            v = v * w;
+            sh[i] = u + v;
+            sh[i + h] = u - v;
+        } else {
+            sh[i] = u + v;
+            sh[i + h] = (u - v) * w;
+        }
+        __syncthreads();
+    }
+    blk[tid] = sh[tid];
+    blk[tid + half] = sh[tid + half];
+#endif
+}
+
+__global__ void k_mul_table(fr_t *x, const fr_t *t, size_t m)
+{
+#ifdef __CUDA_ARCH__
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += (size_t)gridDim.x * blockDim.x)
+        x[i] = x[i] * t[i];
+#endif
+}
+
+__global__ void k_pointwise(fr_t *a, const fr_t *b, const fr_t *c, const fr_t *zinv, size_t m)
+{
+#ifdef __CUDA_ARCH__
+    fr_t z = *zinv;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += (size_t)gridDim.x * blockDim.x)
+        a[i] = (a[i] * b[i] - c[i]) * z;
+#endif
+}
+
+__global__ void k_gather_out(fr_t *h, const fr_t *x, const fr_t *ics, int L, size_t count)
+{
+#ifdef __CUDA_ARCH__
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (size_t)gridDim.x * blockDim.x)
+        h[i] = x[__brev((uint32_t)i) >> (32 - L)] * ics[i];
+#endif
+}
+
+inline unsigned grid_for(size_t n, int tpb, int sms)
+{
+    size_t g = (n + tpb - 1) / tpb;
+    return (unsigned)std::min<size_t>(std::max<size_t>(g, 1), (size_t)sms * 32);
+}
+
+cuzk_kresult ntt_dif(dev_ctx *ctx, fr_t *x, const fr_t *tw, int L)
+{
+    cudaStream_t s = ctx->s_comp;
+    int S = std::min(L, SH_LOG);
+    size_t half = (size_t)1 << (L - 1);
+    for (int lh = L - 1; lh >= S; lh--) {
+        k_dif_stage<<<(unsigned)((half + 255) / 256), 256, 0, s>>>(x, tw, L, lh);
+        CUZK_CKL();
+    }
+    k_shared_stages<false><<<(unsigned)((size_t)1 << (L - S)), 1u << (S - 1), 0, s>>>(x, tw, L, S);
+    CUZK_CKL();
+    return ok();
+}
+
+cuzk_kresult ntt_dit(dev_ctx *ctx, fr_t *x, const fr_t *tw, int L)
+{
+    cudaStream_t s = ctx->s_comp;
+    int S = std::min(L, SH_LOG);
+    size_t half = (size_t)1 << (L - 1);
+    k_shared_stages<true><<<(unsigned)((size_t)1 << (L - S)), 1u << (S - 1), 0, s>>>(x, tw, L, S);
+    CUZK_CKL();
+    for (int lh = S; lh < L; lh++) {
+        k_dit_stage<<<(unsigned)((half + 255) / 256), 256, 0, s>>>(x, tw, L, lh);
+        CUZK_CKL();
+    }
+    return ok();
+}
+
+void destroy_tables(ntt_tables *t)
+{
+    if (!t) return;
+    cudaFree(t->tw); cudaFree(t->itw); cudaFree(t->cs_br); cudaFree(t->ics); cudaFree(t->consts);
+    delete t;
+}
+
+cuzk_kresult get_tables(dev_ctx *ctx, uint32_t L, ntt_tables **out)
+{
+    if (ctx->tables[L]) { *out = ctx->tables[L]; return ok(); }
+    cudaStream_t s = ctx->s_comp;
+    size_t m = (size_t)1 << L;
+    ntt_tables *t = new ntt_tables;
+    t->log_m = L;
+    cudaError_t e = cudaSuccess;
+    if (e == cudaSuccess) e = cudaMalloc(&t->tw, (m / 2) * sizeof(fr_t));
+    if (e == cudaSuccess) e = cudaMalloc(&t->itw, (m / 2) * sizeof(fr_t));
+    if (e == cudaSuccess) e = cudaMalloc(&t->cs_br, m * sizeof(fr_t));
+    if (e == cudaSuccess) e = cudaMalloc(&t->ics, m * sizeof(fr_t));
+    if (e == cudaSuccess) e = cudaMalloc(&t->consts, 160 * sizeof(fr_t));
+    if (e != cudaSuccess) { destroy_tables(t); return cuda_err(e); }
+    int sms = ctx->sm_count;
+    k_consts<<<1, 1, 0, s>>>(t->consts, (int)L);
+    e = cudaGetLastError();
+    if (e == cudaSuccess) {
+        k_pow_table<<<grid_for(m / 2, 256, sms), 256, 0, s>>>(t->tw, m / 2, t->consts + 0, nullptr, (int)L, false);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess) {
+        k_pow_table<<<grid_for(m / 2, 256, sms), 256, 0, s>>>(t->itw, m / 2, t->consts + 32, nullptr, (int)L, false);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess) {
+        k_pow_table<<<grid_for(m, 256, sms), 256, 0, s>>>(t->cs_br, m, t->consts + 64, t->consts + 128, (int)L, true);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess) {
+        k_pow_table<<<grid_for(m, 256, sms), 256, 0, s>>>(t->ics, m, t->consts + 96, t->consts + 128, (int)L, false);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    if (e != cudaSuccess) { destroy_tables(t); return cuda_err(e); }
+    ctx->tables[L] = t;
+    *out = t;
+    return ok();
+}
+
+}  // namespace
+
+void free_ntt_tables(dev_ctx *ctx)
+{
+    for (auto &t : ctx->tables) { destroy_tables(t); t = nullptr; }
+}
+
+cuzk_kresult compute_h_dev(dev_ctx *ctx, const void *a, const void *b, const void *c, size_t n,
+                           uint32_t log_m, dbuf &d_h, void *h_out)
+{
+    const int L = (int)log_m;
+    const size_t m = (size_t)1 << L;
+    cudaStream_t s = ctx->s_comp, sc = ctx->s_copy;
+    const int sms = ctx->sm_count;
+    ntt_tables *T = nullptr;
+    CUZK_TRY(get_tables(ctx, log_m, &T));
+
+    dbuf dx[3];
+    for (int k = 0; k < 3; k++) CUZK_CK(dx[k].alloc(m * sizeof(fr_t), s));
+    cudaEvent_t ev[4] = {};
+    struct ev_guard {
+        cudaEvent_t *e;
+        ~ev_guard() { for (int i = 0; i < 4; i++) if (e[i]) cudaEventDestroy(e[i]); }
+    } guard{ev};
+    for (int k = 0; k < 4; k++) CUZK_CK(cudaEventCreateWithFlags(&ev[k], cudaEventDisableTiming));
+    CUZK_CK(cudaEventRecord(ev[3], s));
+    CUZK_CK(cudaStreamWaitEvent(sc, ev[3], 0));
+    const void *src[3] = {a, b, c};
+    for (int k = 0; k < 3; k++) {
+        fr_t *x = dx[k].as<fr_t>();
+        if (n) CUZK_CK(cudaMemcpyAsync(x, src[k], n * sizeof(fr_t), cudaMemcpyHostToDevice, sc));
+        if (n < m) CUZK_CK(cudaMemsetAsync(x + n, 0, (m - n) * sizeof(fr_t), sc));
+        CUZK_CK(cudaEventRecord(ev[k], sc));
+        CUZK_CK(cudaStreamWaitEvent(s, ev[k], 0));
+        CUZK_TRY(ntt_dif(ctx, x, T->itw, L));
+        k_mul_table<<<grid_for(m, 256, sms), 256, 0, s>>>(x, T->cs_br, m);
+        CUZK_CKL();
+        CUZK_TRY(ntt_dit(ctx, x, T->tw, L));
+    }
+    k_pointwise<<<grid_for(m, 256, sms), 256, 0, s>>>(dx[0].as<fr_t>(), dx[1].as<fr_t>(),
+                                                      dx[2].as<fr_t>(), T->consts + 129, m);
+    CUZK_CKL();
+    dx[1].release();
+    dx[2].release();
+    CUZK_TRY(ntt_dif(ctx, dx[0].as<fr_t>(), T->itw, L));
+    CUZK_CK(d_h.alloc((m - 1) * sizeof(fr_t), s));
+    if (m > 1) {
+        k_gather_out<<<grid_for(m - 1, 256, sms), 256, 0, s>>>(d_h.as<fr_t>(), dx[0].as<fr_t>(),
+                                                               T->ics, L, m - 1);
+        CUZK_CKL();
+    }
+    if (h_out && m > 1)
+        CUZK_CK(cudaMemcpyAsync(h_out, d_h.p, (m - 1) * sizeof(fr_t), cudaMemcpyDeviceToHost, s));
+    CUZK_CK(cudaStreamSynchronize(s));
+    return ok();
+}
+
+}  // namespace cuzk

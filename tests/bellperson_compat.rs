@@ -1,0 +1,181 @@
+//! cuzk's CPU proofs are byte-for-byte bellperson's, and bellperson's verifier accepts them.
+
+mod common;
+
+use bellpepper_core::{ConstraintSystem, SynthesisError};
+use blstrs::Scalar;
+use cuzk::testing::Synthetic;
+use cuzk::{verify_proof, Circuit, PinnedPool, PoolConfig, PreparedVerifyingKey, Proof, Prover};
+use ff::Field;
+use rand::RngCore;
+
+/// A circuit whose aux variables are used in unusual ways: some only in C (dense in neither
+/// A nor B), some in A with a zero coefficient (which must not count as dense), inputs that
+/// appear in B and inputs that do not.
+#[derive(Clone)]
+struct OddUses {
+    values: Vec<Scalar>,
+    inputs: Vec<Scalar>,
+}
+
+impl Circuit<Scalar> for OddUses {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let mut ins = Vec::new();
+        for (i, v) in self.inputs.iter().enumerate() {
+            ins.push(cs.alloc_input(|| format!("in {i}"), || Ok(*v))?);
+        }
+        let mut prev = cs.alloc(|| "x0", || Ok(self.values[0]))?;
+        let mut prev_v = self.values[0];
+        let mut last_prod = prev;
+        for (i, v) in self.values.iter().enumerate().skip(1) {
+            let x = cs.alloc(|| format!("x{i}"), || Ok(*v))?;
+            let prod_v = prev_v * v;
+            // `prod` only ever appears in C.
+            let prod = cs.alloc(|| format!("p{i}"), || Ok(prod_v))?;
+            // The previous product also appears in A, with a zero coefficient.
+            cs.enforce(
+                || format!("mul {i}"),
+                |lc| lc + prev + (Scalar::ZERO, last_prod),
+                |lc| lc + x,
+                |lc| lc + prod,
+            );
+            if i % 3 == 0 {
+                // An input in B: in_k * 1 = in_k, written with the input on the B side.
+                let k = i % ins.len();
+                let copy = cs.alloc(|| format!("copy {i}"), || Ok(self.inputs[k]))?;
+                cs.enforce(|| format!("in {i}"), |lc| lc + CS::one(), |lc| lc + ins[k], |lc| lc + copy);
+            }
+            prev = x;
+            prev_v = *v;
+            last_prod = prod;
+        }
+        Ok(())
+    }
+}
+
+fn check_circuit<C: Circuit<Scalar> + Clone + Send>(label: &str, circuit: C, public: &[Scalar]) {
+    let mut rng = common::rng(label);
+    let (bp_params, params, _) = common::params_for(&circuit, &mut rng);
+    let pvk = PreparedVerifyingKey::new(&params.vk);
+    for round in 0..2 {
+        let r = Scalar::random(&mut rng);
+        let s = Scalar::random(&mut rng);
+        let expected = common::bellperson_proof(circuit.clone(), &bp_params, r, s);
+        // Round 0 on the heap, round 1 through a pool.
+        let prover = if round == 0 {
+            Prover::new()
+        } else {
+            Prover::new().with_pool(PinnedPool::heap(PoolConfig::default()))
+        };
+        let proofs = prover.prove_with_randomness(vec![circuit.clone()], &params, &[r], &[s]).unwrap();
+        let ours = proofs[0].to_bytes();
+        assert_eq!(ours.as_slice(), expected.as_slice(), "{label}: proof bytes differ from bellperson's (round {round})");
+        assert!(common::bellperson_verifies(&bp_params, &ours, public), "{label}: bellperson rejects");
+        assert!(verify_proof(&pvk, &proofs[0], public).unwrap(), "{label}: cuzk rejects");
+        if let Some(pool) = prover.pool() {
+            assert_eq!(pool.stats().bytes_in_use, 0, "{label}: a/b/c not back in the pool");
+        }
+    }
+
+    // Tampering is caught: a changed public input, a flipped byte.
+    let r = Scalar::random(&mut rng);
+    let s = Scalar::random(&mut rng);
+    let proof = cuzk::prove_with_randomness(vec![circuit], &params, &[r], &[s]).unwrap()[0];
+    if !public.is_empty() {
+        let mut wrong = public.to_vec();
+        let k = rng.next_u32() as usize % wrong.len();
+        wrong[k] += Scalar::ONE;
+        assert!(!common::bellperson_verifies(&bp_params, &proof.to_bytes(), &wrong), "{label}: wrong input accepted");
+        assert!(!verify_proof(&pvk, &proof, &wrong).unwrap(), "{label}: wrong input accepted by cuzk");
+    }
+    for _ in 0..4 {
+        let mut bytes = proof.to_bytes();
+        let i = rng.next_u32() as usize % Proof::SIZE;
+        bytes[i] ^= 1 << (rng.next_u32() % 8);
+        assert!(!common::bellperson_verifies(&bp_params, &bytes, public), "{label}: flipped byte {i} accepted");
+        if let Ok(p) = Proof::from_bytes(&bytes) {
+            assert!(!verify_proof(&pvk, &p, public).unwrap(), "{label}: flipped byte {i} accepted by cuzk");
+        }
+    }
+}
+
+#[test]
+fn no_public_inputs() {
+    let c = Synthetic {
+        public_inputs: 0,
+        ..Synthetic::new(10)
+    };
+    check_circuit("no_public_inputs", c, &[]);
+}
+
+#[test]
+fn many_public_inputs() {
+    let c = Synthetic {
+        public_inputs: 200,
+        ..Synthetic::new(10)
+    };
+    let public = c.public_input_values();
+    check_circuit("many_public_inputs", c, &public);
+}
+
+#[test]
+fn aux_only_in_c_and_zero_coefficients() {
+    let mut rng = common::rng("odd_uses_witness");
+    let c = OddUses {
+        values: (0..300).map(|_| Scalar::random(&mut rng)).collect(),
+        inputs: (0..5).map(|_| Scalar::random(&mut rng)).collect(),
+    };
+    let public = c.inputs.clone();
+    check_circuit("aux_only_in_c_and_zero_coefficients", c, &public);
+}
+
+#[test]
+fn mostly_bits() {
+    let c = Synthetic {
+        bit_percent: 97,
+        ..Synthetic::new(11)
+    }
+    .with_seed(rand::random());
+    let public = c.public_input_values();
+    check_circuit("mostly_bits", c, &public);
+}
+
+#[test]
+fn two_to_the_sixteen_constraints() {
+    let c = Synthetic::new(16).with_seed(rand::random());
+    let public = c.public_input_values();
+    check_circuit("two_to_the_sixteen", c, &public);
+}
+
+#[test]
+fn non_power_of_two_constraint_count() {
+    // 700 constraints + 3 inputs: the domain (1024) is padded.
+    let mut rng = common::rng("non_pow2");
+    let c = OddUses {
+        values: (0..500).map(|_| Scalar::random(&mut rng)).collect(),
+        inputs: (0..2).map(|_| Scalar::random(&mut rng)).collect(),
+    };
+    let public = c.inputs.clone();
+    check_circuit("non_power_of_two", c, &public);
+}
+
+#[test]
+fn batch_with_rng_matches_bellperson_batch() {
+    use rand::SeedableRng;
+    let base = Synthetic::new(9);
+    let circuits: Vec<Synthetic> = (0..3).map(|i| base.clone().with_seed(100 + i)).collect();
+    let mut rng = common::rng("batch");
+    let (bp_params, params, _) = common::params_for(&base, &mut rng);
+    let seed: u64 = rand::random();
+    let mut rng_a = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    let mut rng_b = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    let theirs = bellperson::groth16::create_random_proof_batch::<blstrs::Bls12, _, _, _>(circuits.clone(), &bp_params, &mut rng_a).unwrap();
+    let ours = cuzk::prove(circuits.clone(), &params, &mut rng_b).unwrap();
+    assert_eq!(ours.len(), 3);
+    for ((t, o), c) in theirs.iter().zip(&ours).zip(&circuits) {
+        let mut tb = Vec::new();
+        t.write(&mut tb).unwrap();
+        assert_eq!(tb.as_slice(), o.to_bytes().as_slice());
+        assert!(common::bellperson_verifies(&bp_params, &o.to_bytes(), &c.public_input_values()));
+    }
+}

@@ -1,0 +1,343 @@
+//! PinnedPool: accounting under concurrency, the cap, shrink order, fallback counting, the
+//! reuse bound, and release of an assignment's buffers.
+
+mod common;
+
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cuzk::testing::Synthetic;
+use cuzk::{Error, HeapAllocator, HostAllocator, PinnedPool, PoolConfig, Prover, ProvingAssignment, WhenFull};
+use rand::{Rng, SeedableRng};
+
+const PAGE: usize = cuzk::pool::PAGE_SIZE;
+
+/// Heap memory that claims to be pinned, and counts live blocks: stands in for the CUDA
+/// backend, which needs a GPU.
+#[derive(Default, Clone)]
+struct FakePinned {
+    live: Arc<AtomicUsize>,
+}
+
+impl HostAllocator for FakePinned {
+    fn name(&self) -> &'static str {
+        "fake-pinned"
+    }
+    fn is_pinned(&self) -> bool {
+        true
+    }
+    fn allocate(&self, bytes: usize) -> cuzk::Result<NonNull<u8>> {
+        let p = HeapAllocator.allocate(bytes)?;
+        self.live.fetch_add(1, Ordering::SeqCst);
+        Ok(p)
+    }
+    unsafe fn free(&self, ptr: NonNull<u8>, bytes: usize) {
+        self.live.fetch_sub(1, Ordering::SeqCst);
+        // SAFETY: forwarded from our own caller, who guarantees (ptr, bytes) came from
+        // `allocate`, which got it from HeapAllocator.
+        unsafe { HeapAllocator.free(ptr, bytes) }
+    }
+}
+
+/// A backend that always fails, like cudaHostAlloc without a driver.
+struct Failing;
+
+impl HostAllocator for Failing {
+    fn name(&self) -> &'static str {
+        "failing"
+    }
+    fn is_pinned(&self) -> bool {
+        true
+    }
+    fn allocate(&self, bytes: usize) -> cuzk::Result<NonNull<u8>> {
+        Err(Error::Allocation {
+            bytes,
+            backend: "failing",
+            reason: "no driver".into(),
+        })
+    }
+    unsafe fn free(&self, _: NonNull<u8>, _: usize) {
+        unreachable!("nothing was allocated");
+    }
+}
+
+fn cfg(max_bytes: usize, when_full: WhenFull) -> PoolConfig {
+    PoolConfig {
+        max_bytes,
+        when_full,
+        ..PoolConfig::default()
+    }
+}
+
+#[test]
+fn concurrent_checkouts_account_for_every_byte() {
+    let backend = FakePinned::default();
+    let live = backend.live.clone();
+    let pool = PinnedPool::with_backend(Box::new(backend), cfg(64 << 20, WhenFull::Wait(Duration::from_secs(30))));
+    let seed: u64 = rand::random();
+    eprintln!("seed {seed}");
+    std::thread::scope(|scope| {
+        for t in 0..16u64 {
+            let pool = pool.clone();
+            scope.spawn(move || {
+                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ t);
+                let mut held = Vec::new();
+                for i in 0..1000u32 {
+                    let bytes = rng.gen_range(1..=(256 << 10));
+                    let mut buf = pool.checkout(bytes).unwrap();
+                    assert!(buf.capacity() >= bytes && buf.len() == bytes && buf.is_pinned());
+                    assert_eq!(buf.as_ptr() as usize % PAGE, 0);
+                    // Stamp the buffer; if two holders ever shared a buffer, a stamp breaks.
+                    let stamp = (t as u8) ^ (i as u8);
+                    for b in &mut buf.as_uninit_mut()[..bytes] {
+                        b.write(stamp);
+                    }
+                    held.push((buf, stamp, bytes));
+                    if held.len() > 3 || rng.gen_bool(0.5) {
+                        let k = rng.gen_range(0..held.len());
+                        let (mut buf, stamp, bytes) = held.swap_remove(k);
+                        // SAFETY-free check: read back what this thread wrote.
+                        let ok = buf.as_uninit_mut()[..bytes]
+                            .iter()
+                            // SAFETY: every byte up to `bytes` was written above.
+                            .all(|b| unsafe { b.assume_init() } == stamp);
+                        assert!(ok, "buffer contents changed while checked out");
+                    }
+                }
+            });
+        }
+    });
+    let s = pool.stats();
+    assert_eq!(s.checkouts, 16_000);
+    assert_eq!(s.allocations + s.reuses, s.checkouts, "{s:?}");
+    assert_eq!(s.fallbacks, 0);
+    assert_eq!(s.bytes_in_use, 0, "{s:?}");
+    assert!(s.peak_bytes <= 64 << 20, "{s:?}");
+    assert!(s.reuses > s.allocations, "the pool should mostly reuse: {s:?}");
+    assert_eq!(live.load(Ordering::SeqCst) as u64, s.allocations - s.frees, "{s:?}");
+    assert_eq!(live.load(Ordering::SeqCst), s.idle_buffers);
+    drop(pool);
+    assert_eq!(live.load(Ordering::SeqCst), 0, "dropping the pool frees its idle buffers");
+}
+
+#[test]
+fn cap_fails_with_numbers_or_waits_for_a_return() {
+    let pool = PinnedPool::heap(cfg(10 * PAGE, WhenFull::Fail));
+    let a = pool.checkout(6 * PAGE).unwrap();
+    let err = pool.checkout(6 * PAGE).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, Error::PoolExhausted { requested, in_use, cap, .. }
+        if requested == 6 * PAGE && in_use == 6 * PAGE && cap == 10 * PAGE), "{msg}");
+    assert!(msg.contains(&(6 * PAGE).to_string()) && msg.contains(&(10 * PAGE).to_string()), "{msg}");
+    assert_eq!(pool.stats().failures, 1);
+    drop(a);
+
+    // Waiting: a return lets the checkout through.
+    let pool = PinnedPool::heap(cfg(10 * PAGE, WhenFull::Wait(Duration::from_secs(10))));
+    let a = pool.checkout(8 * PAGE).unwrap();
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            drop(a);
+        });
+        let b = pool.checkout(7 * PAGE).unwrap();
+        assert!(start.elapsed() >= Duration::from_millis(90));
+        assert_eq!(b.capacity(), 8 * PAGE, "the returned buffer is reused");
+    });
+    assert_eq!(pool.stats().waits, 1);
+
+    // Waiting with nobody returning: an error after the timeout that says it waited.
+    let pool = PinnedPool::heap(cfg(10 * PAGE, WhenFull::Wait(Duration::from_millis(150))));
+    let _a = pool.checkout(8 * PAGE).unwrap();
+    let start = Instant::now();
+    let err = pool.checkout(3 * PAGE).unwrap_err();
+    assert!(start.elapsed() >= Duration::from_millis(150));
+    assert!(matches!(err, Error::PoolExhausted { waited: true, .. }), "{err}");
+
+    // A request above the cap fails at once even when configured to wait.
+    let start = Instant::now();
+    assert!(pool.checkout(11 * PAGE).is_err());
+    assert!(start.elapsed() < Duration::from_millis(100));
+}
+
+#[test]
+fn at_the_cap_idle_buffers_are_freed_largest_first() {
+    let pool = PinnedPool::heap(cfg(100 * PAGE, WhenFull::Fail));
+    let bufs: Vec<_> = [10, 20, 30].iter().map(|p| pool.checkout(p * PAGE).unwrap()).collect();
+    drop(bufs);
+    assert_eq!(pool.stats().bytes_idle, 60 * PAGE);
+    // 50 pages fit no idle buffer (the largest, 30, is too small) and 50 + 60 > 100: the
+    // 30-page buffer goes, which is enough.
+    let big = pool.checkout(50 * PAGE).unwrap();
+    let s = pool.stats();
+    assert_eq!((s.frees, s.bytes_idle, s.idle_buffers), (1, 30 * PAGE, 2), "{s:?}");
+    assert_eq!(s.bytes_in_use, 50 * PAGE);
+    drop(big);
+    // 10 and 20 pages are still there to be reused.
+    let a = pool.checkout(10 * PAGE).unwrap();
+    let b = pool.checkout(20 * PAGE).unwrap();
+    assert_eq!((a.capacity(), b.capacity()), (10 * PAGE, 20 * PAGE));
+    assert_eq!(pool.stats().reuses, 2);
+}
+
+#[test]
+fn shrink_frees_largest_first() {
+    let pool = PinnedPool::heap(PoolConfig::default());
+    let bufs: Vec<_> = [10, 30, 20].iter().map(|p| pool.checkout(p * PAGE).unwrap()).collect();
+    drop(bufs);
+    let freed = pool.shrink(25 * PAGE);
+    assert_eq!(freed, 50 * PAGE, "30 then 20 pages go; 10 stays");
+    let s = pool.stats();
+    assert_eq!((s.bytes_idle, s.idle_buffers, s.frees), (10 * PAGE, 1, 2));
+    let again = pool.checkout(10 * PAGE).unwrap();
+    assert_eq!(again.capacity(), 10 * PAGE);
+    assert_eq!(pool.stats().reuses, 1);
+    drop(again);
+    assert_eq!(pool.shrink(0), 10 * PAGE);
+    assert_eq!(pool.stats().bytes_idle, 0);
+}
+
+#[test]
+fn fallback_only_when_allowed_and_always_counted() {
+    // Cap reached, fallback allowed: unpinned, counted, outside the pool's bytes.
+    let pool = PinnedPool::with_backend(
+        Box::new(FakePinned::default()),
+        PoolConfig {
+            max_bytes: 4 * PAGE,
+            when_full: WhenFull::Fail,
+            allow_fallback: true,
+            ..PoolConfig::default()
+        },
+    );
+    let buf = pool.checkout(8 * PAGE).unwrap();
+    assert!(!buf.is_pinned() && buf.is_fallback());
+    let s = pool.stats();
+    assert_eq!((s.fallbacks, s.checkouts, s.allocations), (1, 1, 0));
+    assert_eq!((s.fallback_bytes_in_use, s.bytes_in_use), (8 * PAGE, 0));
+    drop(buf);
+    let s = pool.stats();
+    assert_eq!((s.fallback_bytes_in_use, s.frees, s.bytes_idle), (0, 1, 0), "fallback memory is freed, not pooled");
+
+    // Same without permission: an error, no fallback.
+    let pool = PinnedPool::with_backend(Box::new(FakePinned::default()), cfg(4 * PAGE, WhenFull::Fail));
+    assert!(pool.checkout(8 * PAGE).is_err());
+    assert_eq!(pool.stats().fallbacks, 0);
+
+    // A failing backend: with fallback, counted; without, the backend's error.
+    let pool = PinnedPool::with_backend(
+        Box::new(Failing),
+        PoolConfig {
+            allow_fallback: true,
+            ..PoolConfig::default()
+        },
+    );
+    let buf = pool.checkout(PAGE).unwrap();
+    assert!(!buf.is_pinned());
+    assert_eq!(pool.stats().fallbacks, 1);
+    assert_eq!(pool.stats().bytes_in_use, 0, "the failed allocation's reservation is undone");
+    let pool = PinnedPool::with_backend(Box::new(Failing), PoolConfig::default());
+    let err = pool.checkout(PAGE).unwrap_err();
+    assert!(err.to_string().contains("no driver"), "{err}");
+    assert_eq!((pool.stats().fallbacks, pool.stats().bytes_in_use), (0, 0));
+}
+
+#[test]
+fn reuse_is_bounded_by_the_factor() {
+    let pool = PinnedPool::heap(PoolConfig::default());
+    drop(pool.checkout(100 * PAGE).unwrap());
+    // 100 > 2 × 40: not reused.
+    let small = pool.checkout(40 * PAGE).unwrap();
+    assert_eq!(small.capacity(), 40 * PAGE);
+    assert_eq!((pool.stats().allocations, pool.stats().reuses), (2, 0));
+    // 100 ≤ 2 × 60: reused.
+    let mid = pool.checkout(60 * PAGE).unwrap();
+    assert_eq!(mid.capacity(), 100 * PAGE);
+    assert_eq!(pool.stats().reuses, 1);
+    drop((small, mid));
+
+    // Best fit: of 40 and 100 idle, a 35-page request takes 40.
+    assert_eq!(pool.checkout(35 * PAGE).unwrap().capacity(), 40 * PAGE);
+
+    // The factor is configurable.
+    let pool = PinnedPool::heap(PoolConfig {
+        max_reuse_factor: 3.0,
+        ..PoolConfig::default()
+    });
+    drop(pool.checkout(100 * PAGE).unwrap());
+    assert_eq!(pool.checkout(40 * PAGE).unwrap().capacity(), 100 * PAGE);
+
+    // Zero-byte checkouts are refused.
+    assert!(matches!(pool.checkout(0), Err(Error::InvalidArgument(_))));
+}
+
+#[test]
+fn release_abc_returns_the_buffers_and_is_idempotent() {
+    let pool = PinnedPool::with_backend(Box::new(FakePinned::default()), PoolConfig::default());
+    let prover = Prover::new().with_pool(pool.clone());
+    let mut a = prover.synthesize(Synthetic::new(10)).unwrap();
+    assert!(a.is_pinned());
+    let s = pool.stats();
+    assert!(s.bytes_in_use >= 3 * 1024 * 32, "{s:?}");
+    a.release_abc();
+    let s = pool.stats();
+    assert_eq!(s.bytes_in_use, 0, "{s:?}");
+    let idle = s.bytes_idle;
+    assert!(idle >= 3 * 1024 * 32);
+    a.release_abc();
+    assert_eq!(pool.stats().bytes_idle, idle);
+    assert!(a.a().is_empty() && !a.is_pinned());
+
+    // Drop releases too.
+    let b = prover.synthesize(Synthetic::new(10)).unwrap();
+    assert!(pool.stats().bytes_in_use > 0);
+    drop(b);
+    assert_eq!(pool.stats().bytes_in_use, 0);
+}
+
+#[test]
+fn first_synthesis_is_pinned_and_the_hint_sizes_the_next_one() {
+    // 2^17 constraints: more than an unhinted assignment starts with, so it grows.
+    let circuit = Synthetic::new(17);
+    let pool = PinnedPool::with_backend(Box::new(FakePinned::default()), PoolConfig::default());
+    let prover = Prover::new().with_pool(pool.clone());
+    let first = prover.synthesize(circuit.clone()).unwrap();
+    assert!(first.is_pinned(), "the first proof of a circuit is pinned");
+    let reference = Prover::new().synthesize(circuit.clone()).unwrap();
+    assert!(!reference.is_pinned());
+    assert!(first.a() == reference.a() && first.b() == reference.b() && first.c() == reference.c());
+    assert_eq!(first.aux_assignment(), reference.aux_assignment());
+    assert_eq!(first.input_assignment(), reference.input_assignment());
+    assert_eq!(first.a_aux_density(), reference.a_aux_density());
+    assert_eq!(first.b_input_density(), reference.b_input_density());
+    assert_eq!(first.b_aux_density(), reference.b_aux_density());
+    let grown = pool.stats().checkouts;
+    assert!(grown > 3, "growth took more buffers: {grown}");
+    drop(first);
+    pool.shrink(0);
+
+    let hint = prover.hints().get(std::any::type_name::<Synthetic>()).unwrap();
+    assert_eq!(hint.constraints, 1 << 17);
+    let before = pool.stats();
+    let second = prover.synthesize(circuit).unwrap();
+    let after = pool.stats();
+    assert_eq!(after.checkouts - before.checkouts, 3, "hinted: exactly one buffer each for a, b, c");
+    assert_eq!(after.bytes_in_use, 3 * ((1 << 17) * 32));
+    assert!(second.is_pinned());
+}
+
+#[test]
+fn heap_and_pinned_assignments_agree() {
+    let mut rng = common::rng("heap_vs_pinned");
+    let pool = PinnedPool::heap(PoolConfig::default());
+    let c = Synthetic::new(12).with_seed(rng.gen());
+    let hinted = ProvingAssignment::new_with_pinned(&pool, None).unwrap();
+    assert!(!hinted.is_pinned(), "the heap backend is not pinned");
+    drop(hinted);
+    let p = Prover::new().with_pool(pool.clone()).synthesize(c.clone()).unwrap();
+    let h = Prover::new().synthesize(c).unwrap();
+    assert_eq!(p.a(), h.a());
+    assert_eq!(p.num_constraints(), 1 << 12);
+}
