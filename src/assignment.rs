@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::pool::{PinnedPool, PinnedVec};
 
 /// Elements a/b/c start with when a pinned assignment has no size hint (grows by doubling).
-pub const DEFAULT_INITIAL_CONSTRAINTS: usize = 1 << 16;
+pub const DEFAULT_INITIAL_CONSTRAINTS: usize = 1 << 12;
 
 /// A bit per variable: does it appear in a query? Plus the count of set bits.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -403,9 +403,7 @@ impl ConstraintSystem<Scalar> for ProvingAssignment {
         self.aux_assignment.push(f()?);
         self.a_aux_density.add_element();
         self.b_aux_density.add_element();
-        Ok(Variable::new_unchecked(Index::Aux(
-            self.aux_assignment.len() - 1,
-        )))
+        Ok(Variable::new_unchecked(Index::Aux(self.aux_assignment.len() - 1)))
     }
 
     fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
@@ -416,9 +414,7 @@ impl ConstraintSystem<Scalar> for ProvingAssignment {
     {
         self.input_assignment.push(f()?);
         self.b_input_density.add_element();
-        Ok(Variable::new_unchecked(Index::Input(
-            self.input_assignment.len() - 1,
-        )))
+        Ok(Variable::new_unchecked(Index::Input(self.input_assignment.len() - 1)))
     }
 
     fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)

@@ -66,7 +66,12 @@ impl Circuit<Scalar> for Synthetic {
             }
             let input = cs.alloc_input(|| format!("input {j}"), || Ok(*value))?;
             let copy = cs.alloc(|| format!("copy {j}"), || Ok(*value))?;
-            cs.enforce(|| format!("copy {j}"), |lc| lc + input, |lc| lc + CS::one(), |lc| lc + copy);
+            cs.enforce(
+                || format!("copy {j}"),
+                |lc| lc + input,
+                |lc| lc + CS::one(),
+                |lc| lc + copy,
+            );
             done += 1;
         }
         let mut acc_value = Scalar::random(&mut rng);
@@ -76,7 +81,10 @@ impl Circuit<Scalar> for Synthetic {
             if shape.next_u32() % 100 < self.bit_percent {
                 // b · (1 − b) = 0
                 let bit = rng.next_u32() & 1 == 1;
-                let b = cs.alloc(|| format!("bit {i}"), || Ok(if bit { Scalar::ONE } else { Scalar::ZERO }))?;
+                let b = cs.alloc(
+                    || format!("bit {i}"),
+                    || Ok(if bit { Scalar::ONE } else { Scalar::ZERO }),
+                )?;
                 cs.enforce(|| format!("bool {i}"), |lc| lc + b, |lc| lc + CS::one() - b, |lc| lc);
             } else {
                 // acc' = acc · y

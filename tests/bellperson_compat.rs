@@ -43,7 +43,12 @@ impl Circuit<Scalar> for OddUses {
                 // An input in B: in_k * 1 = in_k, written with the input on the B side.
                 let k = i % ins.len();
                 let copy = cs.alloc(|| format!("copy {i}"), || Ok(self.inputs[k]))?;
-                cs.enforce(|| format!("in {i}"), |lc| lc + CS::one(), |lc| lc + ins[k], |lc| lc + copy);
+                cs.enforce(
+                    || format!("in {i}"),
+                    |lc| lc + CS::one(),
+                    |lc| lc + ins[k],
+                    |lc| lc + copy,
+                );
             }
             prev = x;
             prev_v = *v;
@@ -67,10 +72,19 @@ fn check_circuit<C: Circuit<Scalar> + Clone + Send>(label: &str, circuit: C, pub
         } else {
             Prover::new().with_pool(PinnedPool::heap(PoolConfig::default()))
         };
-        let proofs = prover.prove_with_randomness(vec![circuit.clone()], &params, &[r], &[s]).unwrap();
+        let proofs = prover
+            .prove_with_randomness(vec![circuit.clone()], &params, &[r], &[s])
+            .unwrap();
         let ours = proofs[0].to_bytes();
-        assert_eq!(ours.as_slice(), expected.as_slice(), "{label}: proof bytes differ from bellperson's (round {round})");
-        assert!(common::bellperson_verifies(&bp_params, &ours, public), "{label}: bellperson rejects");
+        assert_eq!(
+            ours.as_slice(),
+            expected.as_slice(),
+            "{label}: proof bytes differ from bellperson's (round {round})"
+        );
+        assert!(
+            common::bellperson_verifies(&bp_params, &ours, public),
+            "{label}: bellperson rejects"
+        );
         assert!(verify_proof(&pvk, &proofs[0], public).unwrap(), "{label}: cuzk rejects");
         if let Some(pool) = prover.pool() {
             assert_eq!(pool.stats().bytes_in_use, 0, "{label}: a/b/c not back in the pool");
@@ -85,16 +99,28 @@ fn check_circuit<C: Circuit<Scalar> + Clone + Send>(label: &str, circuit: C, pub
         let mut wrong = public.to_vec();
         let k = rng.next_u32() as usize % wrong.len();
         wrong[k] += Scalar::ONE;
-        assert!(!common::bellperson_verifies(&bp_params, &proof.to_bytes(), &wrong), "{label}: wrong input accepted");
-        assert!(!verify_proof(&pvk, &proof, &wrong).unwrap(), "{label}: wrong input accepted by cuzk");
+        assert!(
+            !common::bellperson_verifies(&bp_params, &proof.to_bytes(), &wrong),
+            "{label}: wrong input accepted"
+        );
+        assert!(
+            !verify_proof(&pvk, &proof, &wrong).unwrap(),
+            "{label}: wrong input accepted by cuzk"
+        );
     }
     for _ in 0..4 {
         let mut bytes = proof.to_bytes();
         let i = rng.next_u32() as usize % Proof::SIZE;
         bytes[i] ^= 1 << (rng.next_u32() % 8);
-        assert!(!common::bellperson_verifies(&bp_params, &bytes, public), "{label}: flipped byte {i} accepted");
+        assert!(
+            !common::bellperson_verifies(&bp_params, &bytes, public),
+            "{label}: flipped byte {i} accepted"
+        );
         if let Ok(p) = Proof::from_bytes(&bytes) {
-            assert!(!verify_proof(&pvk, &p, public).unwrap(), "{label}: flipped byte {i} accepted by cuzk");
+            assert!(
+                !verify_proof(&pvk, &p, public).unwrap(),
+                "{label}: flipped byte {i} accepted by cuzk"
+            );
         }
     }
 }
@@ -169,13 +195,22 @@ fn batch_with_rng_matches_bellperson_batch() {
     let seed: u64 = rand::random();
     let mut rng_a = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
     let mut rng_b = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
-    let theirs = bellperson::groth16::create_random_proof_batch::<blstrs::Bls12, _, _, _>(circuits.clone(), &bp_params, &mut rng_a).unwrap();
+    let theirs = bellperson::groth16::create_random_proof_batch::<blstrs::Bls12, _, _, _>(
+        circuits.clone(),
+        &bp_params,
+        &mut rng_a,
+    )
+    .unwrap();
     let ours = cuzk::prove(circuits.clone(), &params, &mut rng_b).unwrap();
     assert_eq!(ours.len(), 3);
     for ((t, o), c) in theirs.iter().zip(&ours).zip(&circuits) {
         let mut tb = Vec::new();
         t.write(&mut tb).unwrap();
         assert_eq!(tb.as_slice(), o.to_bytes().as_slice());
-        assert!(common::bellperson_verifies(&bp_params, &o.to_bytes(), &c.public_input_values()));
+        assert!(common::bellperson_verifies(
+            &bp_params,
+            &o.to_bytes(),
+            &c.public_input_values()
+        ));
     }
 }

@@ -56,18 +56,29 @@ fn growth_keeps_data_and_never_frees_pool_memory_through_the_global_allocator() 
     v.extend_from_slice(&[[7; 4]; 1000]);
     RECORDING.store(false, Ordering::SeqCst);
 
-    assert!(pool_ptrs.len() > 5, "the vector grew several times: {}", pool_ptrs.len());
+    assert!(
+        pool_ptrs.len() > 5,
+        "the vector grew several times: {}",
+        pool_ptrs.len()
+    );
     assert_eq!(v.len(), n as usize + 1000);
     for (i, x) in v.as_slice()[..n as usize].iter().enumerate() {
         let i = i as u64;
-        assert_eq!(*x, [i, i ^ 0xdead_beef, i.wrapping_mul(31), !i], "element {i} changed in growth");
+        assert_eq!(
+            *x,
+            [i, i ^ 0xdead_beef, i.wrapping_mul(31), !i],
+            "element {i} changed in growth"
+        );
     }
     assert!(v.as_slice()[n as usize..].iter().all(|x| *x == [7; 4]));
 
     let recorded = NEXT.load(Ordering::SeqCst).min(SLOTS);
     for slot in &FREED[..recorded] {
         let freed = slot.load(Ordering::Relaxed);
-        assert!(!pool_ptrs.contains(&freed), "pool block {freed:#x} was passed to the global allocator");
+        assert!(
+            !pool_ptrs.contains(&freed),
+            "pool block {freed:#x} was passed to the global allocator"
+        );
     }
     // Every grown-out-of block went back to the pool, not anywhere else.
     let s = pool.stats();

@@ -8,7 +8,14 @@ use cuzk::testing::Synthetic;
 use cuzk::{verify_proof, Error, Parameters, PinnedPool, PointCheck, PoolConfig, PreparedVerifyingKey, Prover};
 use ff::Field;
 
-fn setup(label: &str) -> (bellperson::groth16::Parameters<blstrs::Bls12>, Parameters, Vec<u8>, Synthetic) {
+fn setup(
+    label: &str,
+) -> (
+    bellperson::groth16::Parameters<blstrs::Bls12>,
+    Parameters,
+    Vec<u8>,
+    Synthetic,
+) {
     let circuit = Synthetic::new(8);
     let mut rng = common::rng(label);
     let (bp, ours, bytes) = common::params_for(&circuit, &mut rng);
@@ -122,7 +129,9 @@ fn mismatched_circuits_are_errors_and_release_their_buffers() {
     let one = [Scalar::ONE];
 
     // A bigger circuit of the same kind.
-    let err = prover.prove_with_randomness(vec![Synthetic::new(9)], &params, &one, &one).unwrap_err();
+    let err = prover
+        .prove_with_randomness(vec![Synthetic::new(9)], &params, &one, &one)
+        .unwrap_err();
     assert!(matches!(err, Error::CircuitMismatch(_)), "{err}");
     assert_eq!(pool.stats().bytes_in_use, 0);
 
@@ -131,14 +140,20 @@ fn mismatched_circuits_are_errors_and_release_their_buffers() {
         public_inputs: 3,
         ..circuit.clone()
     };
-    let err = prover.prove_with_randomness(vec![other], &params, &one, &one).unwrap_err();
+    let err = prover
+        .prove_with_randomness(vec![other], &params, &one, &one)
+        .unwrap_err();
     assert!(err.to_string().contains("public inputs"), "{err}");
     assert_eq!(pool.stats().bytes_in_use, 0);
 
     // Empty batches, wrong r/s lengths.
-    let err = prover.prove_with_randomness(Vec::<Synthetic>::new(), &params, &[], &[]).unwrap_err();
+    let err = prover
+        .prove_with_randomness(Vec::<Synthetic>::new(), &params, &[], &[])
+        .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
-    let err = prover.prove_with_randomness(vec![circuit.clone()], &params, &one, &[]).unwrap_err();
+    let err = prover
+        .prove_with_randomness(vec![circuit.clone()], &params, &one, &[])
+        .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
     assert_eq!(pool.stats().bytes_in_use, 0);
 

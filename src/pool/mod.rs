@@ -278,9 +278,8 @@ impl PinnedPool {
         if bytes == 0 {
             return Err(Error::InvalidArgument("pool checkout of 0 bytes".into()));
         }
-        let capacity = backend::page_round(bytes).ok_or_else(|| {
-            Error::InvalidArgument(format!("pool checkout of {bytes} bytes overflows"))
-        })?;
+        let capacity = backend::page_round(bytes)
+            .ok_or_else(|| Error::InvalidArgument(format!("pool checkout of {bytes} bytes overflows")))?;
         let cfg = &self.inner.config;
         let max_fit = ((bytes as f64) * cfg.max_reuse_factor.max(1.0)) as usize;
         let max_fit = max_fit.max(capacity);
@@ -303,9 +302,7 @@ impl PinnedPool {
 
             // Room for a new block, freeing idle blocks (largest first) when that makes room.
             let in_use = state.stats.bytes_in_use;
-            let fits_at_all = in_use
-                .checked_add(capacity)
-                .is_some_and(|t| t <= cfg.max_bytes);
+            let fits_at_all = in_use.checked_add(capacity).is_some_and(|t| t <= cfg.max_bytes);
             if fits_at_all {
                 let mut to_free = Vec::new();
                 while state.pool_bytes() + capacity > cfg.max_bytes {
@@ -341,12 +338,7 @@ impl PinnedPool {
                             cfg.max_bytes
                         );
                     }
-                    if self
-                        .inner
-                        .returned
-                        .wait_until(&mut state, deadline)
-                        .timed_out()
-                    {
+                    if self.inner.returned.wait_until(&mut state, deadline).timed_out() {
                         // One last look after the timeout.
                         if state.stats.bytes_in_use + capacity <= cfg.max_bytes
                             || state.idle.range(bytes..=max_fit).next().is_some()
@@ -400,9 +392,8 @@ impl PinnedPool {
     /// Serves `bytes` from unpinned heap memory, counted as a fallback, because the pool
     /// could not (`reason`). Used when a caller cannot fail, such as a growing assignment.
     pub(crate) fn checkout_fallback(&self, bytes: usize, reason: &Error) -> Result<PinnedBuffer> {
-        let capacity = backend::page_round(bytes).ok_or_else(|| {
-            Error::InvalidArgument(format!("pool checkout of {bytes} bytes overflows"))
-        })?;
+        let capacity = backend::page_round(bytes)
+            .ok_or_else(|| Error::InvalidArgument(format!("pool checkout of {bytes} bytes overflows")))?;
         self.do_fallback(bytes, capacity, reason)
     }
 
@@ -558,9 +549,7 @@ impl PinnedBuffer {
         // SAFETY: the block is `capacity` bytes of memory owned exclusively by this buffer
         // (borrowed mutably here) and live until the buffer drops; MaybeUninit<u8> has no
         // validity requirements.
-        unsafe {
-            std::slice::from_raw_parts_mut(block.ptr.as_ptr().cast::<MaybeUninit<u8>>(), block.capacity)
-        }
+        unsafe { std::slice::from_raw_parts_mut(block.ptr.as_ptr().cast::<MaybeUninit<u8>>(), block.capacity) }
     }
 }
 

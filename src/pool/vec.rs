@@ -131,9 +131,7 @@ impl<T: Copy> PinnedVec<T> {
             // `extend_from_slice` (or copied during growth); the buffer is page-aligned (so
             // aligned for T), at least `len * size_of::<T>()` bytes, and borrowed for the
             // lifetime of the returned slice.
-            Storage::Pool(buf) => unsafe {
-                std::slice::from_raw_parts(buf.as_ptr().cast::<T>(), self.len)
-            },
+            Storage::Pool(buf) => unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<T>(), self.len) },
             Storage::Heap(v) => v,
         }
     }
@@ -143,9 +141,7 @@ impl<T: Copy> PinnedVec<T> {
         let len = self.len;
         match &mut self.storage {
             // SAFETY: as in `as_slice`, with exclusive access through `&mut self`.
-            Storage::Pool(buf) => unsafe {
-                std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<T>(), len)
-            },
+            Storage::Pool(buf) => unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<T>(), len) },
             Storage::Heap(v) => v,
         }
     }
@@ -192,11 +188,7 @@ impl<T: Copy> PinnedVec<T> {
             // cannot overlap because `values` is a shared borrow while the buffer is
             // exclusively borrowed through `&mut self`.
             unsafe {
-                std::ptr::copy_nonoverlapping(
-                    values.as_ptr(),
-                    buf.as_mut_ptr().cast::<T>().add(len),
-                    values.len(),
-                );
+                std::ptr::copy_nonoverlapping(values.as_ptr(), buf.as_mut_ptr().cast::<T>().add(len), values.len());
             }
             self.len = needed;
         }
@@ -238,19 +230,13 @@ impl<T: Copy> PinnedVec<T> {
                 // SAFETY: the old buffer holds `len` initialised elements; the new one has room
                 // for at least `min_capacity >= len` and is a different allocation.
                 unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        old.as_ptr().cast::<T>(),
-                        buf.as_mut_ptr().cast::<T>(),
-                        self.len,
-                    );
+                    std::ptr::copy_nonoverlapping(old.as_ptr().cast::<T>(), buf.as_mut_ptr().cast::<T>(), self.len);
                 }
                 // The old buffer goes back to the pool here.
                 self.storage = Storage::Pool(buf);
             }
             Err(e) => {
-                log::error!(
-                    "pinned vector cannot grow to {new_capacity} elements ({e}); moving to heap"
-                );
+                log::error!("pinned vector cannot grow to {new_capacity} elements ({e}); moving to heap");
                 let mut v = Vec::with_capacity(new_capacity);
                 v.extend_from_slice(self.as_slice());
                 self.storage = Storage::Heap(v);

@@ -48,7 +48,12 @@ pub trait Backend: Send + Sync {
     ///
     /// # Errors
     /// Backend failures; the assignment's buffers are released either way.
-    fn commitments(&self, assignment: &mut ProvingAssignment, params: &Parameters, timings: &mut Timings) -> Result<Commitments>;
+    fn commitments(
+        &self,
+        assignment: &mut ProvingAssignment,
+        params: &Parameters,
+        timings: &mut Timings,
+    ) -> Result<Commitments>;
 }
 
 /// Which backend proves.
@@ -187,7 +192,13 @@ impl Prover {
     /// # Errors
     /// An empty batch, r/s of the wrong length, a synthesis error, a circuit that does not
     /// match the parameters, or a backend failure.
-    pub fn prove_with_randomness<C>(&self, circuits: Vec<C>, params: &Parameters, r: &[Scalar], s: &[Scalar]) -> Result<Vec<Proof>>
+    pub fn prove_with_randomness<C>(
+        &self,
+        circuits: Vec<C>,
+        params: &Parameters,
+        r: &[Scalar],
+        s: &[Scalar],
+    ) -> Result<Vec<Proof>>
     where
         C: Circuit<Scalar> + Send,
     {
@@ -198,7 +209,13 @@ impl Prover {
     ///
     /// # Errors
     /// See [`Prover::prove_with_randomness`].
-    pub fn prove_timed<C>(&self, circuits: Vec<C>, params: &Parameters, r: &[Scalar], s: &[Scalar]) -> Result<(Vec<Proof>, Timings)>
+    pub fn prove_timed<C>(
+        &self,
+        circuits: Vec<C>,
+        params: &Parameters,
+        r: &[Scalar],
+        s: &[Scalar],
+    ) -> Result<(Vec<Proof>, Timings)>
     where
         C: Circuit<Scalar> + Send,
     {
@@ -238,7 +255,13 @@ impl Prover {
         Ok((proofs, t))
     }
 
-    fn prove_inner(&self, assignments: &mut [ProvingAssignment], params: &Parameters, r: &[Scalar], s: &[Scalar]) -> Result<(Vec<Proof>, Timings)> {
+    fn prove_inner(
+        &self,
+        assignments: &mut [ProvingAssignment],
+        params: &Parameters,
+        r: &[Scalar],
+        s: &[Scalar],
+    ) -> Result<(Vec<Proof>, Timings)> {
         check_batch(assignments.len(), r, s)?;
         check_params(params)?;
         for (i, a) in assignments.iter().enumerate() {
@@ -248,7 +271,11 @@ impl Prover {
             })?;
         }
         let backend = self.backend();
-        log::debug!("proving {} circuits on the {} backend", assignments.len(), backend.name());
+        log::debug!(
+            "proving {} circuits on the {} backend",
+            assignments.len(),
+            backend.name()
+        );
         let mut t = Timings::default();
         let mut proofs = Vec::with_capacity(assignments.len());
         for (i, assignment) in assignments.iter_mut().enumerate() {

@@ -19,8 +19,12 @@ pub fn rng(label: &str) -> ChaCha20Rng {
 
 /// bellperson parameters for `circuit`, and the same parameters as cuzk loads them from
 /// bellperson's own serialization.
-pub fn params_for<C: Circuit<Scalar> + Clone>(circuit: &C, rng: &mut ChaCha20Rng) -> (bp::Parameters<Bls12>, Parameters, Vec<u8>) {
-    let bp_params = bp::generate_random_parameters::<Bls12, _, _>(circuit.clone(), rng).expect("bellperson parameter generation");
+pub fn params_for<C: Circuit<Scalar> + Clone>(
+    circuit: &C,
+    rng: &mut ChaCha20Rng,
+) -> (bp::Parameters<Bls12>, Parameters, Vec<u8>) {
+    let bp_params =
+        bp::generate_random_parameters::<Bls12, _, _>(circuit.clone(), rng).expect("bellperson parameter generation");
     let mut bytes = Vec::new();
     bp_params.write(&mut bytes).expect("bellperson writes parameters");
     let ours = Parameters::from_bytes(&bytes, PointCheck::Subgroup).expect("cuzk loads bellperson's parameters");
@@ -28,7 +32,12 @@ pub fn params_for<C: Circuit<Scalar> + Clone>(circuit: &C, rng: &mut ChaCha20Rng
 }
 
 /// bellperson's proof bytes for `circuit` with the given r, s.
-pub fn bellperson_proof<C: Circuit<Scalar> + Send>(circuit: C, params: &bp::Parameters<Bls12>, r: Scalar, s: Scalar) -> Vec<u8> {
+pub fn bellperson_proof<C: Circuit<Scalar> + Send>(
+    circuit: C,
+    params: &bp::Parameters<Bls12>,
+    r: Scalar,
+    s: Scalar,
+) -> Vec<u8> {
     let proof = bp::create_proof::<Bls12, _, _>(circuit, params, r, s).expect("bellperson proves");
     let mut out = Vec::new();
     proof.write(&mut out).expect("proof encodes");

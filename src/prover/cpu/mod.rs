@@ -22,7 +22,12 @@ impl Backend for CpuBackend {
         "cpu"
     }
 
-    fn commitments(&self, assignment: &mut ProvingAssignment, params: &Parameters, t: &mut Timings) -> Result<Commitments> {
+    fn commitments(
+        &self,
+        assignment: &mut ProvingAssignment,
+        params: &Parameters,
+        t: &mut Timings,
+    ) -> Result<Commitments> {
         let start = Instant::now();
         let domain = ntt::Domain::new(params.domain_size().trailing_zeros())?;
         let m = domain.size();
@@ -60,7 +65,8 @@ impl Backend for CpuBackend {
             Ok(inputs_part + aux_part)
         })?;
         let b_g1 = timed(&mut t.msm_b_g1, &|| {
-            let inputs_part = msm::msm::<msm::G1>(&params.b_g1[..b_inputs], inputs, Some(assignment.b_input_density()))?;
+            let inputs_part =
+                msm::msm::<msm::G1>(&params.b_g1[..b_inputs], inputs, Some(assignment.b_input_density()))?;
             let aux_part = msm::msm::<msm::G1>(&params.b_g1[b_inputs..], aux, Some(assignment.b_aux_density()))?;
             Ok(inputs_part + aux_part)
         })?;

@@ -9,8 +9,8 @@
 //! The only unsafe code is the calls into blst, fenced in [`Curve`]'s two implementations.
 
 use blst::{
-    blst_p1, blst_p1_affine, blst_p1s_add, blst_p1s_mult_pippenger, blst_p1s_mult_pippenger_scratch_sizeof,
-    blst_p2, blst_p2_affine, blst_p2s_add, blst_p2s_mult_pippenger, blst_p2s_mult_pippenger_scratch_sizeof,
+    blst_p1, blst_p1_affine, blst_p1s_add, blst_p1s_mult_pippenger, blst_p1s_mult_pippenger_scratch_sizeof, blst_p2,
+    blst_p2_affine, blst_p2s_add, blst_p2s_mult_pippenger, blst_p2s_mult_pippenger_scratch_sizeof,
 };
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
@@ -136,7 +136,11 @@ impl Curve for G2 {
 ///
 /// # Errors
 /// [`Error::CircuitMismatch`] when the bases are fewer than the scalars (or set bits).
-pub fn msm<C: Curve>(bases: &[C::Affine], scalars: &[Scalar], density: Option<&DensityTracker>) -> Result<C::Projective> {
+pub fn msm<C: Curve>(
+    bases: &[C::Affine],
+    scalars: &[Scalar],
+    density: Option<&DensityTracker>,
+) -> Result<C::Projective> {
     let needed = match density {
         Some(d) => {
             if d.len() != scalars.len() {
@@ -230,7 +234,10 @@ mod tests {
     use rand_core::SeedableRng;
 
     fn naive<P: Group<Scalar = Scalar>>(bases: &[P], scalars: &[Scalar]) -> P {
-        bases.iter().zip(scalars).fold(P::identity(), |acc, (b, s)| acc + *b * s)
+        bases
+            .iter()
+            .zip(scalars)
+            .fold(P::identity(), |acc, (b, s)| acc + *b * s)
     }
 
     #[test]
@@ -260,7 +267,11 @@ mod tests {
             let m = selected.len();
             let g2: Vec<G2Projective> = (0..m).map(|_| G2Projective::random(&mut rng)).collect();
             let g2a: Vec<G2Affine> = g2.iter().map(|p| p.to_affine()).collect();
-            assert_eq!(msm::<G2>(&g2a, &scalars, Some(&d)).unwrap(), naive(&g2, &selected), "n={n}");
+            assert_eq!(
+                msm::<G2>(&g2a, &scalars, Some(&d)).unwrap(),
+                naive(&g2, &selected),
+                "n={n}"
+            );
             if m > 0 {
                 assert!(msm::<G2>(&g2a[..m - 1], &scalars, Some(&d)).is_err());
             }

@@ -227,7 +227,10 @@ fn scale_by_powers(values: &mut [Scalar], scale: Scalar, shift: Scalar) {
 /// `a`, `b`, `c` must already be padded to the domain size; `a` becomes H (length m − 1).
 pub fn compute_h(domain: &Domain, a: &mut Vec<Scalar>, b: &mut [Scalar], c: &mut [Scalar]) {
     let m = domain.size();
-    assert!(a.len() == m && b.len() == m && c.len() == m, "a, b, c must be padded to m");
+    assert!(
+        a.len() == m && b.len() == m && c.len() == m,
+        "a, b, c must be padded to m"
+    );
     rayon::join(
         || domain.evaluations_to_coset(a),
         || rayon::join(|| domain.evaluations_to_coset(b), || domain.evaluations_to_coset(c)),
@@ -265,7 +268,11 @@ mod tests {
                 omega = omega.square();
             }
             for i in [0, 1.min(m - 1), m / 2, m - 1] {
-                assert_eq!(evals[i], naive_eval(&coeffs, omega.pow_vartime([i as u64])), "m={m} i={i}");
+                assert_eq!(
+                    evals[i],
+                    naive_eval(&coeffs, omega.pow_vartime([i as u64])),
+                    "m={m} i={i}"
+                );
             }
             let mut back = evals.clone();
             d.ifft(&mut back);
@@ -273,7 +280,10 @@ mod tests {
             let mut coset = coeffs.clone();
             d.coset_fft(&mut coset);
             let g = Scalar::MULTIPLICATIVE_GENERATOR;
-            assert_eq!(coset[m - 1], naive_eval(&coeffs, g * omega.pow_vartime([(m - 1) as u64])));
+            assert_eq!(
+                coset[m - 1],
+                naive_eval(&coeffs, g * omega.pow_vartime([(m - 1) as u64]))
+            );
             d.icoset_fft(&mut coset);
             assert_eq!(coset, coeffs);
         }
