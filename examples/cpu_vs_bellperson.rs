@@ -50,7 +50,9 @@ fn main() {
             let theirs_ms = ms(start.elapsed());
 
             let start = Instant::now();
-            let (mine, t) = prover.prove_timed(vec![c], &ours, &[r], &[s]).unwrap_or_else(|e| fail(&e.to_string()));
+            let (mine, t) = prover
+                .prove_timed(vec![c], &ours, &[r], &[s])
+                .unwrap_or_else(|e| fail(&e.to_string()));
             let ours_ms = ms(start.elapsed());
 
             let mut expected = Vec::new();

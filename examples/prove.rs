@@ -16,7 +16,8 @@ use cuzk::{verify_proof, Parameters, PinnedPool, PointCheck, PoolConfig, Prepare
 use ff::Field;
 use support::{fail, ms, Args};
 
-const USAGE: &str = "usage: prove [--log-size K (16)] [--proofs N (2)] [--bit-percent P (75)] [--params-dir DIR (params-cache)]";
+const USAGE: &str =
+    "usage: prove [--log-size K (16)] [--proofs N (2)] [--bit-percent P (75)] [--params-dir DIR (params-cache)]";
 
 fn main() {
     let args = Args::parse(USAGE);
@@ -48,7 +49,11 @@ fn main() {
     println!(
         "pool backend: {} ({})",
         pool.backend_name(),
-        if pool.is_pinned() { "pinned" } else { "unpinned: build with --features cuda for pinned memory" }
+        if pool.is_pinned() {
+            "pinned"
+        } else {
+            "unpinned: build with --features cuda for pinned memory"
+        }
     );
     println!();
     println!(
@@ -64,8 +69,9 @@ fn main() {
         let pinned = assignment.is_pinned();
         let mut rng = rand::thread_rng();
         let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-        let (proof, t) =
-            prover.prove_synthesized(vec![assignment], &params, &[r], &[s]).unwrap_or_else(|e| fail(&e.to_string()));
+        let (proof, t) = prover
+            .prove_synthesized(vec![assignment], &params, &[r], &[s])
+            .unwrap_or_else(|e| fail(&e.to_string()));
         let total = start.elapsed();
         let verified = verify_proof(&pvk, &proof[0], &inputs).unwrap_or_else(|e| fail(&e.to_string()));
         println!(

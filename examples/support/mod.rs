@@ -24,8 +24,12 @@ impl Args {
         match self.0.iter().position(|a| a == name) {
             None => default,
             Some(i) => {
-                let v = self.0.get(i + 1).unwrap_or_else(|| fail(&format!("{name} needs a value")));
-                v.parse().unwrap_or_else(|_| fail(&format!("{name}: cannot parse {v:?}")))
+                let v = self
+                    .0
+                    .get(i + 1)
+                    .unwrap_or_else(|| fail(&format!("{name} needs a value")));
+                v.parse()
+                    .unwrap_or_else(|_| fail(&format!("{name}: cannot parse {v:?}")))
             }
         }
     }
@@ -34,9 +38,15 @@ impl Args {
         match self.0.iter().position(|a| a == name) {
             None => default,
             Some(i) => {
-                let v = self.0.get(i + 1).unwrap_or_else(|| fail(&format!("{name} needs a value")));
+                let v = self
+                    .0
+                    .get(i + 1)
+                    .unwrap_or_else(|| fail(&format!("{name} needs a value")));
                 v.split(',')
-                    .map(|x| x.parse().unwrap_or_else(|_| fail(&format!("{name}: cannot parse {x:?}"))))
+                    .map(|x| {
+                        x.parse()
+                            .unwrap_or_else(|_| fail(&format!("{name}: cannot parse {x:?}")))
+                    })
                     .collect()
             }
         }
@@ -75,7 +85,9 @@ pub fn cached_params(dir: &Path, circuit: &Synthetic) -> PathBuf {
     let tmp = path.with_extension("params.partial");
     let file = std::fs::File::create(&tmp).unwrap_or_else(|e| fail(&format!("cannot write {}: {e}", tmp.display())));
     let mut w = std::io::BufWriter::new(file);
-    params.write(&mut w).unwrap_or_else(|e| fail(&format!("cannot write {}: {e}", tmp.display())));
+    params
+        .write(&mut w)
+        .unwrap_or_else(|e| fail(&format!("cannot write {}: {e}", tmp.display())));
     drop(w);
     std::fs::rename(&tmp, &path).unwrap_or_else(|e| fail(&format!("cannot rename to {}: {e}", path.display())));
     eprintln!("generated in {:.1} s", start.elapsed().as_secs_f64());
@@ -86,11 +98,20 @@ pub fn cached_params(dir: &Path, circuit: &Synthetic) -> PathBuf {
 pub fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
         .unwrap_or_else(|| "unknown CPU".into());
     let mem = std::fs::read_to_string("/proc/meminfo")
         .ok()
-        .and_then(|s| s.lines().next().and_then(|l| l.split_whitespace().nth(1)).and_then(|k| k.parse::<u64>().ok()))
+        .and_then(|s| {
+            s.lines()
+                .next()
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|k| k.parse::<u64>().ok())
+        })
         .map(|kb| format!("{:.0} GiB", kb as f64 / (1 << 20) as f64))
         .unwrap_or_default();
     format!("{cpu}, {} threads, {mem}", rayon::current_num_threads())
