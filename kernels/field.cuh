@@ -46,7 +46,8 @@ DEVI fp2_t f_add(const fp2_t& a, const fp2_t& b) { fp2_t r; r.c0 = a.c0 + b.c0; 
 DEVI fp2_t f_sub(const fp2_t& a, const fp2_t& b) { fp2_t r; r.c0 = a.c0 - b.c0; r.c1 = a.c1 - b.c1; return r; }
 DEVI fp2_t f_dbl(const fp2_t& a) { fp2_t r; r.c0 = a.c0 + a.c0; r.c1 = a.c1 + a.c1; return r; }
 DEVI fp2_t f_neg(const fp2_t& a) { fp2_t r; r.c0 = -a.c0; r.c1 = -a.c1; return r; }
-DEVI fp2_t f_mul(const fp2_t& a, const fp2_t& b)
+// Not inlined: keeps the G2 kernels' code (and nvcc's compile time) manageable.
+__device__ __noinline__ fp2_t f_mul(const fp2_t& a, const fp2_t& b)
 {
     fp_t t0 = a.c0 * b.c0;
     fp_t t1 = a.c1 * b.c1;
@@ -56,7 +57,7 @@ DEVI fp2_t f_mul(const fp2_t& a, const fp2_t& b)
     r.c1 = t2 - t0 - t1;
     return r;
 }
-DEVI fp2_t f_sqr(const fp2_t& a)
+__device__ __noinline__ fp2_t f_sqr(const fp2_t& a)
 {
     fp2_t r;
     fp_t t = a.c0 * a.c1;
