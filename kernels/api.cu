@@ -3,6 +3,8 @@
 #include "field.cuh"
 #include "curve.cuh"
 #include <new>
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 struct cuzk_k_bases {
@@ -48,6 +50,34 @@ cuzk_kresult get_ctx(int device, dev_ctx **out)
     }
     *out = g_ctx[device];
     return ok();
+}
+
+profiler::profiler(const char *w, cudaStream_t st) : s(st), what(w)
+{
+    static int enabled = -1;
+    if (enabled < 0) {
+        const char *e = getenv("CUZK_K_PROFILE");
+        enabled = (e && *e && *e != '0') ? 1 : 0;
+    }
+    on = enabled == 1;
+    mark("start");
+}
+
+profiler::~profiler()
+{
+    if (!on) return;
+    if (n > 0 && cudaEventSynchronize(ev[n - 1]) == cudaSuccess) {
+        fprintf(stderr, "[cuzk prof] %s:", what);
+        for (int i = 1; i < n; i++) {
+            float ms = 0;
+            cudaEventElapsedTime(&ms, ev[i - 1], ev[i]);
+            fprintf(stderr, " %s %.2f", name[i], ms);
+        }
+        float tot = 0;
+        cudaEventElapsedTime(&tot, ev[0], ev[n - 1]);
+        fprintf(stderr, " | total %.2f ms\n", tot);
+    }
+    for (int i = 0; i < n; i++) cudaEventDestroy(ev[i]);
 }
 
 namespace {

@@ -78,4 +78,24 @@ cuzk_kresult compute_h_dev(dev_ctx *ctx, const void *a, const void *b, const voi
                            uint32_t log_m, dbuf &d_h, void *h_out);
 void free_ntt_tables(dev_ctx *ctx);
 
+// Optional phase profiler: with CUZK_K_PROFILE=1 in the environment, events are recorded on
+// a stream at named points and the phase times are printed to stderr at the end of the call.
+struct profiler {
+    bool on = false;
+    cudaStream_t s = nullptr;
+    const char *what = "";
+    int n = 0;
+    cudaEvent_t ev[32];
+    const char *name[32];
+    profiler(const char *w, cudaStream_t st);
+    void mark(const char *nm)
+    {
+        if (!on || n >= 32) return;
+        if (cudaEventCreate(&ev[n]) != cudaSuccess) { on = false; return; }
+        cudaEventRecord(ev[n], s);
+        name[n++] = nm;
+    }
+    ~profiler();
+};
+
 }  // namespace cuzk

@@ -140,6 +140,54 @@ __global__ void __launch_bounds__(1 << (SH_LOG - 1)) k_shared_stages(fr_t *x, co
 #endif
 }
 
+// Stages lh in [lo, lo+k) (DIF: descending, DIT: ascending) on strided sub-transforms:
+// elements base + c + jj * 2^lo (jj < 2^k) for GC consecutive columns c per block, in shared
+// memory (GC * 2^k scalars), one global read + write per k stages.
+constexpr int GC = 8, GK = 7;  // 8 * 2^7 * 32 B = 32 KiB
+template <bool DIT>
+__global__ void __launch_bounds__(GC << (GK - 1)) k_ntt_group(fr_t *x, const fr_t *tw, int L, int lo, int k)
+{
+#ifdef __CUDA_ARCH__
+    __shared__ __align__(32) unsigned char smem[(GC << GK) * sizeof(fr_t)];
+    fr_t *sh = reinterpret_cast<fr_t *>(smem);
+    const size_t s = (size_t)1 << lo;
+    const size_t ncg = s / GC;
+    const size_t g = blockIdx.x / ncg, cg = blockIdx.x % ncg;
+    const size_t base = (g << (lo + k)) + cg * GC;
+    const uint32_t nel = GC << k, nthr = GC << (k - 1);
+    const uint32_t tid = threadIdx.x;
+    for (uint32_t e = tid; e < nel; e += nthr) {
+        uint32_t col = e % GC, jj = e / GC;
+        sh[e] = x[base + col + (size_t)jj * s];
+    }
+    __syncthreads();
+    const uint32_t col = tid % GC, p = tid / GC;
+    const size_t c = cg * GC + col;
+    for (int st = 0; st < k; st++) {
+        int r = DIT ? st : (k - 1 - st);
+        int lh = lo + r;
+        uint32_t hh = 1u << r;
+        uint32_t jlo = ((p >> r) << (r + 1)) | (p & (hh - 1));
+        fr_t w = tw[(c + (size_t)(p & (hh - 1)) * s) << (L - 1 - lh)];
+        uint32_t a = jlo * GC + col, b = (jlo + hh) * GC + col;
+        fr_t u = sh[a], v = sh[b];
+        if (DIT) {
+            v = v * w;
+            sh[a] = u + v;
+            sh[b] = u - v;
+        } else {
+            sh[a] = u + v;
+            sh[b] = (u - v) * w;
+        }
+        __syncthreads();
+    }
+    for (uint32_t e = tid; e < nel; e += nthr) {
+        uint32_t cl = e % GC, jj = e / GC;
+        x[base + cl + (size_t)jj * s] = sh[e];
+    }
+#endif
+}
+
 __global__ void k_mul_table(fr_t *x, const fr_t *t, size_t m)
 {
 #ifdef __CUDA_ARCH__
@@ -176,9 +224,13 @@ cuzk_kresult ntt_dif(dev_ctx *ctx, fr_t *x, const fr_t *tw, int L)
     cudaStream_t s = ctx->s_comp;
     int S = std::min(L, SH_LOG);
     size_t half = (size_t)1 << (L - 1);
-    for (int lh = L - 1; lh >= S; lh--) {
-        k_dif_stage<<<(unsigned)((half + 255) / 256), 256, 0, s>>>(x, tw, L, lh);
+    (void)half;
+    for (int hi = L; hi > S;) {  // stages [lo, hi) in one pass
+        int k = std::min(GK, hi - S), lo = hi - k;
+        size_t blocks = ((size_t)1 << (L - lo - k)) * (((size_t)1 << lo) / GC);
+        k_ntt_group<false><<<(unsigned)blocks, GC << (k - 1), 0, s>>>(x, tw, L, lo, k);
         CUZK_CKL();
+        hi = lo;
     }
     k_shared_stages<false><<<(unsigned)((size_t)1 << (L - S)), 1u << (S - 1), 0, s>>>(x, tw, L, S);
     CUZK_CKL();
@@ -192,9 +244,13 @@ cuzk_kresult ntt_dit(dev_ctx *ctx, fr_t *x, const fr_t *tw, int L)
     size_t half = (size_t)1 << (L - 1);
     k_shared_stages<true><<<(unsigned)((size_t)1 << (L - S)), 1u << (S - 1), 0, s>>>(x, tw, L, S);
     CUZK_CKL();
-    for (int lh = S; lh < L; lh++) {
-        k_dit_stage<<<(unsigned)((half + 255) / 256), 256, 0, s>>>(x, tw, L, lh);
+    (void)half;
+    for (int lo = S; lo < L;) {
+        int k = std::min(GK, L - lo);
+        size_t blocks = ((size_t)1 << (L - lo - k)) * (((size_t)1 << lo) / GC);
+        k_ntt_group<true><<<(unsigned)blocks, GC << (k - 1), 0, s>>>(x, tw, L, lo, k);
         CUZK_CKL();
+        lo += k;
     }
     return ok();
 }
@@ -263,6 +319,7 @@ cuzk_kresult compute_h_dev(dev_ctx *ctx, const void *a, const void *b, const voi
     ntt_tables *T = nullptr;
     CUZK_TRY(get_tables(ctx, log_m, &T));
 
+    profiler prof("compute_h", s);
     dbuf dx[3];
     for (int k = 0; k < 3; k++) CUZK_CK(dx[k].alloc(m * sizeof(fr_t), s));
     cudaEvent_t ev[4] = {};
@@ -280,10 +337,12 @@ cuzk_kresult compute_h_dev(dev_ctx *ctx, const void *a, const void *b, const voi
         if (n < m) CUZK_CK(cudaMemsetAsync(x + n, 0, (m - n) * sizeof(fr_t), sc));
         CUZK_CK(cudaEventRecord(ev[k], sc));
         CUZK_CK(cudaStreamWaitEvent(s, ev[k], 0));
+        prof.mark(k == 0 ? "wait_a" : k == 1 ? "wait_b" : "wait_c");
         CUZK_TRY(ntt_dif(ctx, x, T->itw, L));
         k_mul_table<<<grid_for(m, 256, sms), 256, 0, s>>>(x, T->cs_br, m);
         CUZK_CKL();
         CUZK_TRY(ntt_dit(ctx, x, T->tw, L));
+        prof.mark("intt+coset+ntt");
     }
     k_pointwise<<<grid_for(m, 256, sms), 256, 0, s>>>(dx[0].as<fr_t>(), dx[1].as<fr_t>(),
                                                       dx[2].as<fr_t>(), T->consts + 129, m);
@@ -297,9 +356,11 @@ cuzk_kresult compute_h_dev(dev_ctx *ctx, const void *a, const void *b, const voi
                                                                T->ics, L, m - 1);
         CUZK_CKL();
     }
+    prof.mark("pointwise+intt+gather");
     if (h_out && m > 1)
         CUZK_CK(cudaMemcpyAsync(h_out, d_h.p, (m - 1) * sizeof(fr_t), cudaMemcpyDeviceToHost, s));
     CUZK_CK(cudaStreamSynchronize(s));
+    prof.mark("d2h");
     return ok();
 }
 

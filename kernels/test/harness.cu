@@ -360,14 +360,14 @@ static void test_errors()
 
 static int run_tests()
 {
-    const size_t NB = (1 << 20) + 64;
+    const size_t NB = (1 << 20) + 64, NB1 = (1 << 22) + 64;
     double t0 = now_ms();
-    gen_g1(G1B, NB, 1);
+    gen_g1(G1B, NB1, 1);
     gen_g2(G2B, NB, 2);
     printf("generated %zu G1 + G2 points in %.0f ms\n", NB, now_ms() - t0);
     KOK(cuzk_k_bases_upload_g1(0, G1B.data(), G1B.size(), &g1b));
     KOK(cuzk_k_bases_upload_g2(0, G2B.data(), G2B.size(), &g2b));
-    CHECK(cuzk_k_bases_len(g1b) == NB, "bases_len");
+    CHECK(cuzk_k_bases_len(g1b) == NB1, "bases_len");
     test_errors();
     uint64_t seed = (uint64_t)time(nullptr);
     printf("seed %llu\n", (unsigned long long)seed);
@@ -383,11 +383,14 @@ static int run_tests()
         test_msm(1 << 20, 0, false, 0, g2, seed++);
         test_msm(1 << 20, 1, true, 64, g2, seed++);
     }
+    test_msm((1 << 22) + 5, 1, true, 9, false, seed++);   // several upload chunks, density
+    test_msm((1 << 22) + 5, 0, false, 11, false, seed++);
     test_h(1000, 10, seed++, true);
     test_h(1024, 10, seed++, false);
     test_h((1 << 16) + 3, 17, seed++, true);
     test_h(1, 1, seed++, false);
     test_h((1 << 20) - 5, 20, seed++, true);
+    test_h((1 << 22) - 3, 22, seed++, true);
     KOK(cuzk_k_bases_free(g1b));
     KOK(cuzk_k_bases_free(g2b));
     printf("TESTS: %d passed, %d failed\n", g_pass, g_fail);
@@ -430,7 +433,7 @@ static int run_bench(const std::vector<int> &logs)
     printf("| op | log2 n | scalars | median ms | min ms | runs |\n|---|---|---|---|---|---|\n");
     for (int L : logs) {
         size_t n = (size_t)1 << L;
-        const int reps = L >= 24 ? 5 : 7;
+        const int reps = L >= 26 ? 3 : L >= 24 ? 5 : 7;
         for (int kind : {0, 1}) {
             gen_scalars(tmp, n, kind, 100 + L);
             memcpy(pin[0], tmp.data(), n * 32);
