@@ -22,6 +22,7 @@
 #include <vector>
 #include <algorithm>
 #include <cstring>
+#include <cstdlib>
 
 namespace cuzk {
 namespace {
@@ -215,6 +216,75 @@ __global__ void __launch_bounds__(TPB) k_combine(const xyzz_t<F> *task_res, cons
 #endif
 }
 
+// Segmented accumulation: thread t sums the sorted entries [t*T, min((t+1)*T, nvalid)) run by
+// run. Runs strictly inside the segment are complete buckets (written directly); the first and
+// the last run of a segment may continue in a neighbour, so they go to P[2t] / P[2t+1] (a
+// single-run segment writes its sum to P[2t] and an infinity with the same key to P[2t+1], so
+// equal keys stay contiguous in P). Every thread does exactly T additions: no divergence from
+// uneven bucket sizes, and hot buckets cost nothing extra.
+template <class F>
+__global__ void __launch_bounds__(128) k_seg_accum(const affine_t<F> *bases, const uint32_t *keys,
+                                                   const uint32_t *vals, uint32_t nvalid, uint32_t T,
+                                                   uint32_t nseg, xyzz_t<F> *buckets, uint32_t *pkey,
+                                                   xyzz_t<F> *pval)
+{
+#ifdef __CUDA_ARCH__
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= nseg) return;
+    uint32_t start = t * T, end = min(start + T, nvalid);
+    uint32_t cur = keys[start];
+    bool first = true;
+    xyzz_t<F> acc;
+    xyzz_set_inf(acc);
+    for (uint32_t e = start; e < end; e++) {
+        uint32_t k = keys[e];
+        if (k != cur) {
+            if (first) { pkey[2 * t] = cur; pval[2 * t] = acc; first = false; }
+            else buckets[cur] = acc;
+            xyzz_set_inf(acc);
+            cur = k;
+        }
+        add_base(acc, bases, vals[e]);
+    }
+    if (first) {
+        pkey[2 * t] = cur; pval[2 * t] = acc;
+        xyzz_set_inf(acc);
+    }
+    pkey[2 * t + 1] = cur;
+    pval[2 * t + 1] = acc;
+#endif
+}
+
+// nvalid = index of the first sentinel key in the sorted array (or n).
+__global__ void k_find_sentinel(const uint32_t *keys, uint32_t n, uint32_t sentinel, uint32_t *out)
+{
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    uint32_t lo = 0, hi = n;  // first index with key >= sentinel
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (keys[mid] < sentinel) lo = mid + 1;
+        else hi = mid;
+    }
+    *out = lo;
+}
+
+// One thread per run of equal keys in P: short runs summed here, long ones listed for k_combine.
+template <class F>
+__global__ void k_combine_short(const xyzz_t<F> *pval, const uint32_t *offs, const uint32_t *uniq,
+                                uint32_t nruns, xyzz_t<F> *buckets, uint32_t *multi_list,
+                                uint32_t *multi_count)
+{
+#ifdef __CUDA_ARCH__
+    uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= nruns) return;
+    uint32_t a = offs[r], b = offs[r + 1];
+    if (b - a > 32) { multi_list[atomicAdd(multi_count, 1u)] = r; return; }
+    xyzz_t<F> acc = pval[a];
+    for (uint32_t i = a + 1; i < b; i++) xyzz_add(acc, pval[i]);
+    buckets[uniq[r]] = acc;
+#endif
+}
+
 template <class F, int TPB>
 __global__ void __launch_bounds__(TPB) k_sum_list(const affine_t<F> *bases, const uint32_t *idx,
                                                   uint32_t cnt, xyzz_t<F> *out)
@@ -336,9 +406,26 @@ __global__ void k_final(const xyzz_t<F> *win, int nwin, int c, const xyzz_t<F> *
 #endif
 }
 
+// Tuning knobs (benchmarking only): CUZK_K_WINDOW_BITS=c forces the window size (4..20);
+// CUZK_K_ACCUM=bucket selects the older one-thread-per-bucket-slice accumulation.
+inline int env_int(const char *name, int dflt)
+{
+    const char *e = getenv(name);
+    return (e && *e) ? atoi(e) : dflt;
+}
+inline bool use_bucket_tasks()
+{
+    static int v = -1;
+    if (v < 0) { const char *e = getenv("CUZK_K_ACCUM"); v = (e && !strcmp(e, "bucket")) ? 1 : 0; }
+    return v == 1;
+}
+
 // Cost model for the window size: nwin * (points + bucket-reduction work).
 inline int choose_c(size_t nbig)
 {
+    static int forced = -2;
+    if (forced == -2) forced = env_int("CUZK_K_WINDOW_BITS", 0);
+    if (forced >= 4 && forced <= 20) return forced;
     int best_c = 4;
     double best = 1e300;
     // c is capped at 16: measured on the H200 at 2^24 uniform scalars, c = 20 (13 windows)
@@ -527,17 +614,72 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
         CUZK_CK(cub::DeviceRadixSort::SortPairs(nullptr, t_sort, kb, vb, (int)N, 0, end_bit, s));
         CUZK_CK(cub::DeviceRunLengthEncode::Encode(nullptr, t_rle, kb.Current(), d_uniq.as<uint32_t>(),
                                                    d_counts.as<uint32_t>(), d_nruns.as<uint32_t>(),
-                                                   (int)N, s));
+                                                   (int)std::min<size_t>(2 * N, 0x7fffffff), s));
         CUZK_CK(cub::DeviceScan::ExclusiveSum(nullptr, t_scan, d_counts.as<uint32_t>(),
-                                              d_offs.as<uint32_t>(), (int)cap, s));
+                                              d_offs.as<uint32_t>(),
+                                              (int)std::min<size_t>(std::max(cap, 2 * N + 2), 0x7fffffff), s));
         dbuf d_tmp;
         size_t t_max = std::max(t_sort, std::max(t_rle, t_scan));
         CUZK_CK(d_tmp.alloc(t_max, s));
         CUZK_CK(cub::DeviceRadixSort::SortPairs(d_tmp.p, t_sort, kb, vb, (int)N, 0, end_bit, s));
-        CUZK_CK(cub::DeviceRunLengthEncode::Encode(d_tmp.p, t_rle, kb.Current(), d_uniq.as<uint32_t>(),
-                                                   d_counts.as<uint32_t>(), d_nruns.as<uint32_t>(),
-                                                   (int)N, s));
+        if (use_bucket_tasks())
+            CUZK_CK(cub::DeviceRunLengthEncode::Encode(d_tmp.p, t_rle, kb.Current(), d_uniq.as<uint32_t>(),
+                                                       d_counts.as<uint32_t>(), d_nruns.as<uint32_t>(),
+                                                       (int)N, s));
         prof.mark("sort+rle");
+        dbuf d_buckets, d_task, d_multi, d_mcnt;
+        CUZK_CK(d_buckets.alloc((size_t)nwin * B * sizeof(xyzz_t<F>), s));
+        CUZK_CK(d_mcnt.alloc(16, s));
+        CUZK_CK(cudaMemsetAsync(d_buckets.p, 0, (size_t)nwin * B * sizeof(xyzz_t<F>), s));
+        CUZK_CK(cudaMemsetAsync(d_mcnt.p, 0, 16, s));
+        if (!use_bucket_tasks()) {
+            // ---- segmented accumulation (default) ----
+            k_find_sentinel<<<1, 1, 0, s>>>(kb.Current(), (uint32_t)N, sentinel, d_nruns.as<uint32_t>());
+            CUZK_CKL();
+            uint32_t nvalid = 0;
+            CUZK_CK(cudaMemcpyAsync(&nvalid, d_nruns.p, 4, cudaMemcpyDeviceToHost, s));
+            CUZK_CK(cudaStreamSynchronize(s));
+            if (nvalid) {
+                int nb = 0;
+                CUZK_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k_seg_accum<F>, 128, 0));
+                size_t resident = (size_t)ctx->sm_count * std::max(nb, 1) * 128;
+                size_t waves = (nvalid + resident * 1024 - 1) / (resident * 1024);
+                uint32_t T = (uint32_t)std::max<size_t>(8, (nvalid + resident * waves - 1) / (resident * waves));
+                uint32_t nseg = (nvalid + T - 1) / T;
+                dbuf d_pkey, d_pval, d_u2, d_c2, d_o2;
+                CUZK_CK(d_pkey.alloc((size_t)2 * nseg * 4, s));
+                CUZK_CK(d_pval.alloc((size_t)2 * nseg * sizeof(xyzz_t<F>), s));
+                CUZK_CK(d_u2.alloc(((size_t)2 * nseg + 2) * 4, s));
+                CUZK_CK(d_c2.alloc(((size_t)2 * nseg + 2) * 4, s));
+                CUZK_CK(d_o2.alloc(((size_t)2 * nseg + 2) * 4, s));
+                CUZK_CK(d_multi.alloc(((size_t)2 * nseg + 2) * 4, s));
+                CUZK_CK(cudaMemsetAsync(d_c2.p, 0, ((size_t)2 * nseg + 2) * 4, s));
+                k_seg_accum<F><<<(nseg + 127) / 128, 128, 0, s>>>(bases, kb.Current(), vb.Current(), nvalid, T,
+                                                                 nseg, d_buckets.as<xyzz_t<F>>(),
+                                                                 d_pkey.as<uint32_t>(), d_pval.as<xyzz_t<F>>());
+                CUZK_CKL();
+                prof.mark("seg_accumulate");
+                CUZK_CK(cub::DeviceRunLengthEncode::Encode(d_tmp.p, t_rle, d_pkey.as<uint32_t>(), d_u2.as<uint32_t>(),
+                                                           d_c2.as<uint32_t>(), d_nruns.as<uint32_t>(),
+                                                           (int)(2 * nseg), s));
+                uint32_t nr2 = 0;
+                CUZK_CK(cudaMemcpyAsync(&nr2, d_nruns.p, 4, cudaMemcpyDeviceToHost, s));
+                CUZK_CK(cudaStreamSynchronize(s));
+                CUZK_CK(cub::DeviceScan::ExclusiveSum(d_tmp.p, t_scan, d_c2.as<uint32_t>(), d_o2.as<uint32_t>(),
+                                                      (int)(nr2 + 1), s));
+                k_combine_short<F><<<(nr2 + 127) / 128, 128, 0, s>>>(d_pval.as<xyzz_t<F>>(), d_o2.as<uint32_t>(),
+                                                                    d_u2.as<uint32_t>(), nr2,
+                                                                    d_buckets.as<xyzz_t<F>>(), d_multi.as<uint32_t>(),
+                                                                    d_mcnt.as<uint32_t>());
+                CUZK_CKL();
+                unsigned g = std::max(1u, std::min<unsigned>(nr2, (unsigned)ctx->sm_count * 4));
+                k_combine<F, TPB><<<g, TPB, 0, s>>>(d_pval.as<xyzz_t<F>>(), d_o2.as<uint32_t>(),
+                                                   d_u2.as<uint32_t>(), d_multi.as<uint32_t>(),
+                                                   d_mcnt.as<uint32_t>(), d_buckets.as<xyzz_t<F>>());
+                CUZK_CKL();
+            }
+        } else {
+        // ---- bucket tasks (CUZK_K_ACCUM=bucket): one thread per bucket slice ----
         uint32_t nruns = 0;
         CUZK_CK(cudaMemcpyAsync(&nruns, d_nruns.p, 4, cudaMemcpyDeviceToHost, s));
         CUZK_CK(cudaStreamSynchronize(s));
@@ -556,13 +698,8 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
         CUZK_CK(cudaStreamSynchronize(s));
 
         prof.mark("tasks");
-        dbuf d_buckets, d_task, d_multi, d_mcnt;
-        CUZK_CK(d_buckets.alloc((size_t)nwin * B * sizeof(xyzz_t<F>), s));
         CUZK_CK(d_task.alloc((size_t)std::max<uint32_t>(total, 1) * sizeof(xyzz_t<F>), s));
         CUZK_CK(d_multi.alloc((size_t)(nruns + 1) * 4, s));
-        CUZK_CK(d_mcnt.alloc(16, s));
-        CUZK_CK(cudaMemsetAsync(d_buckets.p, 0, (size_t)nwin * B * sizeof(xyzz_t<F>), s));
-        CUZK_CK(cudaMemsetAsync(d_mcnt.p, 0, 16, s));
         if (total) {
             k_accum<F><<<(total + 127) / 128, 128, 0, s>>>(
                 bases, vb.Current(), d_uniq.as<uint32_t>(), d_offs.as<uint32_t>(),
@@ -575,6 +712,7 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
                                                d_uniq.as<uint32_t>(), d_multi.as<uint32_t>(),
                                                d_mcnt.as<uint32_t>(), d_buckets.as<xyzz_t<F>>());
             CUZK_CKL();
+        }
         }
         prof.mark("accumulate");
         d_k0.release(); d_v0.release(); d_k1.release(); d_v1.release();

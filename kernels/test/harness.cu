@@ -413,7 +413,7 @@ template <class F> static std::vector<double> timeit(int reps, F f)
     return t;
 }
 
-static int run_bench(const std::vector<int> &logs)
+static int run_bench(const std::vector<int> &logs, bool msm_only)
 {
     int maxL = *std::max_element(logs.begin(), logs.end());
     size_t NMAX = (size_t)1 << maxL;
@@ -451,6 +451,7 @@ static int run_bench(const std::vector<int> &logs)
                 printf("| msm_g1 | %d | 75%% 0/1 (pageable) | %.2f | %.2f | 3 |\n", L, median(t), *std::min_element(t.begin(), t.end()));
             }
         }
+        if (msm_only) continue;
         gen_scalars(tmp, n, 1, 200 + L);
         memcpy(pin[0], tmp.data(), n * 32);
         gen_scalars(tmp, n, 0, 201 + L);
@@ -479,11 +480,11 @@ int main(int argc, char **argv)
         printf("device: %s, %d SMs, %.1f GiB\n", p.name, p.multiProcessorCount, p.totalGlobalMem / 1073741824.0);
     printf("omp threads: %d\n", omp_get_max_threads());
     if (mode == "test") return run_tests();
-    if (mode == "bench") {
+    if (mode == "bench" || mode == "msm") {
         std::vector<int> logs;
         for (int i = 2; i < argc; i++) logs.push_back(atoi(argv[i]));
         if (logs.empty()) logs = {20, 22, 24};
-        return run_bench(logs);
+        return run_bench(logs, mode == "msm");
     }
     printf("usage: harness test | bench L...\n");
     return 1;
