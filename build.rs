@@ -1,5 +1,153 @@
-//! Build script. The default build needs nothing beyond a C compiler (for blst);
-//! the CUDA kernels in `kernels/` are compiled here once the `cuda` feature lands.
+//! Build script. The default build needs nothing beyond a C compiler (for blst). With the
+//! `cuda` feature it compiles `kernels/*.cu` with nvcc into a static library linked into the
+//! crate, against sppark's field headers (`DEP_SPPARK_ROOT`) and blst's (`DEP_BLST_C_SRC`).
+//!
+//! Environment:
+//! - `NVCC`: the nvcc to use (default: `nvcc` on PATH, then `$CUDA_PATH/bin/nvcc`);
+//! - `CUZK_CUDA_ARCHS`: comma- or space-separated SM versions (default `80,86,89,90`); SASS is
+//!   built for each and PTX for the last, so newer GPUs can JIT.
+
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    #[cfg(feature = "cuda")]
+    cuda::build();
+}
+
+#[cfg(feature = "cuda")]
+mod cuda {
+    use std::env;
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+
+    fn fail(msg: &str) -> ! {
+        // A panic in a build script is how cargo reports a build error; this one says what to do.
+        panic!("\n\ncuzk (feature `cuda`): {msg}\n\n")
+    }
+
+    fn find_nvcc() -> PathBuf {
+        println!("cargo:rerun-if-env-changed=NVCC");
+        println!("cargo:rerun-if-env-changed=CUDA_PATH");
+        let mut candidates: Vec<PathBuf> = Vec::new();
+        if let Some(n) = env::var_os("NVCC") {
+            candidates.push(n.into());
+        }
+        candidates.push("nvcc".into());
+        if let Some(p) = env::var_os("CUDA_PATH") {
+            candidates.push(Path::new(&p).join("bin/nvcc"));
+        }
+        candidates.push("/usr/local/cuda/bin/nvcc".into());
+        for c in &candidates {
+            if let Ok(out) = Command::new(c).arg("--version").output() {
+                if out.status.success() {
+                    return c.clone();
+                }
+            }
+        }
+        fail(&format!(
+            "nvcc not found (tried {candidates:?}). Install a CUDA toolkit (≥ 12), or set NVCC to its \
+             nvcc; on the cuzk dev machines run ../shared/tools/cuda-toolkit.sh and \
+             `source <(../shared/tools/cuda-toolkit.sh --env)`. Without CUDA, build without `--features cuda`."
+        ))
+    }
+
+    pub fn build() {
+        let nvcc = find_nvcc();
+        let sppark =
+            env::var("DEP_SPPARK_ROOT").unwrap_or_else(|_| fail("DEP_SPPARK_ROOT is not set (sppark dependency)"));
+        let blst_src =
+            env::var("DEP_BLST_C_SRC").unwrap_or_else(|_| fail("DEP_BLST_C_SRC is not set (blst dependency)"));
+        println!("cargo:rerun-if-env-changed=CUZK_CUDA_ARCHS");
+        let archs: Vec<String> = env::var("CUZK_CUDA_ARCHS")
+            .unwrap_or_else(|_| "80,86,89,90".into())
+            .split([',', ' '])
+            .filter(|s| !s.is_empty())
+            .map(|s| s.trim_start_matches("sm_").to_string())
+            .collect();
+        if archs.is_empty() || archs.iter().any(|a| !a.chars().all(|c| c.is_ascii_digit())) {
+            fail(&format!(
+                "CUZK_CUDA_ARCHS must list SM versions like 80,90; found {archs:?}"
+            ));
+        }
+
+        let kernels = Path::new("kernels");
+        let mut sources = Vec::new();
+        for entry in std::fs::read_dir(kernels).unwrap_or_else(|e| fail(&format!("cannot read kernels/: {e}"))) {
+            let path = entry.expect("directory entry").path();
+            match path.extension().and_then(|e| e.to_str()) {
+                Some("cu") => sources.push(path.clone()),
+                Some("cuh") | Some("h") => {}
+                _ => continue,
+            }
+            println!("cargo:rerun-if-changed={}", path.display());
+        }
+        sources.sort();
+
+        // cc finds nvcc on PATH: put ours first.
+        if let Some(dir) = nvcc.parent().filter(|d| !d.as_os_str().is_empty()) {
+            let path = env::var_os("PATH").unwrap_or_default();
+            let mut dirs = vec![dir.to_path_buf()];
+            dirs.extend(env::split_paths(&path));
+            env::set_var("PATH", env::join_paths(dirs).expect("PATH entries"));
+        }
+        // One cc build per .cu file: each is then compiled whole-program (cc switches to
+        // relocatable device code, and its duplicate-symbol rules, when a build has several
+        // CUDA files). The builds run side by side; nvcc splits each over its architectures.
+        let base = {
+            let mut b = cc::Build::new();
+            b.cuda(true)
+                .cudart("static")
+                .flag("-std=c++17")
+                .flag("-O3")
+                .flag("--expt-relaxed-constexpr")
+                .flag("-t0")
+                .flag("-Xcompiler")
+                .flag("-fPIC")
+                .include(&sppark)
+                .include(&blst_src)
+                .include(kernels)
+                .warnings(false)
+                // Never device debug (-G): cc derives it from the profile's debug info.
+                .debug(false);
+            for a in &archs {
+                b.flag(format!("-gencode=arch=compute_{a},code=sm_{a}"));
+            }
+            let last = archs.last().expect("non-empty");
+            b.flag(format!("-gencode=arch=compute_{last},code=compute_{last}"));
+            b
+        };
+        std::thread::scope(|scope| {
+            for src in &sources {
+                let mut b = base.clone();
+                scope.spawn(move || {
+                    let stem = src
+                        .file_stem()
+                        .and_then(|s| s.to_str())
+                        .expect("utf-8 kernel file name");
+                    b.file(src);
+                    if let Err(e) = b.try_compile(&format!("cuzk_kernels_{stem}")) {
+                        fail(&format!("nvcc failed on {}: {e}", src.display()));
+                    }
+                });
+            }
+        });
+
+        // cudart_static needs these on Linux.
+        if let Some(root) = nvcc
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.parent()?.parent().map(Path::to_path_buf))
+        {
+            for lib in ["lib64", "lib"] {
+                let dir = root.join(lib);
+                if dir.exists() {
+                    println!("cargo:rustc-link-search=native={}", dir.display());
+                }
+            }
+        }
+        println!("cargo:rustc-link-lib=static=cudart_static");
+        println!("cargo:rustc-link-lib=dylib=stdc++");
+        println!("cargo:rustc-link-lib=dylib=dl");
+        println!("cargo:rustc-link-lib=dylib=rt");
+        println!("cargo:rustc-link-lib=dylib=pthread");
+    }
 }

@@ -42,7 +42,7 @@ fn main() {
     let start = Instant::now();
     let params = Parameters::load(&path, PointCheck::OnCurve).unwrap_or_else(|e| fail(&e.to_string()));
     println!("parameters: {} loaded in {:.1} ms", path.display(), ms(start.elapsed()));
-    let pvk = PreparedVerifyingKey::new(&params.vk);
+    let pvk = PreparedVerifyingKey::new(params.vk());
 
     let pool = PinnedPool::heap(PoolConfig::default());
     let prover = Prover::new().with_pool(pool.clone());

@@ -134,6 +134,63 @@ cuzk_kresult msm_api(int group, const cuzk_k_bases *bases, size_t base_offset, c
     return msm_run<F>(ctx, bases->d, bases->n, base_offset, nullptr, scalars, n, density, out);
 }
 
+cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count)
+{
+    if (!count) return ok();
+    if (!jobs) return arg_err(CUZK_K_ERR_NULL_ARG, "msm_batch: jobs is NULL");
+    for (size_t i = 0; i < count; i++) {
+        const cuzk_k_msm_job &j = jobs[i];
+        if (!j.bases || !j.out_jacobian) return arg_err(CUZK_K_ERR_NULL_ARG, "msm_batch: bases or out is NULL");
+        if (!j.host_scalars && j.n) return arg_err(CUZK_K_ERR_NULL_ARG, "msm_batch: scalars is NULL");
+        if (j.bases->device != jobs[0].bases->device)
+            return arg_err(CUZK_K_ERR_MIXED_DEVICES, "msm_batch: jobs on different devices");
+    }
+    const int device = jobs[0].bases->device;
+    dev_ctx *ctx;
+    CUZK_TRY(get_ctx(device, &ctx));
+    std::lock_guard<std::mutex> lk(ctx->mu);
+    CUZK_CK(cudaSetDevice(device));
+    cudaStream_t s = ctx->s_comp, sc = ctx->s_copy;
+    dbuf buf[2];
+    cudaEvent_t ev[3] = {};
+    struct ev_guard {
+        cudaEvent_t *e;
+        ~ev_guard() { for (int i = 0; i < 3; i++) if (e[i]) cudaEventDestroy(e[i]); }
+    } guard{ev};
+    for (int k = 0; k < 3; k++) CUZK_CK(cudaEventCreateWithFlags(&ev[k], cudaEventDisableTiming));
+    // on every exit, make the compute stream (where buf is freed) wait for the copy stream
+    struct join_guard {
+        cudaStream_t s, sc;
+        cudaEvent_t e;
+        ~join_guard() { cudaEventRecord(e, sc); cudaStreamWaitEvent(s, e, 0); }
+    } join{s, sc, ev[2]};
+    // queue the copy of job i's scalars into buf[i % 2] on the copy stream
+    auto prefetch = [&](size_t i) -> cuzk_kresult {
+        if (i >= count || jobs[i].n == 0) return ok();
+        dbuf &b = buf[i % 2];
+        CUZK_CK(b.alloc(jobs[i].n * 32, s));
+        CUZK_CK(cudaEventRecord(ev[2], s));
+        CUZK_CK(cudaStreamWaitEvent(sc, ev[2], 0));
+        CUZK_CK(cudaMemcpyAsync(b.p, jobs[i].host_scalars, jobs[i].n * 32, cudaMemcpyHostToDevice, sc));
+        CUZK_CK(cudaEventRecord(ev[i % 2], sc));
+        return ok();
+    };
+    CUZK_TRY(prefetch(0));
+    for (size_t i = 0; i < count; i++) {
+        const cuzk_k_msm_job &j = jobs[i];
+        CUZK_TRY(prefetch(i + 1));
+        if (j.n) CUZK_CK(cudaStreamWaitEvent(s, ev[i % 2], 0));
+        const void *d = j.n ? buf[i % 2].p : nullptr;
+        const void *h = j.n ? nullptr : j.host_scalars;
+        if (j.bases->group == 1)
+            CUZK_TRY(msm_run<fp_t>(ctx, j.bases->d, j.bases->n, j.base_offset, d, h, j.n, j.density_bits, j.out_jacobian));
+        else
+            CUZK_TRY(msm_run<fp2_t>(ctx, j.bases->d, j.bases->n, j.base_offset, d, h, j.n, j.density_bits, j.out_jacobian));
+    }
+    CUZK_CK(cudaStreamSynchronize(sc));
+    return ok();
+}
+
 cuzk_kresult check_h_args(const void *a, const void *b, const void *c, size_t n, uint32_t log_m)
 {
     if (log_m < 1 || log_m > 31) return arg_err(CUZK_K_ERR_BAD_LOG_M, "compute_h: log_m must be in 1..31");
@@ -210,6 +267,11 @@ cuzk_kresult cuzk_k_msm_g2(const cuzk_k_bases *bases, size_t base_offset, const 
                            size_t n, const uint64_t *density_bits, void *out_jacobian)
 {
     API_GUARD(return msm_api<fp2_t>(2, bases, base_offset, host_scalars, n, density_bits, out_jacobian);)
+}
+
+cuzk_kresult cuzk_k_msm_batch(const cuzk_k_msm_job *jobs, size_t count)
+{
+    API_GUARD(return msm_batch(jobs, count);)
 }
 
 cuzk_kresult cuzk_k_compute_h(int device, const void *a, const void *b, const void *c, size_t n,

@@ -20,6 +20,11 @@ static_assert(sizeof(jac_t<fp2_t>) == 288, "G2 jacobian is 288 bytes");
 
 #ifdef __CUDA_ARCH__
 
+// The general addition and the doublings are out-of-line: they run in the cold kernels
+// (bucket reduction, combine, Horner) and in the rare P == Q branch; inlining them everywhere
+// tripled nvcc's compile time. The hot mixed addition stays inline.
+#define CUZK_COLD __device__ __noinline__
+
 template <class F> DEVI bool aff_is_inf(const affine_t<F>& p) { return f_is_zero(p.x) & f_is_zero(p.y); }
 template <class F> DEVI bool xyzz_is_inf(const xyzz_t<F>& p) { return f_is_zero(p.ZZ); }
 template <class F> DEVI void xyzz_set_inf(xyzz_t<F>& p)
@@ -28,7 +33,7 @@ template <class F> DEVI void xyzz_set_inf(xyzz_t<F>& p)
 }
 
 // p = 2p
-template <class F> DEVI void xyzz_dbl(xyzz_t<F>& p)
+template <class F> CUZK_COLD void xyzz_dbl(xyzz_t<F>& p)
 {
     F U = f_dbl(p.Y);
     F V = f_sqr(U);
@@ -45,7 +50,7 @@ template <class F> DEVI void xyzz_dbl(xyzz_t<F>& p)
 }
 
 // p = 2q (q affine, not infinity)
-template <class F> DEVI void xyzz_set_dbl_affine(xyzz_t<F>& p, const F& x, const F& y)
+template <class F> CUZK_COLD void xyzz_set_dbl_affine(xyzz_t<F>& p, const F& x, const F& y)
 {
     F U = f_dbl(y);
     F V = f_sqr(U);
@@ -87,7 +92,7 @@ template <class F> DEVI void xyzz_add_affine(xyzz_t<F>& p, const F& x, const F& 
 }
 
 // p += q (general).
-template <class F> DEVI void xyzz_add(xyzz_t<F>& p, const xyzz_t<F>& q)
+template <class F> CUZK_COLD void xyzz_add(xyzz_t<F>& p, const xyzz_t<F>& q)
 {
     if (xyzz_is_inf(q)) return;
     if (xyzz_is_inf(p)) { p = q; return; }

@@ -122,16 +122,6 @@ __global__ void k_digits(const uint4 *big_sc, const uint32_t *big_idx, uint32_t 
     }
 }
 
-__global__ void k_ntasks(const uint32_t *uniq, const uint32_t *counts, uint32_t nruns,
-                         uint32_t sentinel, uint32_t T, uint32_t *ntasks)
-{
-    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i > nruns) return;
-    uint32_t v = 0;
-    if (i < nruns && uniq[i] < sentinel) v = (counts[i] + T - 1) / T;
-    ntasks[i] = v;
-}
-
 template <class F>
 __device__ __forceinline__ void add_base(xyzz_t<F> &acc, const affine_t<F> *bases, uint32_t v)
 {
@@ -140,39 +130,6 @@ __device__ __forceinline__ void add_base(xyzz_t<F> &acc, const affine_t<F> *base
     if (aff_is_inf(p)) return;
     F y = (v >> 31) ? f_neg(p.y) : p.y;
     xyzz_add_affine(acc, p.x, y);
-#endif
-}
-
-template <class F>
-__global__ void __launch_bounds__(128) k_accum(const affine_t<F> *bases, const uint32_t *vals,
-                         const uint32_t *uniq, const uint32_t *offs, const uint32_t *counts,
-                         const uint32_t *toff, uint32_t nruns, uint32_t total, uint32_t T,
-                         xyzz_t<F> *buckets, xyzz_t<F> *task_res, uint32_t *multi_list,
-                         uint32_t *multi_count)
-{
-#ifdef __CUDA_ARCH__
-    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= total) return;
-    uint32_t lo = 0, hi = nruns;  // last r with toff[r] <= t (toff[nruns] = total > t)
-    while (lo < hi) {
-        uint32_t mid = (lo + hi + 1) >> 1;
-        if (toff[mid] <= t) lo = mid;
-        else hi = mid - 1;
-    }
-    uint32_t r = lo;
-    uint32_t nt = toff[r + 1] - toff[r];
-    uint32_t sub = t - toff[r];
-    uint32_t start = offs[r] + sub * T;
-    uint32_t len = min(T, counts[r] - sub * T);
-    xyzz_t<F> acc;
-    xyzz_set_inf(acc);
-    for (uint32_t e = 0; e < len; e++) add_base(acc, bases, vals[start + e]);
-    if (nt == 1) {
-        buckets[uniq[r]] = acc;
-    } else {
-        task_res[t] = acc;
-        if (sub == 0) multi_list[atomicAdd(multi_count, 1u)] = r;
-    }
 #endif
 }
 
@@ -406,20 +363,12 @@ __global__ void k_final(const xyzz_t<F> *win, int nwin, int c, const xyzz_t<F> *
 #endif
 }
 
-// Tuning knobs (benchmarking only): CUZK_K_WINDOW_BITS=c forces the window size (4..20);
-// CUZK_K_ACCUM=bucket selects the older one-thread-per-bucket-slice accumulation.
+// Tuning knob (benchmarking only): CUZK_K_WINDOW_BITS=c forces the window size (4..20).
 inline int env_int(const char *name, int dflt)
 {
     const char *e = getenv(name);
     return (e && *e) ? atoi(e) : dflt;
 }
-inline bool use_bucket_tasks()
-{
-    static int v = -1;
-    if (v < 0) { const char *e = getenv("CUZK_K_ACCUM"); v = (e && !strcmp(e, "bucket")) ? 1 : 0; }
-    return v == 1;
-}
-
 // Cost model for the window size: nwin * (points + bucket-reduction work).
 inline int choose_c(size_t nbig)
 {
@@ -601,120 +550,71 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
 
         cub::DoubleBuffer<uint32_t> kb(d_k0.as<uint32_t>(), d_k1.as<uint32_t>());
         cub::DoubleBuffer<uint32_t> vb(d_v0.as<uint32_t>(), d_v1.as<uint32_t>());
-        const size_t cap = std::min<size_t>(N, (size_t)nwin * B + 1) + 2;
-        dbuf d_uniq, d_counts, d_offs, d_nt, d_toff, d_nruns;
-        CUZK_CK(d_uniq.alloc(cap * 4, s));
-        CUZK_CK(d_counts.alloc(cap * 4, s));
-        CUZK_CK(d_offs.alloc(cap * 4, s));
-        CUZK_CK(d_nt.alloc(cap * 4, s));
-        CUZK_CK(d_toff.alloc(cap * 4, s));
-        CUZK_CK(d_nruns.alloc(16, s));
-
+        dbuf d_nv, d_tmp;
+        CUZK_CK(d_nv.alloc(16, s));
         size_t t_sort = 0, t_rle = 0, t_scan = 0;
+        const int maxp = (int)std::min<size_t>(2 * N + 2, 0x7fffffff);  // bound for the P arrays
         CUZK_CK(cub::DeviceRadixSort::SortPairs(nullptr, t_sort, kb, vb, (int)N, 0, end_bit, s));
-        CUZK_CK(cub::DeviceRunLengthEncode::Encode(nullptr, t_rle, kb.Current(), d_uniq.as<uint32_t>(),
-                                                   d_counts.as<uint32_t>(), d_nruns.as<uint32_t>(),
-                                                   (int)std::min<size_t>(2 * N, 0x7fffffff), s));
-        CUZK_CK(cub::DeviceScan::ExclusiveSum(nullptr, t_scan, d_counts.as<uint32_t>(),
-                                              d_offs.as<uint32_t>(),
-                                              (int)std::min<size_t>(std::max(cap, 2 * N + 2), 0x7fffffff), s));
-        dbuf d_tmp;
-        size_t t_max = std::max(t_sort, std::max(t_rle, t_scan));
-        CUZK_CK(d_tmp.alloc(t_max, s));
+        CUZK_CK(cub::DeviceRunLengthEncode::Encode(nullptr, t_rle, kb.Current(), kb.Current(), kb.Current(),
+                                                   d_nv.as<uint32_t>(), maxp, s));
+        CUZK_CK(cub::DeviceScan::ExclusiveSum(nullptr, t_scan, kb.Current(), kb.Current(), maxp, s));
+        CUZK_CK(d_tmp.alloc(std::max(t_sort, std::max(t_rle, t_scan)), s));
         CUZK_CK(cub::DeviceRadixSort::SortPairs(d_tmp.p, t_sort, kb, vb, (int)N, 0, end_bit, s));
-        if (use_bucket_tasks())
-            CUZK_CK(cub::DeviceRunLengthEncode::Encode(d_tmp.p, t_rle, kb.Current(), d_uniq.as<uint32_t>(),
-                                                       d_counts.as<uint32_t>(), d_nruns.as<uint32_t>(),
-                                                       (int)N, s));
-        prof.mark("sort+rle");
-        dbuf d_buckets, d_task, d_multi, d_mcnt;
+        prof.mark("sort");
+
+        dbuf d_buckets, d_mcnt;
         CUZK_CK(d_buckets.alloc((size_t)nwin * B * sizeof(xyzz_t<F>), s));
         CUZK_CK(d_mcnt.alloc(16, s));
         CUZK_CK(cudaMemsetAsync(d_buckets.p, 0, (size_t)nwin * B * sizeof(xyzz_t<F>), s));
         CUZK_CK(cudaMemsetAsync(d_mcnt.p, 0, 16, s));
-        if (!use_bucket_tasks()) {
-            // ---- segmented accumulation (default) ----
-            k_find_sentinel<<<1, 1, 0, s>>>(kb.Current(), (uint32_t)N, sentinel, d_nruns.as<uint32_t>());
-            CUZK_CKL();
-            uint32_t nvalid = 0;
-            CUZK_CK(cudaMemcpyAsync(&nvalid, d_nruns.p, 4, cudaMemcpyDeviceToHost, s));
-            CUZK_CK(cudaStreamSynchronize(s));
-            if (nvalid) {
-                int nb = 0;
-                CUZK_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k_seg_accum<F>, 128, 0));
-                size_t resident = (size_t)ctx->sm_count * std::max(nb, 1) * 128;
-                size_t waves = (nvalid + resident * 1024 - 1) / (resident * 1024);
-                uint32_t T = (uint32_t)std::max<size_t>(8, (nvalid + resident * waves - 1) / (resident * waves));
-                uint32_t nseg = (nvalid + T - 1) / T;
-                dbuf d_pkey, d_pval, d_u2, d_c2, d_o2;
-                CUZK_CK(d_pkey.alloc((size_t)2 * nseg * 4, s));
-                CUZK_CK(d_pval.alloc((size_t)2 * nseg * sizeof(xyzz_t<F>), s));
-                CUZK_CK(d_u2.alloc(((size_t)2 * nseg + 2) * 4, s));
-                CUZK_CK(d_c2.alloc(((size_t)2 * nseg + 2) * 4, s));
-                CUZK_CK(d_o2.alloc(((size_t)2 * nseg + 2) * 4, s));
-                CUZK_CK(d_multi.alloc(((size_t)2 * nseg + 2) * 4, s));
-                CUZK_CK(cudaMemsetAsync(d_c2.p, 0, ((size_t)2 * nseg + 2) * 4, s));
-                k_seg_accum<F><<<(nseg + 127) / 128, 128, 0, s>>>(bases, kb.Current(), vb.Current(), nvalid, T,
-                                                                 nseg, d_buckets.as<xyzz_t<F>>(),
-                                                                 d_pkey.as<uint32_t>(), d_pval.as<xyzz_t<F>>());
-                CUZK_CKL();
-                prof.mark("seg_accumulate");
-                CUZK_CK(cub::DeviceRunLengthEncode::Encode(d_tmp.p, t_rle, d_pkey.as<uint32_t>(), d_u2.as<uint32_t>(),
-                                                           d_c2.as<uint32_t>(), d_nruns.as<uint32_t>(),
-                                                           (int)(2 * nseg), s));
-                uint32_t nr2 = 0;
-                CUZK_CK(cudaMemcpyAsync(&nr2, d_nruns.p, 4, cudaMemcpyDeviceToHost, s));
-                CUZK_CK(cudaStreamSynchronize(s));
-                CUZK_CK(cub::DeviceScan::ExclusiveSum(d_tmp.p, t_scan, d_c2.as<uint32_t>(), d_o2.as<uint32_t>(),
-                                                      (int)(nr2 + 1), s));
-                k_combine_short<F><<<(nr2 + 127) / 128, 128, 0, s>>>(d_pval.as<xyzz_t<F>>(), d_o2.as<uint32_t>(),
-                                                                    d_u2.as<uint32_t>(), nr2,
-                                                                    d_buckets.as<xyzz_t<F>>(), d_multi.as<uint32_t>(),
-                                                                    d_mcnt.as<uint32_t>());
-                CUZK_CKL();
-                unsigned g = std::max(1u, std::min<unsigned>(nr2, (unsigned)ctx->sm_count * 4));
-                k_combine<F, TPB><<<g, TPB, 0, s>>>(d_pval.as<xyzz_t<F>>(), d_o2.as<uint32_t>(),
-                                                   d_u2.as<uint32_t>(), d_multi.as<uint32_t>(),
-                                                   d_mcnt.as<uint32_t>(), d_buckets.as<xyzz_t<F>>());
-                CUZK_CKL();
-            }
-        } else {
-        // ---- bucket tasks (CUZK_K_ACCUM=bucket): one thread per bucket slice ----
-        uint32_t nruns = 0;
-        CUZK_CK(cudaMemcpyAsync(&nruns, d_nruns.p, 4, cudaMemcpyDeviceToHost, s));
-        CUZK_CK(cudaStreamSynchronize(s));
-        CUZK_CK(cub::DeviceScan::ExclusiveSum(d_tmp.p, t_scan, d_counts.as<uint32_t>(),
-                                              d_offs.as<uint32_t>(), (int)nruns, s));
-        // task size: about twice the mean bucket size (uniform data: one task per bucket)
-        uint32_t mean = (uint32_t)((N + (size_t)nwin * B - 1) / ((size_t)nwin * B));
-        uint32_t T = std::max<uint32_t>(32, 2 * mean);
-        k_ntasks<<<(nruns + 1 + 255) / 256, 256, 0, s>>>(d_uniq.as<uint32_t>(), d_counts.as<uint32_t>(),
-                                                         nruns, sentinel, T, d_nt.as<uint32_t>());
+        k_find_sentinel<<<1, 1, 0, s>>>(kb.Current(), (uint32_t)N, sentinel, d_nv.as<uint32_t>());
         CUZK_CKL();
-        CUZK_CK(cub::DeviceScan::ExclusiveSum(d_tmp.p, t_scan, d_nt.as<uint32_t>(),
-                                              d_toff.as<uint32_t>(), (int)(nruns + 1), s));
-        uint32_t total = 0;
-        CUZK_CK(cudaMemcpyAsync(&total, d_toff.as<uint32_t>() + nruns, 4, cudaMemcpyDeviceToHost, s));
+        uint32_t nvalid = 0;
+        CUZK_CK(cudaMemcpyAsync(&nvalid, d_nv.p, 4, cudaMemcpyDeviceToHost, s));
         CUZK_CK(cudaStreamSynchronize(s));
-
-        prof.mark("tasks");
-        CUZK_CK(d_task.alloc((size_t)std::max<uint32_t>(total, 1) * sizeof(xyzz_t<F>), s));
-        CUZK_CK(d_multi.alloc((size_t)(nruns + 1) * 4, s));
-        if (total) {
-            k_accum<F><<<(total + 127) / 128, 128, 0, s>>>(
-                bases, vb.Current(), d_uniq.as<uint32_t>(), d_offs.as<uint32_t>(),
-                d_counts.as<uint32_t>(), d_toff.as<uint32_t>(), nruns, total, T,
-                d_buckets.as<xyzz_t<F>>(), d_task.as<xyzz_t<F>>(), d_multi.as<uint32_t>(),
-                d_mcnt.as<uint32_t>());
+        if (nvalid) {
+            // segment length T: all resident threads busy for whole waves, T <= 1024
+            int nb = 0;
+            CUZK_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k_seg_accum<F>, 128, 0));
+            size_t resident = (size_t)ctx->sm_count * std::max(nb, 1) * 128;
+            size_t waves = (nvalid + resident * 1024 - 1) / (resident * 1024);
+            uint32_t T = (uint32_t)std::max<size_t>(8, (nvalid + resident * waves - 1) / (resident * waves));
+            uint32_t nseg = (nvalid + T - 1) / T;
+            const size_t np = (size_t)2 * nseg;
+            dbuf d_pkey, d_pval, d_u2, d_c2, d_o2, d_multi;
+            CUZK_CK(d_pkey.alloc(np * 4, s));
+            CUZK_CK(d_pval.alloc(np * sizeof(xyzz_t<F>), s));
+            CUZK_CK(d_u2.alloc((np + 2) * 4, s));
+            CUZK_CK(d_c2.alloc((np + 2) * 4, s));
+            CUZK_CK(d_o2.alloc((np + 2) * 4, s));
+            CUZK_CK(d_multi.alloc((np + 2) * 4, s));
+            CUZK_CK(cudaMemsetAsync(d_c2.p, 0, (np + 2) * 4, s));
+            k_seg_accum<F><<<(nseg + 127) / 128, 128, 0, s>>>(bases, kb.Current(), vb.Current(), nvalid, T, nseg,
+                                                             d_buckets.as<xyzz_t<F>>(), d_pkey.as<uint32_t>(),
+                                                             d_pval.as<xyzz_t<F>>());
             CUZK_CKL();
-            unsigned g = std::max(1u, std::min<unsigned>(nruns, (unsigned)ctx->sm_count * 4));
-            k_combine<F, TPB><<<g, TPB, 0, s>>>(d_task.as<xyzz_t<F>>(), d_toff.as<uint32_t>(),
-                                               d_uniq.as<uint32_t>(), d_multi.as<uint32_t>(),
-                                               d_mcnt.as<uint32_t>(), d_buckets.as<xyzz_t<F>>());
+            prof.mark("seg_accumulate");
+            // combine the partial sums of runs cut by segment boundaries
+            CUZK_CK(cub::DeviceRunLengthEncode::Encode(d_tmp.p, t_rle, d_pkey.as<uint32_t>(), d_u2.as<uint32_t>(),
+                                                       d_c2.as<uint32_t>(), d_nv.as<uint32_t>(), (int)np, s));
+            uint32_t nr2 = 0;
+            CUZK_CK(cudaMemcpyAsync(&nr2, d_nv.p, 4, cudaMemcpyDeviceToHost, s));
+            CUZK_CK(cudaStreamSynchronize(s));
+            CUZK_CK(cub::DeviceScan::ExclusiveSum(d_tmp.p, t_scan, d_c2.as<uint32_t>(), d_o2.as<uint32_t>(),
+                                                  (int)(nr2 + 1), s));
+            k_combine_short<F><<<(nr2 + 127) / 128, 128, 0, s>>>(d_pval.as<xyzz_t<F>>(), d_o2.as<uint32_t>(),
+                                                                d_u2.as<uint32_t>(), nr2, d_buckets.as<xyzz_t<F>>(),
+                                                                d_multi.as<uint32_t>(), d_mcnt.as<uint32_t>());
             CUZK_CKL();
-        }
+            unsigned g = std::max(1u, std::min<unsigned>(nr2, (unsigned)ctx->sm_count * 4));
+            k_combine<F, TPB><<<g, TPB, 0, s>>>(d_pval.as<xyzz_t<F>>(), d_o2.as<uint32_t>(), d_u2.as<uint32_t>(),
+                                               d_multi.as<uint32_t>(), d_mcnt.as<uint32_t>(),
+                                               d_buckets.as<xyzz_t<F>>());
+            CUZK_CKL();
         }
         prof.mark("accumulate");
+        kb = cub::DoubleBuffer<uint32_t>();
+        vb = cub::DoubleBuffer<uint32_t>();
         d_k0.release(); d_v0.release(); d_k1.release(); d_v1.release();
 
         const uint32_t Lc = std::min<uint32_t>(16, B);  // buckets per level-1 thread

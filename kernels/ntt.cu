@@ -77,34 +77,6 @@ __global__ void k_pow_table(fr_t *dst, size_t count, const fr_t *pows, const fr_
 #endif
 }
 
-__global__ void k_dif_stage(fr_t *x, const fr_t *tw, int L, int lh)
-{
-#ifdef __CUDA_ARCH__
-    size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= ((size_t)1 << (L - 1))) return;
-    size_t h = (size_t)1 << lh;
-    size_t j = t & (h - 1);
-    size_t i = ((t >> lh) << (lh + 1)) | j;
-    fr_t u = x[i], v = x[i + h];
-    x[i] = u + v;
-    x[i + h] = (u - v) * tw[j << (L - 1 - lh)];
-#endif
-}
-
-__global__ void k_dit_stage(fr_t *x, const fr_t *tw, int L, int lh)
-{
-#ifdef __CUDA_ARCH__
-    size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= ((size_t)1 << (L - 1))) return;
-    size_t h = (size_t)1 << lh;
-    size_t j = t & (h - 1);
-    size_t i = ((t >> lh) << (lh + 1)) | j;
-    fr_t u = x[i], v = x[i + h] * tw[j << (L - 1 - lh)];
-    x[i] = u + v;
-    x[i + h] = u - v;
-#endif
-}
-
 // Stages lh = S-1 .. 0 (DIF) or 0 .. S-1 (DIT) inside blocks of 2^S contiguous scalars.
 template <bool DIT>
 __global__ void __launch_bounds__(1 << (SH_LOG - 1)) k_shared_stages(fr_t *x, const fr_t *tw, int L, int S)
@@ -223,8 +195,6 @@ cuzk_kresult ntt_dif(dev_ctx *ctx, fr_t *x, const fr_t *tw, int L)
 {
     cudaStream_t s = ctx->s_comp;
     int S = std::min(L, SH_LOG);
-    size_t half = (size_t)1 << (L - 1);
-    (void)half;
     for (int hi = L; hi > S;) {  // stages [lo, hi) in one pass
         int k = std::min(GK, hi - S), lo = hi - k;
         size_t blocks = ((size_t)1 << (L - lo - k)) * (((size_t)1 << lo) / GC);
@@ -241,10 +211,8 @@ cuzk_kresult ntt_dit(dev_ctx *ctx, fr_t *x, const fr_t *tw, int L)
 {
     cudaStream_t s = ctx->s_comp;
     int S = std::min(L, SH_LOG);
-    size_t half = (size_t)1 << (L - 1);
     k_shared_stages<true><<<(unsigned)((size_t)1 << (L - S)), 1u << (S - 1), 0, s>>>(x, tw, L, S);
     CUZK_CKL();
-    (void)half;
     for (int lo = S; lo < L;) {
         int k = std::min(GK, L - lo);
         size_t blocks = ((size_t)1 << (L - lo - k)) * (((size_t)1 << lo) / GC);

@@ -76,6 +76,21 @@ pub enum Error {
     #[error("malformed proof: {0}")]
     MalformedProof(String),
 
+    /// A CUDA call (driver, runtime or one of our kernels) failed.
+    #[error("CUDA error in {call}: {message} (code {code})")]
+    Cuda {
+        /// The call that failed.
+        call: &'static str,
+        /// CUDA's error code (`cudaError_t` / `CUresult`), or a negative kernel-API code.
+        code: i32,
+        /// CUDA's own message.
+        message: String,
+    },
+
+    /// No usable GPU although one was required.
+    #[error("no usable GPU: {0}")]
+    NoGpu(String),
+
     /// The parameters hold a point that would break soundness (e.g. delta at infinity).
     #[error("unsafe parameters: {0}")]
     UnsafeParameters(String),

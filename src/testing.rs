@@ -135,3 +135,63 @@ impl RngCore for SplitMix {
         Ok(())
     }
 }
+
+/// Parameters of the right shape for `circuit` whose points are arbitrary (an arithmetic
+/// progression from a seed), made in seconds even at 2^24 constraints. Proofs made with them
+/// do not verify — there is no trapdoor behind them — but every backend must still compute
+/// the same bytes from them, which is what GPU-against-CPU tests and benchmarks need.
+///
+/// # Errors
+/// Synthesis errors of the circuit.
+pub fn random_parameters<C: Circuit<Scalar>>(circuit: C, seed: u64) -> crate::Result<crate::Parameters> {
+    use blstrs::{G1Projective, G2Projective};
+    use group::Group;
+
+    let cs = crate::Prover::new().synthesize(circuit)?;
+    let inputs = cs.input_assignment().len();
+    let aux = cs.aux_assignment().len();
+    let m = cs.num_constraints().next_power_of_two().max(2);
+    let a_len = inputs + cs.a_aux_density().total_density();
+    let b_len = cs.b_input_density().total_density() + cs.b_aux_density().total_density();
+    drop(cs);
+
+    let mut rng = SplitMix::new(seed);
+    let g1 = |rng: &mut SplitMix| G1Projective::generator() * Scalar::random(rng);
+    let g2 = |rng: &mut SplitMix| G2Projective::generator() * Scalar::random(rng);
+    let vk = crate::VerifyingKey {
+        alpha_g1: g1(&mut rng).into(),
+        beta_g1: g1(&mut rng).into(),
+        beta_g2: g2(&mut rng).into(),
+        gamma_g2: g2(&mut rng).into(),
+        delta_g1: g1(&mut rng).into(),
+        delta_g2: g2(&mut rng).into(),
+        ic: progression(g1(&mut rng), g1(&mut rng), inputs),
+    };
+    let h = progression(g1(&mut rng), g1(&mut rng), m - 1);
+    let l = progression(g1(&mut rng), g1(&mut rng), aux);
+    let a = progression(g1(&mut rng), g1(&mut rng), a_len);
+    let b_g1 = progression(g1(&mut rng), g1(&mut rng), b_len);
+    let b_g2 = progression(g2(&mut rng), g2(&mut rng), b_len);
+    crate::Parameters::new(vk, h, l, a, b_g1, b_g2)
+}
+
+/// start, start + step, start + 2·step, ... (n points, affine), in parallel chunks.
+fn progression<G>(start: G, step: G, n: usize) -> Vec<G::AffineRepr>
+where
+    G: group::Curve + group::Group<Scalar = Scalar> + Send + Sync,
+    G::AffineRepr: Send + Default + Copy,
+{
+    use rayon::prelude::*;
+    const CHUNK: usize = 1 << 14;
+    let mut out = vec![G::AffineRepr::default(); n];
+    out.par_chunks_mut(CHUNK).enumerate().for_each(|(c, dst)| {
+        let mut p = start + step * Scalar::from((c * CHUNK) as u64);
+        let mut proj = Vec::with_capacity(dst.len());
+        for _ in 0..dst.len() {
+            proj.push(p);
+            p += step;
+        }
+        G::batch_normalize(&proj, dst);
+    });
+    out
+}

@@ -61,7 +61,7 @@ impl Circuit<Scalar> for OddUses {
 fn check_circuit<C: Circuit<Scalar> + Clone + Send>(label: &str, circuit: C, public: &[Scalar]) {
     let mut rng = common::rng(label);
     let (bp_params, params, _) = common::params_for(&circuit, &mut rng);
-    let pvk = PreparedVerifyingKey::new(&params.vk);
+    let pvk = PreparedVerifyingKey::new(params.vk());
     for round in 0..2 {
         let r = Scalar::random(&mut rng);
         let s = Scalar::random(&mut rng);

@@ -47,7 +47,7 @@ fn file_written_by_bellperson_loads_and_proves() {
         let proof = cuzk::prove_with_randomness(vec![circuit.clone()], &params, &[r], &[s]).unwrap()[0];
         let expected = common::bellperson_proof(circuit.clone(), &bp_params, r, s);
         assert_eq!(proof.to_bytes().as_slice(), expected.as_slice());
-        let pvk = PreparedVerifyingKey::new(&params.vk);
+        let pvk = PreparedVerifyingKey::new(params.vk());
         assert!(verify_proof(&pvk, &proof, &circuit.public_input_values()).unwrap());
     }
     std::fs::remove_dir_all(&dir).unwrap();

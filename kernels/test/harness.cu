@@ -303,6 +303,46 @@ static void test_msm(size_t n, int kind, bool use_dens, size_t off, bool g2, uin
     fflush(stdout);
 }
 
+static void test_batch(uint64_t seed)
+{
+    const size_t ns[5] = {(1 << 16) + 3, 1000, 0, (1 << 18) + 1, 5};
+    const bool g2s[5] = {false, true, false, false, true};
+    std::vector<blst_fr> sc[5], sel;
+    std::vector<uint64_t> dens[5];
+    cuzk_k_msm_job jobs[5];
+    blst_p2 outs[5];
+    for (int k = 0; k < 5; k++) {
+        gen_scalars(sc[k], ns[k], k % 2, seed + k);
+        dens[k].assign(ns[k] / 64 + 2, 0);
+        std::mt19937_64 rng(seed + 100 + k);
+        for (auto &w : dens[k]) w = rng();
+        jobs[k] = cuzk_k_msm_job{g2s[k] ? g2b : g1b, (size_t)k, sc[k].data(), ns[k],
+                                 k == 3 ? dens[k].data() : nullptr, &outs[k]};
+    }
+    KOK(cuzk_k_msm_batch(jobs, 5));
+    bool all = true;
+    for (int k = 0; k < 5; k++) {
+        compact(sc[k], k == 3 ? &dens[k] : nullptr, sel);
+        bool eq;
+        if (g2s[k]) {
+            blst_p2 ref;
+            ref_msm_g2(&ref, G2B.data() + k, sel.data(), sel.size());
+            eq = blst_p2_is_equal(&ref, &outs[k]);
+        } else {
+            blst_p1 ref;
+            ref_msm_g1(&ref, G1B.data() + k, sel.data(), sel.size());
+            eq = blst_p1_is_equal(&ref, (blst_p1 *)&outs[k]);
+        }
+        CHECK(eq, "msm_batch job %d", k);
+        all &= eq;
+    }
+    cuzk_k_msm_job bad[2] = {jobs[0], jobs[1]};
+    bad[1].bases = nullptr;
+    cuzk_kresult r = cuzk_k_msm_batch(bad, 2);
+    CHECK(r.code == CUZK_K_ERR_NULL_ARG, "batch null bases -> %d", r.code);
+    printf("  msm_batch (5 jobs, G1+G2, density, n=0) %s\n", all ? "ok" : "MISMATCH");
+}
+
 static void test_h(size_t n, int L, uint64_t seed, bool with_msm)
 {
     std::vector<blst_fr> a, b, c, href, hgot((size_t)1 << L);
@@ -385,6 +425,7 @@ static int run_tests()
     }
     test_msm((1 << 22) + 5, 1, true, 9, false, seed++);   // several upload chunks, density
     test_msm((1 << 22) + 5, 0, false, 11, false, seed++);
+    test_batch(seed++);
     test_h(1000, 10, seed++, true);
     test_h(1024, 10, seed++, false);
     test_h((1 << 16) + 3, 17, seed++, true);
@@ -451,6 +492,19 @@ static int run_bench(const std::vector<int> &logs, bool msm_only)
                 printf("| msm_g1 | %d | 75%% 0/1 (pageable) | %.2f | %.2f | 3 |\n", L, median(t), *std::min_element(t.begin(), t.end()));
             }
         }
+        {
+            gen_scalars(tmp, n, 1, 300 + L);
+            for (int k = 0; k < 3; k++) memcpy(pin[k], tmp.data(), n * 32);
+            blst_p1 o[3];
+            blst_p2 o2;
+            cuzk_k_msm_job jobs[4] = {{g1b, 0, pin[0], n, nullptr, &o[0]}, {g1b, 0, pin[1], n, nullptr, &o[1]},
+                                      {g1b, 0, pin[2], n, nullptr, &o[2]}, {g2b, 0, pin[0], n, nullptr, &o2}};
+            auto t = timeit(reps, [&] { KOK(cuzk_k_msm_batch(jobs, 4)); });
+            printf("| msm_batch 3xG1 + 1xG2 | %d | 75%% 0/1 (pinned) | %.2f | %.2f | %d |\n", L, median(t), *std::min_element(t.begin(), t.end()), reps);
+            t = timeit(reps, [&] { for (int k = 0; k < 4; k++) KOK(cuzk_k_msm_batch(&jobs[k], 1)); });
+            printf("| same 4 MSMs, one call each | %d | 75%% 0/1 (pinned) | %.2f | %.2f | %d |\n", L, median(t), *std::min_element(t.begin(), t.end()), reps);
+            fflush(stdout);
+        }
         if (msm_only) continue;
         gen_scalars(tmp, n, 1, 200 + L);
         memcpy(pin[0], tmp.data(), n * 32);
@@ -479,7 +533,24 @@ int main(int argc, char **argv)
     if (cudaGetDeviceProperties(&p, 0) == cudaSuccess)
         printf("device: %s, %d SMs, %.1f GiB\n", p.name, p.multiProcessorCount, p.totalGlobalMem / 1073741824.0);
     printf("omp threads: %d\n", omp_get_max_threads());
+    if (getenv("HARNESS_STACK")) {
+        cudaError_t e = cudaDeviceSetLimit(cudaLimitStackSize, (size_t)atoi(getenv("HARNESS_STACK")));
+        printf("set stack limit: %s\n", cudaGetErrorString(e));
+    }
     if (mode == "test") return run_tests();
+    if (mode == "g2small") {
+        gen_g1(G1B, 4096, 1);
+        gen_g2(G2B, 4096, 2);
+        KOK(cuzk_k_bases_upload_g1(0, G1B.data(), G1B.size(), &g1b));
+        KOK(cuzk_k_bases_upload_g2(0, G2B.data(), G2B.size(), &g2b));
+        for (size_t n : {(size_t)1, (size_t)2, (size_t)1000})
+            for (int kind : {0, 1}) {
+                test_msm(n, kind, false, 0, true, 5 + n);
+                test_msm(n, kind, false, 0, false, 5 + n);
+            }
+        printf("TESTS: %d passed, %d failed\n", g_pass, g_fail);
+        return g_fail ? 1 : 0;
+    }
     if (mode == "bench" || mode == "msm") {
         std::vector<int> logs;
         for (int i = 2; i < argc; i++) logs.push_back(atoi(argv[i]));

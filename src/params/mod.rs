@@ -43,21 +43,34 @@ pub struct VerifyingKey {
 }
 
 /// Groth16 proving parameters: the verifying key and the five query vectors.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Immutable once made, and identified by a process-unique id, so a device-resident copy
+/// (CUDA backend) can never go stale. Clones share the id (same contents).
+#[derive(Debug, Clone)]
 pub struct Parameters {
-    /// The verifying key.
-    pub vk: VerifyingKey,
-    /// H query: τ^i·Z(τ)/δ for i < m − 1 (m the evaluation domain size).
-    pub h: Vec<G1Affine>,
-    /// L query, one per aux variable.
-    pub l: Vec<G1Affine>,
-    /// A query: all inputs, then the aux variables that appear in A.
-    pub a: Vec<G1Affine>,
-    /// B query in G1: the inputs, then the aux variables, that appear in B.
-    pub b_g1: Vec<G1Affine>,
-    /// B query in G2, same selection as `b_g1`.
-    pub b_g2: Vec<G2Affine>,
+    id: u64,
+    vk: VerifyingKey,
+    h: Vec<G1Affine>,
+    l: Vec<G1Affine>,
+    a: Vec<G1Affine>,
+    b_g1: Vec<G1Affine>,
+    b_g2: Vec<G2Affine>,
 }
+
+impl PartialEq for Parameters {
+    fn eq(&self, other: &Self) -> bool {
+        self.vk == other.vk
+            && self.h == other.h
+            && self.l == other.l
+            && self.a == other.a
+            && self.b_g1 == other.b_g1
+            && self.b_g2 == other.b_g2
+    }
+}
+
+impl Eq for Parameters {}
+
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// How thoroughly to check points when loading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -283,7 +296,23 @@ impl Parameters {
         let b_g1 = cur.g1_section("B_G1", check, true)?;
         let b_g2 = cur.g2_section("B_G2", check)?;
         expect_end(&cur)?;
+        Self::new(vk, h, l, a, b_g1, b_g2)
+    }
+
+    /// Parameters from their parts (e.g. converted from another library's in-memory form).
+    ///
+    /// # Errors
+    /// [`Error::ParamsCorrupt`] when the sections' lengths cannot belong together.
+    pub fn new(
+        vk: VerifyingKey,
+        h: Vec<G1Affine>,
+        l: Vec<G1Affine>,
+        a: Vec<G1Affine>,
+        b_g1: Vec<G1Affine>,
+        b_g2: Vec<G2Affine>,
+    ) -> Result<Self> {
         let params = Self {
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             vk,
             h,
             l,
@@ -293,6 +322,46 @@ impl Parameters {
         };
         params.check_shape()?;
         Ok(params)
+    }
+
+    /// The process-unique id of these parameters (shared by clones).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The verifying key.
+    pub fn vk(&self) -> &VerifyingKey {
+        &self.vk
+    }
+
+    /// H query: τ^i·Z(τ)/δ for i < m − 1 (m the evaluation domain size).
+    pub fn h(&self) -> &[G1Affine] {
+        &self.h
+    }
+
+    /// L query, one per aux variable.
+    pub fn l(&self) -> &[G1Affine] {
+        &self.l
+    }
+
+    /// A query: all inputs, then the aux variables that appear in A.
+    pub fn a(&self) -> &[G1Affine] {
+        &self.a
+    }
+
+    /// B query in G1: the inputs, then the aux variables, that appear in B.
+    pub fn b_g1(&self) -> &[G1Affine] {
+        &self.b_g1
+    }
+
+    /// B query in G2, same selection as `b_g1`.
+    pub fn b_g2(&self) -> &[G2Affine] {
+        &self.b_g2
+    }
+
+    /// Bytes the query vectors take as affine points (what device residency costs).
+    pub fn device_bytes(&self) -> usize {
+        (self.h.len() + self.l.len() + self.a.len() + self.b_g1.len()) * G1_BYTES + self.b_g2.len() * G2_BYTES
     }
 
     /// Writes the parameters in bellperson's format.

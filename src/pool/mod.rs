@@ -13,6 +13,8 @@
 //! Buffers come from a [`HostAllocator`] backend and go back to it only through the pool.
 
 mod backend;
+#[cfg(feature = "cuda")]
+mod cuda;
 mod vec;
 
 use std::collections::BTreeMap;
@@ -25,6 +27,8 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 pub use self::backend::{HeapAllocator, HostAllocator, PAGE_SIZE};
+#[cfg(feature = "cuda")]
+pub use self::cuda::{CudaPinnedAllocator, PinMode};
 pub use self::vec::PinnedVec;
 use crate::error::{Error, Result};
 
@@ -233,6 +237,29 @@ impl PinnedPool {
     /// A pool over unpinned page-aligned heap memory ([`HeapAllocator`]): the pool without CUDA.
     pub fn heap(config: PoolConfig) -> Self {
         Self::with_backend(Box::new(HeapAllocator), config)
+    }
+
+    /// A pool of CUDA pinned memory for device `device` (feature `cuda`).
+    ///
+    /// # Errors
+    /// [`Error::Cuda`] when the driver or the device is not usable.
+    #[cfg(feature = "cuda")]
+    pub fn cuda(device: usize, mode: PinMode, config: PoolConfig) -> Result<Self> {
+        Ok(Self::with_backend(
+            Box::new(CudaPinnedAllocator::new(device, mode)?),
+            config,
+        ))
+    }
+
+    /// The best pool this build can make: CUDA pinned memory (device 0) in a `cuda` build
+    /// with a usable GPU, else page-aligned heap memory (logged).
+    pub fn best_available(config: PoolConfig) -> Self {
+        #[cfg(feature = "cuda")]
+        match CudaPinnedAllocator::new(0, PinMode::default()) {
+            Ok(a) => return Self::with_backend(Box::new(a), config),
+            Err(e) => log::warn!("pinned pool: CUDA pinned memory unavailable ({e}); using unpinned heap memory"),
+        }
+        Self::heap(config)
     }
 
     /// A pool over the given backend.

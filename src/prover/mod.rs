@@ -6,8 +6,11 @@
 //! r and s the result is the bytes bellperson's `create_proof` gives.
 
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bellpepper_core::Circuit;
@@ -43,6 +46,17 @@ pub trait Backend: Send + Sync {
     /// A short name for logs.
     fn name(&self) -> &'static str;
 
+    /// Gets ready to prove with `params` (the CUDA backend uploads them to the device once).
+    ///
+    /// # Errors
+    /// Backend failures (e.g. not enough device memory).
+    fn prepare(&self, _params: &Parameters) -> Result<()> {
+        Ok(())
+    }
+
+    /// Frees whatever [`Backend::prepare`] keeps (device-resident parameters).
+    fn evict(&self) {}
+
     /// Computes the commitments of one checked assignment. Must release a/b/c (back to the
     /// pool) once H is computed, and on every error path.
     ///
@@ -60,11 +74,39 @@ pub trait Backend: Send + Sync {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum BackendChoice {
-    /// The best available (today: the CPU; the GPU once the `cuda` backend lands).
+    /// The GPU (device 0) when the `cuda` feature is on and a GPU is usable, else the CPU;
+    /// the choice is logged, and a `cuda` build that finds no GPU warns.
     #[default]
     Auto,
     /// The host's cores.
     Cpu,
+    /// The GPU of this ordinal; an error if it is not usable (needs the `cuda` feature).
+    Gpu(usize),
+}
+
+fn make_backend(choice: BackendChoice) -> Result<Arc<dyn Backend>> {
+    match choice {
+        BackendChoice::Cpu => Ok(Arc::new(cpu::CpuBackend)),
+        #[cfg(feature = "cuda")]
+        BackendChoice::Gpu(d) => Ok(Arc::new(cuda::CudaBackend::new(d)?)),
+        #[cfg(not(feature = "cuda"))]
+        BackendChoice::Gpu(d) => Err(Error::NoGpu(format!(
+            "GPU {d} requested but cuzk was built without the `cuda` feature"
+        ))),
+        BackendChoice::Auto => {
+            #[cfg(feature = "cuda")]
+            match cuda::CudaBackend::new(0) {
+                Ok(b) => {
+                    log::info!("cuzk: proving on GPU 0 (CUDA backend)");
+                    return Ok(Arc::new(b));
+                }
+                Err(e) => log::warn!("cuzk: no usable GPU ({e}); proving on the CPU"),
+            }
+            #[cfg(not(feature = "cuda"))]
+            log::debug!("cuzk: built without `cuda`; proving on the CPU");
+            Ok(Arc::new(cpu::CpuBackend))
+        }
+    }
 }
 
 /// Where the time of a `prove` went, summed over the proofs of a batch.
@@ -109,31 +151,76 @@ impl fmt::Display for Timings {
     }
 }
 
-/// A prover: a backend choice, an optional pinned pool for a/b/c, and a capacity-hint cache
-/// so every synthesis after the first of a circuit type allocates once, at the right size.
-/// Cheap to clone; clones share the pool and the hints.
-#[derive(Debug, Clone, Default)]
+/// A prover: a backend, an optional pinned pool for a/b/c, and a capacity-hint cache so
+/// every synthesis after the first of a circuit type allocates once, at the right size.
+/// Cheap to clone; clones share the backend (and its device-resident parameters), the pool
+/// and the hints.
+#[derive(Clone)]
 pub struct Prover {
-    backend: BackendChoice,
+    backend: Arc<dyn Backend>,
     pool: Option<PinnedPool>,
     hints: CapacityHints,
 }
 
+impl fmt::Debug for Prover {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Prover")
+            .field("backend", &self.backend.name())
+            .field("pool", &self.pool)
+            .finish()
+    }
+}
+
+impl Default for Prover {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Prover {
-    /// A prover with the default backend and no pool (a/b/c on the heap).
+    /// A prover on the [`BackendChoice::Auto`] backend (the GPU in a `cuda` build that finds
+    /// one, else the CPU), with no pool (a/b/c on the heap).
     pub fn new() -> Self {
-        Self::default()
+        let backend = make_backend(BackendChoice::Auto).unwrap_or_else(|_| Arc::new(cpu::CpuBackend));
+        Self {
+            backend,
+            pool: None,
+            hints: CapacityHints::default(),
+        }
+    }
+
+    /// A prover on the backend `choice` picks (see [`BackendChoice`]).
+    ///
+    /// # Errors
+    /// [`Error::NoGpu`] / [`Error::Cuda`] when `BackendChoice::Gpu` names an unusable GPU.
+    pub fn with_backend(mut self, choice: BackendChoice) -> Result<Self> {
+        self.backend = make_backend(choice)?;
+        Ok(self)
+    }
+
+    /// The backend's name (`"cpu"`, `"cuda"`).
+    pub fn backend_name(&self) -> &'static str {
+        self.backend.name()
+    }
+
+    /// Gets the backend ready for `params` ahead of the first proof (the CUDA backend
+    /// uploads them to the device once; later proofs reuse them).
+    ///
+    /// # Errors
+    /// Backend failures.
+    pub fn prepare(&self, params: &Parameters) -> Result<()> {
+        self.backend.prepare(params)
+    }
+
+    /// Frees the parameters the backend keeps resident (device memory); proofs in flight
+    /// keep theirs until they finish.
+    pub fn evict_resident(&self) {
+        self.backend.evict();
     }
 
     /// Synthesizes into buffers from `pool`.
     pub fn with_pool(mut self, pool: PinnedPool) -> Self {
         self.pool = Some(pool);
-        self
-    }
-
-    /// Chooses the backend.
-    pub fn with_backend(mut self, backend: BackendChoice) -> Self {
-        self.backend = backend;
         self
     }
 
@@ -145,12 +232,6 @@ impl Prover {
     /// The capacity-hint cache.
     pub fn hints(&self) -> &CapacityHints {
         &self.hints
-    }
-
-    fn backend(&self) -> Box<dyn Backend> {
-        match self.backend {
-            BackendChoice::Auto | BackendChoice::Cpu => Box::new(cpu::CpuBackend),
-        }
     }
 
     /// Synthesizes `circuit` into a new assignment (pinned when the prover has a pool, sized
@@ -270,7 +351,7 @@ impl Prover {
                 other => other,
             })?;
         }
-        let backend = self.backend();
+        let backend = &self.backend;
         log::debug!(
             "proving {} circuits on the {} backend",
             assignments.len(),
@@ -303,7 +384,7 @@ fn check_batch(n: usize, r: &[Scalar], s: &[Scalar]) -> Result<()> {
 }
 
 fn check_params(params: &Parameters) -> Result<()> {
-    if bool::from(params.vk.delta_g1.is_identity()) || bool::from(params.vk.delta_g2.is_identity()) {
+    if bool::from(params.vk().delta_g1.is_identity()) || bool::from(params.vk().delta_g2.is_identity()) {
         return Err(Error::UnsafeParameters(
             "delta is the point at infinity (a subverted setup)".into(),
         ));
@@ -344,19 +425,19 @@ fn check_assignment(a: &ProvingAssignment, params: &Parameters) -> Result<()> {
         );
     }
     let a_dense = inputs + a.a_aux_density().total_density();
-    if a_dense != params.a.len() {
-        return mismatch("A query points", params.a.len(), a_dense);
+    if a_dense != params.a().len() {
+        return mismatch("A query points", params.a().len(), a_dense);
     }
     let b_dense = a.b_input_density().total_density() + a.b_aux_density().total_density();
-    if b_dense != params.b_g1.len() {
-        return mismatch("B query points", params.b_g1.len(), b_dense);
+    if b_dense != params.b_g1().len() {
+        return mismatch("B query points", params.b_g1().len(), b_dense);
     }
     Ok(())
 }
 
 /// Adds the randomisers: A = α + a + rδ, B = β + b + sδ, C = s·a + r·b₁ + rsδ + sα + rβ + h + l.
 fn randomize(params: &Parameters, c: &Commitments, r: Scalar, s: Scalar) -> Proof {
-    let vk = &params.vk;
+    let vk = params.vk();
     let delta_g1 = vk.delta_g1.to_curve();
     let g_a = delta_g1 * r + vk.alpha_g1 + c.a;
     let g_b = vk.delta_g2.to_curve() * s + vk.beta_g2 + c.b_g2;

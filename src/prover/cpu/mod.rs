@@ -57,22 +57,22 @@ impl Backend for CpuBackend {
             *slot += s.elapsed();
             r
         };
-        let h = timed(&mut t.msm_h, &|| msm::msm::<msm::G1>(&params.h, &h, None))?;
-        let l = timed(&mut t.msm_l, &|| msm::msm::<msm::G1>(&params.l, aux, None))?;
+        let h = timed(&mut t.msm_h, &|| msm::msm::<msm::G1>(params.h(), &h, None))?;
+        let l = timed(&mut t.msm_l, &|| msm::msm::<msm::G1>(params.l(), aux, None))?;
         let a = timed(&mut t.msm_a, &|| {
-            let inputs_part = msm::msm::<msm::G1>(&params.a[..num_inputs], inputs, None)?;
-            let aux_part = msm::msm::<msm::G1>(&params.a[num_inputs..], aux, Some(assignment.a_aux_density()))?;
+            let inputs_part = msm::msm::<msm::G1>(&params.a()[..num_inputs], inputs, None)?;
+            let aux_part = msm::msm::<msm::G1>(&params.a()[num_inputs..], aux, Some(assignment.a_aux_density()))?;
             Ok(inputs_part + aux_part)
         })?;
         let b_g1 = timed(&mut t.msm_b_g1, &|| {
             let inputs_part =
-                msm::msm::<msm::G1>(&params.b_g1[..b_inputs], inputs, Some(assignment.b_input_density()))?;
-            let aux_part = msm::msm::<msm::G1>(&params.b_g1[b_inputs..], aux, Some(assignment.b_aux_density()))?;
+                msm::msm::<msm::G1>(&params.b_g1()[..b_inputs], inputs, Some(assignment.b_input_density()))?;
+            let aux_part = msm::msm::<msm::G1>(&params.b_g1()[b_inputs..], aux, Some(assignment.b_aux_density()))?;
             Ok(inputs_part + aux_part)
         })?;
         let s = Instant::now();
-        let b_g2 = msm::msm::<msm::G2>(&params.b_g2[..b_inputs], inputs, Some(assignment.b_input_density()))?
-            + msm::msm::<msm::G2>(&params.b_g2[b_inputs..], aux, Some(assignment.b_aux_density()))?;
+        let b_g2 = msm::msm::<msm::G2>(&params.b_g2()[..b_inputs], inputs, Some(assignment.b_input_density()))?
+            + msm::msm::<msm::G2>(&params.b_g2()[b_inputs..], aux, Some(assignment.b_aux_density()))?;
         t.msm_b_g2 += s.elapsed();
         Ok(Commitments { h, l, a, b_g1, b_g2 })
     }

@@ -1,0 +1,160 @@
+//! CUDA pinned host memory for the pool (feature `cuda`), through the driver API (cust).
+//!
+//! Two ways to get page-locked memory, chosen by [`PinMode`]:
+//! - `HostAlloc`: `cuMemHostAlloc` (the driver allocates and pins);
+//! - `Register`: anonymous `mmap`, then `cuMemHostRegister` (the default: measured faster on
+//!   the H200 host, see README), unregistered and unmapped on free.
+//!
+//! Both are `PORTABLE`, so every context sees them as pinned. The calls run with the device's
+//! primary context current, the same context the kernels' runtime-API code uses.
+
+use std::ffi::c_void;
+use std::ptr::NonNull;
+
+use cust::sys as cu;
+
+use super::backend::{HeapAllocator, HostAllocator};
+use crate::error::{Error, Result};
+
+/// How pinned memory is obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PinMode {
+    /// `cuMemHostAlloc`.
+    HostAlloc,
+    /// `mmap` + `cuMemHostRegister`.
+    #[default]
+    Register,
+}
+
+/// Page-locked host memory from the CUDA driver.
+pub struct CudaPinnedAllocator {
+    mode: PinMode,
+    heap: HeapAllocator,
+    // Keeps the primary context retained while the allocator lives.
+    _context: cust::context::Context,
+}
+
+impl std::fmt::Debug for CudaPinnedAllocator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaPinnedAllocator").field("mode", &self.mode).finish()
+    }
+}
+
+fn cu_check(call: &'static str, r: cu::CUresult) -> Result<()> {
+    if r == cu::CUresult::CUDA_SUCCESS {
+        return Ok(());
+    }
+    let mut msg: *const std::ffi::c_char = std::ptr::null();
+    // SAFETY: cuGetErrorString writes a pointer to a static string (or leaves it null).
+    unsafe { cu::cuGetErrorString(r, &mut msg) };
+    let message = if msg.is_null() {
+        format!("{r:?}")
+    } else {
+        // SAFETY: non-null results of cuGetErrorString are static NUL-terminated strings.
+        unsafe { std::ffi::CStr::from_ptr(msg) }.to_string_lossy().into_owned()
+    };
+    Err(Error::Cuda {
+        call,
+        code: r as i32,
+        message,
+    })
+}
+
+fn cust_err(call: &'static str, e: cust::error::CudaError) -> Error {
+    Error::Cuda {
+        call,
+        code: e as i32,
+        message: e.to_string(),
+    }
+}
+
+impl CudaPinnedAllocator {
+    /// Pinned memory for device `device` (its primary context is retained).
+    ///
+    /// # Errors
+    /// [`Error::Cuda`] when the driver cannot be initialised or the device does not exist.
+    pub fn new(device: usize, mode: PinMode) -> Result<Self> {
+        cust::init(cust::CudaFlags::empty()).map_err(|e| cust_err("cuInit", e))?;
+        let ordinal = u32::try_from(device).map_err(|_| Error::InvalidArgument(format!("device {device}")))?;
+        let dev = cust::device::Device::get_device(ordinal).map_err(|e| cust_err("cuDeviceGet", e))?;
+        let context = cust::context::Context::new(dev).map_err(|e| cust_err("cuDevicePrimaryCtxRetain", e))?;
+        Ok(Self {
+            mode,
+            heap: HeapAllocator,
+            _context: context,
+        })
+    }
+
+    fn make_current(&self) -> Result<()> {
+        cust::context::CurrentContext::set_current(&self._context).map_err(|e| cust_err("cuCtxSetCurrent", e))
+    }
+}
+
+impl HostAllocator for CudaPinnedAllocator {
+    fn name(&self) -> &'static str {
+        match self.mode {
+            PinMode::HostAlloc => "cuda-hostalloc",
+            PinMode::Register => "cuda-register",
+        }
+    }
+
+    fn is_pinned(&self) -> bool {
+        true
+    }
+
+    fn allocate(&self, bytes: usize) -> Result<NonNull<u8>> {
+        self.make_current()?;
+        match self.mode {
+            PinMode::HostAlloc => {
+                let mut p: *mut c_void = std::ptr::null_mut();
+                // SAFETY: `p` is a valid out-pointer; the primary context is current.
+                cu_check("cuMemHostAlloc", unsafe {
+                    cu::cuMemHostAlloc(&mut p, bytes, cu::CU_MEMHOSTALLOC_PORTABLE)
+                })?;
+                NonNull::new(p.cast::<u8>()).ok_or_else(|| Error::Allocation {
+                    bytes,
+                    backend: self.name(),
+                    reason: "cuMemHostAlloc returned null".into(),
+                })
+            }
+            PinMode::Register => {
+                let p = self.heap.allocate(bytes)?;
+                // SAFETY: (p, bytes) is a fresh private mapping owned by us; the primary
+                // context is current.
+                let r = unsafe {
+                    cu::cuMemHostRegister_v2(p.as_ptr().cast::<c_void>(), bytes, cu::CU_MEMHOSTREGISTER_PORTABLE)
+                };
+                if let Err(e) = cu_check("cuMemHostRegister", r) {
+                    // SAFETY: the mapping was made just above and is not used elsewhere.
+                    unsafe { self.heap.free(p, bytes) };
+                    return Err(e);
+                }
+                Ok(p)
+            }
+        }
+    }
+
+    unsafe fn free(&self, ptr: NonNull<u8>, bytes: usize) {
+        if let Err(e) = self.make_current() {
+            log::error!("pinned free of {bytes} bytes: {e}");
+        }
+        match self.mode {
+            PinMode::HostAlloc => {
+                // SAFETY: the caller guarantees ptr came from our cuMemHostAlloc.
+                if let Err(e) = cu_check("cuMemFreeHost", unsafe { cu::cuMemFreeHost(ptr.as_ptr().cast()) }) {
+                    log::error!("{e}");
+                }
+            }
+            PinMode::Register => {
+                // SAFETY: the caller guarantees (ptr, bytes) is one of our registered mappings.
+                if let Err(e) = cu_check("cuMemHostUnregister", unsafe {
+                    cu::cuMemHostUnregister(ptr.as_ptr().cast())
+                }) {
+                    log::error!("{e}");
+                }
+                // SAFETY: as above; the mapping came from HeapAllocator::allocate.
+                unsafe { self.heap.free(ptr, bytes) };
+            }
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! The extern "C" API of `kernels/` (see `kernels/cuzk_kernels.h`), and its result type.
+//!
+//! Only declarations live here; `super` wraps every call in a safe function that checks the
+//! result.
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+
+/// `cuzk_kresult`: code 0 = success, > 0 a `cudaError_t`, < 0 an argument or internal error.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct KResult {
+    pub code: i32,
+    pub message: *const c_char,
+}
+
+impl KResult {
+    /// The message as text.
+    pub fn message(&self) -> String {
+        if self.message.is_null() {
+            return String::from("(no message)");
+        }
+        // SAFETY: the kernels' API promises `message` points at a static NUL-terminated string.
+        unsafe { CStr::from_ptr(self.message) }.to_string_lossy().into_owned()
+    }
+}
+
+/// Opaque device-resident bases.
+#[repr(C)]
+pub struct KBases {
+    _private: [u8; 0],
+}
+
+extern "C" {
+    pub fn cuzk_k_device_count(out: *mut c_int) -> KResult;
+    pub fn cuzk_k_bases_upload_g1(
+        device: c_int,
+        host_points: *const c_void,
+        n: usize,
+        out: *mut *mut KBases,
+    ) -> KResult;
+    pub fn cuzk_k_bases_upload_g2(
+        device: c_int,
+        host_points: *const c_void,
+        n: usize,
+        out: *mut *mut KBases,
+    ) -> KResult;
+    pub fn cuzk_k_bases_free(bases: *mut KBases) -> KResult;
+    pub fn cuzk_k_bases_len(bases: *const KBases) -> usize;
+    pub fn cuzk_k_msm_g1(
+        bases: *const KBases,
+        base_offset: usize,
+        host_scalars: *const c_void,
+        n: usize,
+        density_bits: *const u64,
+        out_jacobian: *mut c_void,
+    ) -> KResult;
+    pub fn cuzk_k_msm_g2(
+        bases: *const KBases,
+        base_offset: usize,
+        host_scalars: *const c_void,
+        n: usize,
+        density_bits: *const u64,
+        out_jacobian: *mut c_void,
+    ) -> KResult;
+    pub fn cuzk_k_compute_h(
+        device: c_int,
+        a: *const c_void,
+        b: *const c_void,
+        c: *const c_void,
+        n: usize,
+        log_m: u32,
+        h_out: *mut c_void,
+    ) -> KResult;
+    pub fn cuzk_k_compute_h_msm(
+        h_bases: *const KBases,
+        a: *const c_void,
+        b: *const c_void,
+        c: *const c_void,
+        n: usize,
+        log_m: u32,
+        h_out: *mut c_void,
+        out_jacobian: *mut c_void,
+    ) -> KResult;
+}
