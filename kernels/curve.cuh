@@ -20,10 +20,18 @@ static_assert(sizeof(jac_t<fp2_t>) == 288, "G2 jacobian is 288 bytes");
 
 #ifdef __CUDA_ARCH__
 
-// The general addition and the doublings are out-of-line: they run in the cold kernels
-// (bucket reduction, combine, Horner) and in the rare P == Q branch; inlining them everywhere
-// tripled nvcc's compile time. The hot mixed addition stays inline.
-#define CUZK_COLD __device__ __noinline__
+// For G1 the general addition and the doublings are out-of-line (non-template overloads at the
+// end of this file): they run in the cold kernels (bucket reduction, combine, Horner) and in the
+// rare P == Q branch, and inlining them everywhere tripled nvcc's compile time. For G2 they stay
+// inline: with Fp2 multiplication already out-of-line, a third level of out-of-line calls
+// (add -> dbl -> Fp2 mul) produced misaligned local-memory accesses (compute-sanitizer,
+// nvcc 13.0, sm_90) — see NOTES.md.
+template <class F> DEVI void xyzz_dbl(xyzz_t<F>& p);
+template <class F> DEVI void xyzz_set_dbl_affine(xyzz_t<F>& p, const F& x, const F& y);
+template <class F> DEVI void xyzz_add(xyzz_t<F>& p, const xyzz_t<F>& q);
+__device__ __noinline__ void xyzz_dbl(xyzz_t<fp_t>& p);
+__device__ __noinline__ void xyzz_set_dbl_affine(xyzz_t<fp_t>& p, const fp_t& x, const fp_t& y);
+__device__ __noinline__ void xyzz_add(xyzz_t<fp_t>& p, const xyzz_t<fp_t>& q);
 
 template <class F> DEVI bool aff_is_inf(const affine_t<F>& p) { return f_is_zero(p.x) & f_is_zero(p.y); }
 template <class F> DEVI bool xyzz_is_inf(const xyzz_t<F>& p) { return f_is_zero(p.ZZ); }
@@ -33,7 +41,7 @@ template <class F> DEVI void xyzz_set_inf(xyzz_t<F>& p)
 }
 
 // p = 2p
-template <class F> CUZK_COLD void xyzz_dbl(xyzz_t<F>& p)
+template <class F> DEVI void xyzz_dbl_impl(xyzz_t<F>& p)
 {
     F U = f_dbl(p.Y);
     F V = f_sqr(U);
@@ -50,7 +58,7 @@ template <class F> CUZK_COLD void xyzz_dbl(xyzz_t<F>& p)
 }
 
 // p = 2q (q affine, not infinity)
-template <class F> CUZK_COLD void xyzz_set_dbl_affine(xyzz_t<F>& p, const F& x, const F& y)
+template <class F> DEVI void xyzz_set_dbl_affine_impl(xyzz_t<F>& p, const F& x, const F& y)
 {
     F U = f_dbl(y);
     F V = f_sqr(U);
@@ -92,7 +100,7 @@ template <class F> DEVI void xyzz_add_affine(xyzz_t<F>& p, const F& x, const F& 
 }
 
 // p += q (general).
-template <class F> CUZK_COLD void xyzz_add(xyzz_t<F>& p, const xyzz_t<F>& q)
+template <class F> DEVI void xyzz_add_impl(xyzz_t<F>& p, const xyzz_t<F>& q)
 {
     if (xyzz_is_inf(q)) return;
     if (xyzz_is_inf(p)) { p = q; return; }
@@ -116,6 +124,13 @@ template <class F> CUZK_COLD void xyzz_add(xyzz_t<F>& p, const xyzz_t<F>& q)
     p.ZZ = f_mul(f_mul(p.ZZ, q.ZZ), PP);
     p.ZZZ = f_mul(f_mul(p.ZZZ, q.ZZZ), PPP);
 }
+
+template <class F> DEVI void xyzz_dbl(xyzz_t<F>& p) { xyzz_dbl_impl(p); }
+template <class F> DEVI void xyzz_set_dbl_affine(xyzz_t<F>& p, const F& x, const F& y) { xyzz_set_dbl_affine_impl(p, x, y); }
+template <class F> DEVI void xyzz_add(xyzz_t<F>& p, const xyzz_t<F>& q) { xyzz_add_impl(p, q); }
+__device__ __noinline__ void xyzz_dbl(xyzz_t<fp_t>& p) { xyzz_dbl_impl(p); }
+__device__ __noinline__ void xyzz_set_dbl_affine(xyzz_t<fp_t>& p, const fp_t& x, const fp_t& y) { xyzz_set_dbl_affine_impl(p, x, y); }
+__device__ __noinline__ void xyzz_add(xyzz_t<fp_t>& p, const xyzz_t<fp_t>& q) { xyzz_add_impl(p, q); }
 
 // Jacobian with Z = ZZ: X_j = X*ZZ, Y_j = Y*ZZZ (lambda = ZZZ/ZZ, ZZ = lambda^2).
 template <class F> DEVI jac_t<F> xyzz_to_jac(const xyzz_t<F>& p)
