@@ -65,7 +65,8 @@ int cuzk_k_bases_device(const cuzk_k_bases *bases);
  *   otherwise: i is selected iff bit (i % 64) of density_bits[i / 64] is set (ceil(n/64) words),
  *   and j(i) = number of selected indices before i (bellperson's DensityTracker semantics).
  * Needs base_offset + (number selected) <= bases_len, else CUZK_K_ERR_RANGE.
- * Scalars are blst_fr (Montgomery). Zero scalars are skipped, scalars equal to one are summed
+ * n < 2^31. Scalars must be valid (reduced) blst_fr values (Montgomery form); they are not
+ * checked. Zero scalars are skipped, scalars equal to one are summed
  * by a plain reduction, the rest go through a signed-window bucket (Pippenger) MSM. */
 cuzk_kresult cuzk_k_msm_g1(const cuzk_k_bases *bases, size_t base_offset, const void *host_scalars,
                            size_t n, const uint64_t *density_bits, void *out_jacobian);

@@ -344,6 +344,19 @@ __global__ void __launch_bounds__(TPB) k_window_reduce(const xyzz_t<F> *W, const
 }
 
 template <class F>
+__global__ void k_add_windows(xyzz_t<F> *win, const xyzz_t<F> *part, int nwin)
+{
+#ifdef __CUDA_ARCH__
+    int w = blockIdx.x * blockDim.x + threadIdx.x;
+    if (w < nwin) {
+        xyzz_t<F> a = win[w];
+        xyzz_add(a, part[w]);
+        win[w] = a;
+    }
+#endif
+}
+
+template <class F>
 __global__ void k_final(const xyzz_t<F> *win, int nwin, int c, const xyzz_t<F> *ones,
                         jac_t<F> *out)
 {
@@ -530,8 +543,15 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
         const uint32_t sentinel = (uint32_t)nwin << (c - 1);
         int end_bit = 0;
         while ((1ull << end_bit) <= sentinel) end_bit++;
-        const size_t N = (size_t)nwin * nbig;
-        if (N > 0x7fffffffu) return arg_err(CUZK_K_ERR_TOO_LARGE, "msm: nwin * n >= 2^31");
+        // The (key, value) arrays are indexed with 32-bit ints (cub): process the big list in
+        // parts of at most 2^31/nwin scalars (2^27 at c = 16) and add the parts' window sums.
+        size_t part = 0x7fffffffu / (size_t)nwin;
+        if (env_int("CUZK_K_MAX_PART", 0) > 0) part = std::min<size_t>(part, (size_t)env_int("CUZK_K_MAX_PART", 0));
+        CUZK_CK(d_win.alloc((size_t)nwin * sizeof(xyzz_t<F>), s));
+        CUZK_CK(cudaMemsetAsync(d_win.p, 0, (size_t)nwin * sizeof(xyzz_t<F>), s));
+        for (uint32_t p0 = 0; p0 < nbig; p0 += (uint32_t)part) {
+        const uint32_t npart = (uint32_t)std::min<size_t>(part, nbig - p0);
+        const size_t N = (size_t)nwin * npart;
 
         dbuf d_k0, d_v0, d_k1, d_v1;
         CUZK_CK(d_k0.alloc(N * 4, s));
@@ -539,13 +559,11 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
         CUZK_CK(d_k1.alloc(N * 4, s));
         CUZK_CK(d_v1.alloc(N * 4, s));
         {
-            unsigned g = (unsigned)std::min<size_t>((nbig + 255) / 256, (size_t)ctx->sm_count * 16);
-            k_digits<<<g, 256, 0, s>>>(d_big_sc.as<uint4>(), d_big_idx.as<uint32_t>(), nbig, c, nwin,
-                                       d_k0.as<uint32_t>(), d_v0.as<uint32_t>());
+            unsigned g = (unsigned)std::min<size_t>((npart + 255) / 256, (size_t)ctx->sm_count * 16);
+            k_digits<<<g, 256, 0, s>>>(d_big_sc.as<uint4>() + 2 * (size_t)p0, d_big_idx.as<uint32_t>() + p0,
+                                       npart, c, nwin, d_k0.as<uint32_t>(), d_v0.as<uint32_t>());
             CUZK_CKL();
         }
-        d_big_sc.release();
-        d_big_idx.release();
         prof.mark("digits");
 
         cub::DoubleBuffer<uint32_t> kb(d_k0.as<uint32_t>(), d_k1.as<uint32_t>());
@@ -624,14 +642,20 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
         dbuf d_W, d_U;
         CUZK_CK(d_W.alloc((size_t)nwin * K * sizeof(xyzz_t<F>), s));
         CUZK_CK(d_U.alloc((size_t)nwin * K * sizeof(xyzz_t<F>), s));
-        CUZK_CK(d_win.alloc((size_t)nwin * sizeof(xyzz_t<F>), s));
+        dbuf d_winp;
+        CUZK_CK(d_winp.alloc((size_t)nwin * sizeof(xyzz_t<F>), s));
         k_bucket_chunks<F><<<(nwin * K + 127) / 128, 128, 0, s>>>(d_buckets.as<xyzz_t<F>>(), B, K, nwin,
                                                               d_W.as<xyzz_t<F>>(), d_U.as<xyzz_t<F>>());
         CUZK_CKL();
         k_window_reduce<F, TPB><<<nwin, TPB, 0, s>>>(d_W.as<xyzz_t<F>>(), d_U.as<xyzz_t<F>>(), K, logL,
-                                                    d_win.as<xyzz_t<F>>());
+                                                    d_winp.as<xyzz_t<F>>());
+        CUZK_CKL();
+        k_add_windows<F><<<(nwin + 63) / 64, 64, 0, s>>>(d_win.as<xyzz_t<F>>(), d_winp.as<xyzz_t<F>>(), nwin);
         CUZK_CKL();
         prof.mark("bucket_reduce");
+        }  // parts
+        d_big_sc.release();
+        d_big_idx.release();
     }
     k_final<F><<<1, 1, 0, s>>>(nbig ? d_win.as<xyzz_t<F>>() : nullptr, nwin, c,
                                n1 ? d_ones_res.as<xyzz_t<F>>() : nullptr, d_out.as<jac_t<F>>());
