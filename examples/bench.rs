@@ -170,17 +170,14 @@ fn main() {
         "median of {runs} proofs after a warm-up; from synthesized (pinned) assignment to proof; {bits}% bit witnesses"
     );
     println!();
-    println!("| 2^k | total ms | H2D+H+MSM H | L | A | B_G1 | B_G2 | tail | a/b/c MiB | H2D pinned GB/s | H2D pageable GB/s | pageable prove ms | CPU prove ms | GPU/CPU speed-up | SRS upload ms |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| 2^k | total ms | a/b/c H2D + H + MSM H ms | MSMs L+A+B_G1+B_G2 ms | tail ms | a/b/c MiB | H2D pinned GB/s | H2D pageable GB/s | pageable prove ms | CPU prove ms | GPU/CPU speed-up | SRS upload ms |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     let d = |x: Duration| format!("{:.1}", ms(x));
     for (k, total, t, abc, pin, page, pg, cpu, up) in rows {
         println!(
-            "| {k} | {total:.1} | {} | {} | {} | {} | {} | {} | {} | {pin:.1} | {page:.1} | {} | {} | {} | {:.0} |",
+            "| {k} | {total:.1} | {} | {} | {} | {} | {pin:.1} | {page:.1} | {} | {} | {} | {:.0} |",
             d(t.h),
-            d(t.msm_l),
-            d(t.msm_a),
-            d(t.msm_b_g1),
-            d(t.msm_b_g2),
+            d(t.msm_batch),
             d(t.tail),
             abc >> 20,
             pg.map_or("-".into(), |x| format!("{x:.1}")),

@@ -161,7 +161,8 @@ pub struct ProvingAssignment {
     pub(crate) b: PinnedVec<Scalar>,
     pub(crate) c: PinnedVec<Scalar>,
     pub(crate) input_assignment: Vec<Scalar>,
-    pub(crate) aux_assignment: Vec<Scalar>,
+    /// In a pool buffer too: every MSM but H uploads it, so it should move at line rate.
+    pub(crate) aux_assignment: PinnedVec<Scalar>,
     /// Set when the circuit refers to a variable that does not exist; reported by
     /// [`ProvingAssignment::finish`] since `enforce` cannot return errors.
     error: Option<String>,
@@ -198,7 +199,7 @@ impl ProvingAssignment {
             b: PinnedVec::new(),
             c: PinnedVec::new(),
             input_assignment: Vec::new(),
-            aux_assignment: Vec::new(),
+            aux_assignment: PinnedVec::new(),
             error: None,
             abc_released: false,
             finished: false,
@@ -211,17 +212,20 @@ impl ProvingAssignment {
     /// # Errors
     /// When the pool cannot serve the three buffers (see [`PinnedPool::checkout`]).
     pub fn new_with_pinned(pool: &PinnedPool, hint: Option<CapacityHint>) -> Result<Self> {
+        // Never below the unhinted start: a first (unhinted) synthesis leaves buffers of at
+        // least that size in the pool, and the next, hinted one must be able to reuse them.
         let constraints = hint
             .map(|h| h.constraints)
-            .unwrap_or(DEFAULT_INITIAL_CONSTRAINTS)
-            .max(1);
+            .unwrap_or(0)
+            .max(DEFAULT_INITIAL_CONSTRAINTS);
         let mut this = Self::new_heap();
         this.a = PinnedVec::with_capacity_in(pool, constraints)?;
         this.b = PinnedVec::with_capacity_in(pool, constraints)?;
         this.c = PinnedVec::with_capacity_in(pool, constraints)?;
+        let aux = hint.map(|h| h.aux).unwrap_or(0).max(DEFAULT_INITIAL_CONSTRAINTS);
+        this.aux_assignment = PinnedVec::with_capacity_in(pool, aux)?;
         if let Some(h) = hint {
             this.input_assignment.reserve(h.inputs);
-            this.aux_assignment.reserve(h.aux);
             this.a_aux_density = DensityTracker::with_capacity(h.aux);
             this.b_aux_density = DensityTracker::with_capacity(h.aux);
             this.b_input_density = DensityTracker::with_capacity(h.inputs);
@@ -234,8 +238,14 @@ impl ProvingAssignment {
         self.a.is_pinned() && self.b.is_pinned() && self.c.is_pinned()
     }
 
+    /// Whether the aux assignment lives in pinned memory.
+    pub fn is_aux_pinned(&self) -> bool {
+        self.aux_assignment.is_pinned()
+    }
+
     /// Hands the a/b/c buffers back to their pool. Idempotent; `Drop` does it too. Proving
-    /// needs a/b/c, so a released assignment can no longer be proved.
+    /// needs a/b/c, so a released assignment can no longer be proved. (The aux assignment,
+    /// which the MSMs after H still read, goes back when the assignment drops.)
     pub fn release_abc(&mut self) {
         self.a.release();
         self.b.release();
@@ -260,7 +270,7 @@ impl ProvingAssignment {
 
     /// Private variables.
     pub fn aux_assignment(&self) -> &[Scalar] {
-        &self.aux_assignment
+        self.aux_assignment.as_slice()
     }
 
     /// Evaluations of A per constraint.
@@ -358,7 +368,7 @@ impl ProvingAssignment {
             if bool::from(coeff.is_zero()) {
                 continue;
             }
-            let Some(&value) = self.aux_assignment.get(i) else {
+            let Some(&value) = self.aux_assignment.as_slice().get(i) else {
                 self.error
                     .get_or_insert_with(|| format!("aux variable {i} was never allocated"));
                 continue;
@@ -465,7 +475,7 @@ impl ConstraintSystem<Scalar> for ProvingAssignment {
         // The other system's first input is its own "one", which coincides with ours.
         self.input_assignment
             .extend_from_slice(other.input_assignment.get(1..).unwrap_or(&[]));
-        self.aux_assignment.extend_from_slice(&other.aux_assignment);
+        self.aux_assignment.extend_from_slice(other.aux_assignment.as_slice());
         if self.error.is_none() {
             self.error.clone_from(&other.error);
         }

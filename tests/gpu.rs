@@ -64,6 +64,44 @@ fn gpu_proofs_are_the_cpu_proofs() {
 }
 
 #[test]
+fn after_a_failure_buffers_are_back_and_the_next_proof_works() {
+    let pool = PinnedPool::cuda(0, PinMode::default(), PoolConfig::default()).unwrap();
+    let circuit = Synthetic::new(12).with_seed(3);
+    let params = random_parameters(circuit.clone(), 9).unwrap();
+    // A residency cap too small for the parameters: the proof fails before any GPU work.
+    let capped = cuda::CudaBackend::new(0).unwrap().with_max_resident_bytes(1 << 10);
+    let failing = Prover::new()
+        .with_custom_backend(std::sync::Arc::new(capped))
+        .with_pool(pool.clone());
+    let one = [Scalar::ONE];
+    let err = failing
+        .prove_with_randomness(vec![circuit.clone()], &params, &one, &one)
+        .unwrap_err();
+    assert!(err.to_string().contains("residency cap"), "{err}");
+    assert_eq!(
+        pool.stats().bytes_in_use,
+        0,
+        "every pinned buffer is back after the failure"
+    );
+    let ok = Prover::new()
+        .with_backend(BackendChoice::Gpu(0))
+        .unwrap()
+        .with_pool(pool.clone());
+    let g = ok
+        .prove_with_randomness(vec![circuit.clone()], &params, &one, &one)
+        .unwrap();
+    let c = cpu_prover()
+        .prove_with_randomness(vec![circuit], &params, &one, &one)
+        .unwrap();
+    assert_eq!(g[0].to_bytes(), c[0].to_bytes());
+    assert_eq!(pool.stats().bytes_in_use, 0);
+    assert!(
+        pool.stats().reuses > 0,
+        "the second proof reused the first one's buffers"
+    );
+}
+
+#[test]
 fn gpu_proof_verifies_with_bellperson() {
     let circuit = Synthetic::new(10).with_seed(7);
     let mut rng = common::rng("gpu_bellperson");

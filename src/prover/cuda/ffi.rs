@@ -30,7 +30,19 @@ pub struct KBases {
     _private: [u8; 0],
 }
 
+/// `cuzk_k_msm_job`: one MSM of a batch.
+#[repr(C)]
+pub struct KMsmJob {
+    pub bases: *const KBases,
+    pub base_offset: usize,
+    pub host_scalars: *const c_void,
+    pub n: usize,
+    pub density_bits: *const u64,
+    pub out_jacobian: *mut c_void,
+}
+
 extern "C" {
+    pub fn cuzk_k_msm_batch(jobs: *const KMsmJob, count: usize) -> KResult;
     pub fn cuzk_k_device_count(out: *mut c_int) -> KResult;
     pub fn cuzk_k_bases_upload_g1(
         device: c_int,

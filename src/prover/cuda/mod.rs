@@ -394,18 +394,45 @@ impl Backend for CudaBackend {
         let b_in = assignment.b_input_density().words();
         let b_aux = assignment.b_aux_density().words();
 
+        // L, A, B_G1 and B_G2 (inputs and aux parts) in one batched call: the kernels upload
+        // job i+1's scalars while job i computes.
         let s = Instant::now();
-        let l = msm_g1(&dev.l, 0, aux, None)?;
-        t.msm_l += s.elapsed();
-        let s = Instant::now();
-        let a = msm_g1(&dev.a, 0, inputs, None)? + msm_g1(&dev.a, num_inputs, aux, Some(a_aux))?;
-        t.msm_a += s.elapsed();
-        let s = Instant::now();
-        let b_g1 = msm_g1(&dev.b_g1, 0, inputs, Some(b_in))? + msm_g1(&dev.b_g1, b_inputs, aux, Some(b_aux))?;
-        t.msm_b_g1 += s.elapsed();
-        let s = Instant::now();
-        let b_g2 = msm_g2(&dev.b_g2, 0, inputs, Some(b_in))? + msm_g2(&dev.b_g2, b_inputs, aux, Some(b_aux))?;
-        t.msm_b_g2 += s.elapsed();
+        let mut g1 = [G1Projective::identity(); 5];
+        let mut g2 = [G2Projective::identity(); 2];
+        let [l_out, a_in, a_aux_out, b1_in, b1_aux] = &mut g1;
+        let [b2_in, b2_aux] = &mut g2;
+        let job =
+            |bases: &DeviceBases, offset: usize, scalars: &[Scalar], density: Option<&[u64]>, out: *mut c_void| {
+                ffi::KMsmJob {
+                    bases: bases.raw,
+                    base_offset: offset,
+                    host_scalars: scalars.as_ptr().cast::<c_void>(),
+                    n: scalars.len(),
+                    density_bits: density.map_or(std::ptr::null(), <[u64]>::as_ptr),
+                    out_jacobian: out,
+                }
+            };
+        let p1 = |p: &mut G1Projective| (p.as_mut() as *mut blst::blst_p1).cast::<c_void>();
+        let p2 = |p: &mut G2Projective| (p.as_mut() as *mut blst::blst_p2).cast::<c_void>();
+        let jobs = [
+            job(&dev.l, 0, aux, None, p1(l_out)),
+            job(&dev.a, 0, inputs, None, p1(a_in)),
+            job(&dev.a, num_inputs, aux, Some(a_aux), p1(a_aux_out)),
+            job(&dev.b_g1, 0, inputs, Some(b_in), p1(b1_in)),
+            job(&dev.b_g1, b_inputs, aux, Some(b_aux), p1(b1_aux)),
+            job(&dev.b_g2, 0, inputs, Some(b_in), p2(b2_in)),
+            job(&dev.b_g2, b_inputs, aux, Some(b_aux), p2(b2_aux)),
+        ];
+        // SAFETY: every job points at live bases handles, scalar slices (blst_fr layout) with
+        // their exact lengths, density words covering them (one word per 64 variables), and
+        // an output of the bases' group (blst_p1 for G1, blst_p2 for G2), all borrowed until
+        // the call returns.
+        check("cuzk_k_msm_batch", unsafe {
+            ffi::cuzk_k_msm_batch(jobs.as_ptr(), jobs.len())
+        })?;
+        t.msm_batch += s.elapsed();
+        let (l, a, b_g1) = (g1[0], g1[1] + g1[2], g1[3] + g1[4]);
+        let b_g2 = g2[0] + g2[1];
         Ok(Commitments { h, l, a, b_g1, b_g2 })
     }
 }
