@@ -42,6 +42,7 @@ fn as_bytes(s: &[Scalar]) -> &[u8] {
 }
 
 fn main() {
+    support::init_logging();
     let args = Args::parse(USAGE);
     let sizes: Vec<u32> = args.list("--log-sizes", vec![20, 22, 24]);
     let runs: usize = args.get("--runs", 3);

@@ -21,6 +21,7 @@ use support::{fail, median, ms, Args};
 const USAGE: &str = "usage: cpu_vs_bellperson [--sizes 16,20] [--runs 3] [--params-dir DIR (params-cache)]";
 
 fn main() {
+    support::init_logging();
     let args = Args::parse(USAGE);
     let sizes: Vec<u32> = args.list("--sizes", vec![16, 20]);
     let runs: usize = args.get("--runs", 3);

@@ -14,6 +14,7 @@ use cuzk::HostAllocator;
 use support::{fail, median, ms, Args};
 
 fn main() {
+    support::init_logging();
     let args = Args::parse("usage: pinned_alloc [--gib 1,2.5] [--runs 3]");
     let sizes: Vec<f64> = args.list("--gib", vec![1.0, 2.5]);
     let runs: usize = args.get("--runs", 3);

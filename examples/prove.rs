@@ -20,6 +20,7 @@ const USAGE: &str =
     "usage: prove [--log-size K (16)] [--proofs N (2)] [--bit-percent P (75)] [--params-dir DIR (params-cache)]";
 
 fn main() {
+    support::init_logging();
     let args = Args::parse(USAGE);
     let log_size: u32 = args.get("--log-size", 16);
     let proofs: usize = args.get("--proofs", 2);
@@ -44,10 +45,11 @@ fn main() {
     println!("parameters: {} loaded in {:.1} ms", path.display(), ms(start.elapsed()));
     let pvk = PreparedVerifyingKey::new(params.vk());
 
-    let pool = PinnedPool::heap(PoolConfig::default());
+    let pool = PinnedPool::best_available(PoolConfig::default());
     let prover = Prover::new().with_pool(pool.clone());
     println!(
-        "pool backend: {} ({})",
+        "prover backend: {}; pool backend: {} ({})",
+        prover.backend_name(),
         pool.backend_name(),
         if pool.is_pinned() {
             "pinned"
@@ -58,7 +60,19 @@ fn main() {
     println!();
     println!(
         "{:>5} {:>10} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>9} {:>8} {:>7}",
-        "proof", "synth ms", "H ms", "MSM H", "MSM L", "MSM A", "B_G1", "B_G2", "batched", "tail", "total ms", "verify", "pinned"
+        "proof",
+        "synth ms",
+        "H ms",
+        "MSM H",
+        "MSM L",
+        "MSM A",
+        "B_G1",
+        "B_G2",
+        "batched",
+        "tail",
+        "total ms",
+        "verify",
+        "pinned"
     );
     for i in 0..proofs {
         let c = circuit.clone().with_seed(i as u64 + 1);

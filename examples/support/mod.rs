@@ -130,3 +130,31 @@ pub fn median(mut v: Vec<f64>) -> f64 {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
+
+/// Prints the library's log records (info and above; `RUST_LOG=debug` for more) to stderr.
+pub fn init_logging() {
+    struct Stderr(log::LevelFilter);
+    impl log::Log for Stderr {
+        fn enabled(&self, m: &log::Metadata) -> bool {
+            m.level() <= self.0
+        }
+        fn log(&self, r: &log::Record) {
+            if self.enabled(r.metadata()) {
+                eprintln!("[{} {}] {}", r.level(), r.target(), r.args());
+            }
+        }
+        fn flush(&self) {}
+    }
+    let level = match std::env::var("RUST_LOG").as_deref() {
+        Ok("trace") => log::LevelFilter::Trace,
+        Ok("debug") => log::LevelFilter::Debug,
+        Ok("warn") => log::LevelFilter::Warn,
+        Ok("error") => log::LevelFilter::Error,
+        _ => log::LevelFilter::Info,
+    };
+    static LOGGER: std::sync::OnceLock<Stderr> = std::sync::OnceLock::new();
+    let logger = LOGGER.get_or_init(|| Stderr(level));
+    if log::set_logger(logger).is_ok() {
+        log::set_max_level(level);
+    }
+}
