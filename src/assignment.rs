@@ -303,7 +303,7 @@ impl ProvingAssignment {
         &self.b_aux_density
     }
 
-    /// Whether [`finish`](Self::finish) has run (the assignment is ready to prove).
+    /// Whether synthesis finished (input constraints appended): the assignment is ready to prove.
     pub fn is_finished(&self) -> bool {
         self.finished
     }

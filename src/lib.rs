@@ -23,8 +23,9 @@
 //!   trackers, the capacity-hint cache.
 //! - [`params`]: [`Parameters`] in bellperson's file format, [`VerifyingKey`].
 //! - [`proof`]: [`Proof`], its encoding, [`verify_proof`].
-//! - [`prover`]: [`Prover`], [`prove`], the [`Backend`](prover::Backend) seam and the CPU
-//!   backend (`prover::cpu`: NTT and MSM).
+//! - [`prover`]: [`Prover`], [`prove`], the [`Backend`](prover::Backend) seam, the CPU
+//!   backend (`prover::cpu`: NTT and MSM) and, with the `cuda` feature, the CUDA backend
+//!   (`prover::cuda`: FFI to `kernels/`, device-resident parameters).
 //! - [`error`]: the crate's [`Error`].
 //!
 //! ## Invariants
@@ -33,8 +34,11 @@
 //! - Every checkout is an allocation, a reuse or a counted, logged fallback — never silent.
 //! - Every pool byte is counted once: in use or idle.
 //! - After `prove` returns (success or error), every a/b/c buffer is back in its pool.
-//! - Unsafe code lives in `pool::backend`, `pool::vec`, `pool::PinnedBuffer` and
-//!   `prover::cpu::msm` (the blst calls), each block with a `SAFETY:` comment.
+//! - Parameters are immutable and carry a process-unique id, so a device-resident copy can
+//!   never go stale.
+//! - Unsafe code lives in `pool::backend`, `pool::vec`, `pool::PinnedBuffer`, `pool::cuda`
+//!   (driver calls), `prover::cpu::msm` (the blst calls) and `prover::cuda` (the kernel FFI),
+//!   each block with a `SAFETY:` comment.
 
 #![warn(missing_docs)]
 

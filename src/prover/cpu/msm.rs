@@ -38,7 +38,7 @@ pub trait Curve: Sync {
     /// Σ points (batched affine addition).
     fn sum(points: &[*const Self::Raw]) -> Self::Projective;
 
-    /// Σ scalars[i]·points[i], scalars as 32-byte little-endian integers.
+    /// Σ scalars\[i\]·points\[i\], scalars as 32-byte little-endian integers.
     fn pippenger(points: &[*const Self::Raw], scalars: &[[u8; 32]]) -> Self::Projective;
 }
 
@@ -131,7 +131,7 @@ impl Curve for G2 {
     }
 }
 
-/// Σ scalars[i]·bases[i] (no density), or, with `density`, Σ over the scalars whose bit is
+/// Σ scalars\[i\]·bases\[i\] (no density), or, with `density`, Σ over the scalars whose bit is
 /// set, the j-th of them paired with `bases[j]`.
 ///
 /// # Errors

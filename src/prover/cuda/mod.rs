@@ -162,7 +162,7 @@ fn density_words(density: Option<&DensityTracker>, n: usize) -> Result<Option<&[
     }
 }
 
-/// Σ scalars[i]·bases[i] on GPU `device` (or, with `density`, bellperson's filtered sum, as
+/// Σ scalars\[i\]·bases\[i\] on GPU `device` (or, with `density`, bellperson's filtered sum, as
 /// [`cpu::msm::msm`](super::cpu::msm::msm)), uploading the bases for this call only. For
 /// tests and tools; proving keeps bases resident.
 ///
