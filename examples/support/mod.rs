@@ -20,37 +20,29 @@ impl Args {
         Self(args)
     }
 
+    /// The value after `name`, if the flag is there.
+    fn value(&self, name: &str) -> Option<&str> {
+        let i = self.0.iter().position(|a| a == name)?;
+        Some(
+            self.0
+                .get(i + 1)
+                .unwrap_or_else(|| fail(&format!("{name} needs a value"))),
+        )
+    }
+
     pub fn get<T: std::str::FromStr>(&self, name: &str, default: T) -> T {
-        match self.0.iter().position(|a| a == name) {
-            None => default,
-            Some(i) => {
-                let v = self
-                    .0
-                    .get(i + 1)
-                    .unwrap_or_else(|| fail(&format!("{name} needs a value")));
-                v.parse()
-                    .unwrap_or_else(|_| fail(&format!("{name}: cannot parse {v:?}")))
-            }
-        }
+        self.value(name).map_or(default, |v| parse(name, v))
     }
 
     pub fn list<T: std::str::FromStr>(&self, name: &str, default: Vec<T>) -> Vec<T> {
-        match self.0.iter().position(|a| a == name) {
-            None => default,
-            Some(i) => {
-                let v = self
-                    .0
-                    .get(i + 1)
-                    .unwrap_or_else(|| fail(&format!("{name} needs a value")));
-                v.split(',')
-                    .map(|x| {
-                        x.parse()
-                            .unwrap_or_else(|_| fail(&format!("{name}: cannot parse {x:?}")))
-                    })
-                    .collect()
-            }
-        }
+        self.value(name)
+            .map_or(default, |v| v.split(',').map(|x| parse(name, x)).collect())
     }
+}
+
+fn parse<T: std::str::FromStr>(name: &str, v: &str) -> T {
+    v.parse()
+        .unwrap_or_else(|_| fail(&format!("{name}: cannot parse {v:?}")))
 }
 
 pub fn fail(msg: &str) -> ! {

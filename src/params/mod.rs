@@ -16,6 +16,7 @@ use std::path::Path;
 
 use blstrs::{G1Affine, G2Affine};
 use group::prime::PrimeCurveAffine;
+use group::UncompressedEncoding;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
@@ -153,11 +154,16 @@ fn decode_section<P: PrimeCurveAffine + Send>(
         .collect()
 }
 
-fn decode_g1(b: &[u8], check: PointCheck) -> std::result::Result<G1Affine, &'static str> {
-    let repr: &[u8; G1_BYTES] = b.try_into().map_err(|_| "wrong length")?;
+/// Decodes one uncompressed point (G1 or G2), checked as asked.
+fn decode_point<P: UncompressedEncoding>(b: &[u8], check: PointCheck) -> std::result::Result<P, &'static str> {
+    let mut repr = P::Uncompressed::default();
+    if repr.as_ref().len() != b.len() {
+        return Err("wrong length");
+    }
+    repr.as_mut().copy_from_slice(b);
     let p = match check {
-        PointCheck::OnCurve => G1Affine::from_uncompressed_unchecked(repr),
-        PointCheck::Subgroup => G1Affine::from_uncompressed(repr),
+        PointCheck::OnCurve => P::from_uncompressed_unchecked(&repr),
+        PointCheck::Subgroup => P::from_uncompressed(&repr),
     };
     Option::from(p).ok_or(match check {
         PointCheck::OnCurve => "not a point on the curve",
@@ -165,16 +171,12 @@ fn decode_g1(b: &[u8], check: PointCheck) -> std::result::Result<G1Affine, &'sta
     })
 }
 
+fn decode_g1(b: &[u8], check: PointCheck) -> std::result::Result<G1Affine, &'static str> {
+    decode_point(b, check)
+}
+
 fn decode_g2(b: &[u8], check: PointCheck) -> std::result::Result<G2Affine, &'static str> {
-    let repr: &[u8; G2_BYTES] = b.try_into().map_err(|_| "wrong length")?;
-    let p = match check {
-        PointCheck::OnCurve => G2Affine::from_uncompressed_unchecked(repr),
-        PointCheck::Subgroup => G2Affine::from_uncompressed(repr),
-    };
-    Option::from(p).ok_or(match check {
-        PointCheck::OnCurve => "not a point on the curve",
-        PointCheck::Subgroup => "not a point of the prime-order subgroup",
-    })
+    decode_point(b, check)
 }
 
 impl VerifyingKey {
