@@ -19,8 +19,8 @@ use cuzk::{BackendChoice, PinnedPool, PoolConfig, Prover, Timings};
 use ff::Field;
 use support::{fail, median, ms, Args};
 
-const USAGE: &str =
-    "usage: bench [--log-sizes 20,22,24] [--runs 3] [--bit-percent 75] [--cpu-max-log 22] [--pageable-max-log 24]";
+const USAGE: &str = "usage: bench [--log-sizes 20,22,24] [--runs 3] [--bit-percent 75] [--cpu-max-log 22] \
+                     [--pageable-max-log 24] [--separate-msms 1 (time each MSM; slower than the batched call)]";
 
 /// Median GB/s of host→device copies of `bytes`.
 fn h2d_rate(bytes: &[u8], runs: usize) -> f64 {
@@ -49,6 +49,7 @@ fn main() {
     let bits: u32 = args.get("--bit-percent", 75);
     let cpu_max: u32 = args.get("--cpu-max-log", 22);
     let pageable_max: u32 = args.get("--pageable-max-log", 24);
+    let separate: bool = args.get("--separate-msms", 0u8) != 0;
     let _ctx = cust::quick_init().unwrap_or_else(|e| fail(&format!("no CUDA device: {e}")));
     let gpu_name = cust::device::Device::get_device(0)
         .and_then(|d| d.name())
@@ -57,9 +58,11 @@ fn main() {
 
     let pinned_pool =
         PinnedPool::cuda(0, PinMode::default(), PoolConfig::default()).unwrap_or_else(|e| fail(&e.to_string()));
-    let gpu = Prover::new()
-        .with_backend(BackendChoice::Gpu(0))
+    let backend = cuzk::prover::cuda::CudaBackend::new(0)
         .unwrap_or_else(|e| fail(&e.to_string()))
+        .with_batched_msms(!separate);
+    let gpu = Prover::new()
+        .with_custom_backend(std::sync::Arc::new(backend))
         .with_pool(pinned_pool.clone());
     let pageable = Prover::new()
         .with_backend(BackendChoice::Gpu(0))
@@ -178,7 +181,17 @@ fn main() {
         println!(
             "| {k} | {total:.1} | {} | {} | {} | {} | {pin:.1} | {page:.1} | {} | {} | {} | {:.0} |",
             d(t.h),
-            d(t.msm_batch),
+            if separate {
+                format!(
+                    "L {} + A {} + B_G1 {} + B_G2 {}",
+                    d(t.msm_l),
+                    d(t.msm_a),
+                    d(t.msm_b_g1),
+                    d(t.msm_b_g2)
+                )
+            } else {
+                format!("{} (batched)", d(t.msm_batch))
+            },
             d(t.tail),
             abc >> 20,
             pg.map_or("-".into(), |x| format!("{x:.1}")),
