@@ -370,11 +370,20 @@ impl Prover {
         );
         let mut t = Timings::default();
         let mut proofs = Vec::with_capacity(assignments.len());
+        let n = assignments.len();
         for (i, assignment) in assignments.iter_mut().enumerate() {
+            let start = Instant::now();
             let c = backend.commitments(assignment, params, &mut t)?;
             let tail = Instant::now();
             proofs.push(randomize(params, &c, r[i], s[i]));
             t.tail += tail.elapsed();
+            log::info!(
+                "proof {}/{n} ({} constraints) on {} in {:.1} ms",
+                i + 1,
+                params.domain_size(),
+                backend.name(),
+                start.elapsed().as_secs_f64() * 1e3
+            );
         }
         Ok((proofs, t))
     }
