@@ -182,3 +182,13 @@ fn a_circuit_using_unallocated_variables_is_an_error() {
     let err = Prover::new().synthesize(Broken).unwrap_err();
     assert!(err.to_string().contains("aux variable 41"), "{err}");
 }
+
+#[cfg(not(feature = "cuda"))]
+#[test]
+fn asking_for_a_gpu_without_the_cuda_feature_is_an_error() {
+    let err = Prover::new().with_backend(cuzk::BackendChoice::Gpu(0)).unwrap_err();
+    assert!(matches!(err, Error::NoGpu(_)), "{err}");
+    // Auto never fails: it falls back to the CPU.
+    let auto = Prover::new().with_backend(cuzk::BackendChoice::Auto).unwrap();
+    assert_eq!(auto.backend_name(), "cpu");
+}
