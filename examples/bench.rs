@@ -58,15 +58,17 @@ fn main() {
 
     let pinned_pool =
         PinnedPool::cuda(0, PinMode::default(), PoolConfig::default()).unwrap_or_else(|e| fail(&e.to_string()));
-    let backend = cuzk::prover::cuda::CudaBackend::new(0)
-        .unwrap_or_else(|e| fail(&e.to_string()))
-        .with_batched_msms(!separate);
+    // One backend for the pinned and the pageable prover: the parameters go to the device once.
+    let backend = std::sync::Arc::new(
+        cuzk::prover::cuda::CudaBackend::new(0)
+            .unwrap_or_else(|e| fail(&e.to_string()))
+            .with_batched_msms(!separate),
+    );
     let gpu = Prover::new()
-        .with_custom_backend(std::sync::Arc::new(backend))
+        .with_custom_backend(backend.clone())
         .with_pool(pinned_pool.clone());
     let pageable = Prover::new()
-        .with_backend(BackendChoice::Gpu(0))
-        .unwrap_or_else(|e| fail(&e.to_string()))
+        .with_custom_backend(backend)
         .with_pool(PinnedPool::heap(PoolConfig::default()));
     let cpu = Prover::new()
         .with_backend(BackendChoice::Cpu)

@@ -214,16 +214,13 @@ impl ProvingAssignment {
     pub fn new_with_pinned(pool: &PinnedPool, hint: Option<CapacityHint>) -> Result<Self> {
         // Never below the unhinted start: a first (unhinted) synthesis leaves buffers of at
         // least that size in the pool, and the next, hinted one must be able to reuse them.
-        let constraints = hint
-            .map(|h| h.constraints)
-            .unwrap_or(0)
-            .max(DEFAULT_INITIAL_CONSTRAINTS);
+        let sized = |n: Option<usize>| n.unwrap_or(0).max(DEFAULT_INITIAL_CONSTRAINTS);
+        let constraints = sized(hint.map(|h| h.constraints));
         let mut this = Self::new_heap();
         this.a = PinnedVec::with_capacity_in(pool, constraints)?;
         this.b = PinnedVec::with_capacity_in(pool, constraints)?;
         this.c = PinnedVec::with_capacity_in(pool, constraints)?;
-        let aux = hint.map(|h| h.aux).unwrap_or(0).max(DEFAULT_INITIAL_CONSTRAINTS);
-        this.aux_assignment = PinnedVec::with_capacity_in(pool, aux)?;
+        this.aux_assignment = PinnedVec::with_capacity_in(pool, sized(hint.map(|h| h.aux)))?;
         if let Some(h) = hint {
             this.input_assignment.reserve(h.inputs);
             this.a_aux_density = DensityTracker::with_capacity(h.aux);

@@ -75,7 +75,8 @@ pub trait Backend: Send + Sync {
 #[non_exhaustive]
 pub enum BackendChoice {
     /// The GPU (device 0) when the `cuda` feature is on and a GPU is usable, else the CPU;
-    /// the choice is logged, and a `cuda` build that finds no GPU warns.
+    /// the choice is made once per process, logged, and a `cuda` build that finds no GPU
+    /// warns. Provers on `Auto` share that backend (and its resident parameters).
     #[default]
     Auto,
     /// The host's cores.
@@ -93,20 +94,29 @@ fn make_backend(choice: BackendChoice) -> Result<Arc<dyn Backend>> {
         BackendChoice::Gpu(d) => Err(Error::NoGpu(format!(
             "GPU {d} requested but cuzk was built without the `cuda` feature"
         ))),
-        BackendChoice::Auto => {
-            #[cfg(feature = "cuda")]
-            match cuda::CudaBackend::new(0) {
-                Ok(b) => {
-                    log::info!("cuzk: proving on GPU 0 (CUDA backend)");
-                    return Ok(Arc::new(b));
-                }
-                Err(e) => log::warn!("cuzk: no usable GPU ({e}); proving on the CPU"),
-            }
-            #[cfg(not(feature = "cuda"))]
-            log::debug!("cuzk: built without `cuda`; proving on the CPU");
-            Ok(Arc::new(cpu::CpuBackend))
-        }
+        BackendChoice::Auto => Ok(auto_backend()),
     }
+}
+
+/// The backend `Auto` picks, probed once per process and shared, so every `Prover::new()`
+/// (and every call of the free `prove` functions) uses one backend and its device-resident
+/// parameters instead of probing the GPU and uploading the parameters again.
+fn auto_backend() -> Arc<dyn Backend> {
+    static AUTO: std::sync::OnceLock<Arc<dyn Backend>> = std::sync::OnceLock::new();
+    AUTO.get_or_init(|| {
+        #[cfg(feature = "cuda")]
+        match cuda::CudaBackend::new(0) {
+            Ok(b) => {
+                log::info!("cuzk: proving on GPU 0 (CUDA backend)");
+                return Arc::new(b);
+            }
+            Err(e) => log::warn!("cuzk: no usable GPU ({e}); proving on the CPU"),
+        }
+        #[cfg(not(feature = "cuda"))]
+        log::debug!("cuzk: built without `cuda`; proving on the CPU");
+        Arc::new(cpu::CpuBackend)
+    })
+    .clone()
 }
 
 /// Where the time of a `prove` went, summed over the proofs of a batch.
@@ -186,9 +196,8 @@ impl Prover {
     /// A prover on the [`BackendChoice::Auto`] backend (the GPU in a `cuda` build that finds
     /// one, else the CPU), with no pool (a/b/c on the heap).
     pub fn new() -> Self {
-        let backend = make_backend(BackendChoice::Auto).unwrap_or_else(|_| Arc::new(cpu::CpuBackend));
         Self {
-            backend,
+            backend: auto_backend(),
             pool: None,
             hints: CapacityHints::default(),
         }

