@@ -87,6 +87,20 @@ pub enum Error {
         message: String,
     },
 
+    /// The GPU hit an error that poisons its context (illegal address, ECC error, launch
+    /// failure, Xid): nothing more can run on it in this process. The backend marks the device
+    /// unusable; `Auto` provers go on on the CPU, `Gpu(n)` provers fail fast with this error.
+    /// Restart the process (or use another GPU) to prove on it again.
+    #[error("GPU {device} lost: {message} (code {code}); restart the process to use it again")]
+    DeviceLost {
+        /// The device ordinal.
+        device: usize,
+        /// CUDA's error code.
+        code: i32,
+        /// What failed and CUDA's message.
+        message: String,
+    },
+
     /// No usable GPU although one was required.
     #[error("no usable GPU: {0}")]
     NoGpu(String),
