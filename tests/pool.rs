@@ -21,7 +21,10 @@ struct FakePinned {
     live: Arc<AtomicUsize>,
 }
 
-impl HostAllocator for FakePinned {
+// SAFETY: every block comes from HeapAllocator (which keeps the contract) and goes back to it
+// unchanged. "Pinned" is a deliberate, constant false claim, harmless here: nothing in these
+// tests DMAs, and the kernels accept pageable memory anyway (see the trait's contract).
+unsafe impl HostAllocator for FakePinned {
     fn name(&self) -> &'static str {
         "fake-pinned"
     }
@@ -44,7 +47,8 @@ impl HostAllocator for FakePinned {
 /// A backend that always fails, like cudaHostAlloc without a driver.
 struct Failing;
 
-impl HostAllocator for Failing {
+// SAFETY: `allocate` never returns a block, so there is nothing to keep valid or free.
+unsafe impl HostAllocator for Failing {
     fn name(&self) -> &'static str {
         "failing"
     }

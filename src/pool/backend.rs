@@ -16,7 +16,32 @@ pub const PAGE_SIZE: usize = 4096;
 ///
 /// The CUDA pinned backend (page-locked memory the GPU can DMA from at line rate) arrives with
 /// the `cuda` feature; [`HeapAllocator`] serves without it.
-pub trait HostAllocator: Send + Sync + 'static {
+///
+/// # Safety
+/// The pool's unsafe code (typed slices over blocks, copies during growth, device copies out of
+/// pinned blocks) trusts what an implementor returns. Implementing this trait promises:
+///
+/// - **Size and alignment.** A pointer returned by [`allocate(bytes)`](Self::allocate) is the
+///   start of a block of at least `bytes` bytes, aligned to [`PAGE_SIZE`].
+/// - **Valid memory.** The whole block is readable and writable (its contents may be
+///   anything; reading it needs no initialisation beyond what the pool writes) from the
+///   moment `allocate` returns until the block is handed to [`free`](Self::free).
+/// - **Exclusive.** The block overlaps no other live block of this or any other allocator,
+///   nor any memory the implementor (or anyone else) reads or writes while it is allocated:
+///   the pool owns it exclusively until it frees it.
+/// - **Stable until freed.** The block stays valid, at the same address, until `free` is
+///   called with exactly the `(ptr, bytes)` pair that `allocate` produced (`bytes` being the
+///   argument given to `allocate`); nothing else (drop of the allocator included, while
+///   blocks are out) releases, moves, remaps or changes the protection of it.
+/// - **Truthful pinning.** [`is_pinned`](Self::is_pinned) returns the same value on every call,
+///   and when it is `true` every block is page-locked host memory that the CUDA driver may DMA
+///   from and to for as long as it is allocated. (The kernels accept pageable memory too, so
+///   memory safety does not rest on this claim; a false `true` costs speed and misreports.)
+/// - **Threads.** `allocate` and `free` may be called from any thread, concurrently, and a
+///   block allocated on one thread may be freed on another (hence `Send + Sync`).
+/// - **Errors, not panics.** `allocate` reports failure as an `Err` and never returns a
+///   dangling or null block; neither method unwinds across the pool's bookkeeping.
+pub unsafe trait HostAllocator: Send + Sync + 'static {
     /// A short name for logs and errors (`"heap"`, `"cuda-pinned"`).
     fn name(&self) -> &'static str;
 
@@ -46,7 +71,11 @@ pub trait HostAllocator: Send + Sync + 'static {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct HeapAllocator;
 
-impl HostAllocator for HeapAllocator {
+// SAFETY: blocks are fresh anonymous private mappings of `bytes` bytes (page-aligned by the
+// kernel, readable and writable, disjoint from every other mapping) that stay mapped until
+// `free` unmaps exactly that range; `is_pinned` is constantly false; mmap/munmap are
+// thread-safe and the type holds no state.
+unsafe impl HostAllocator for HeapAllocator {
     fn name(&self) -> &'static str {
         "heap"
     }

@@ -90,7 +90,13 @@ impl CudaPinnedAllocator {
     }
 }
 
-impl HostAllocator for CudaPinnedAllocator {
+// SAFETY: `HostAlloc` blocks come from cuMemHostAlloc (page-aligned, page-locked, portable,
+// valid until cuMemFreeHost); `Register` blocks are HeapAllocator mappings (see its SAFETY
+// note) page-locked by cuMemHostRegister until `free` unregisters and unmaps them. Both are
+// pinned, so `is_pinned` is constantly true. The retained primary context keeps the driver
+// state alive while blocks are out (the pool frees every block before dropping its backend);
+// the driver calls are thread-safe and leave the caller's current context as it was.
+unsafe impl HostAllocator for CudaPinnedAllocator {
     fn name(&self) -> &'static str {
         match self.mode {
             PinMode::HostAlloc => "cuda-hostalloc",
