@@ -69,6 +69,7 @@ mod cuda {
             ));
         }
 
+        println!("cargo:rustc-env=CUZK_BUILT_ARCHS={}", archs.join(","));
         let kernels = Path::new("kernels");
         let mut sources = Vec::new();
         for entry in std::fs::read_dir(kernels).unwrap_or_else(|e| fail(&format!("cannot read kernels/: {e}"))) {
@@ -108,6 +109,9 @@ mod cuda {
                 .warnings(false)
                 // Never device debug (-G): cc derives it from the profile's debug info.
                 .debug(false);
+            if env::var_os("CARGO_FEATURE_FAULT_INJECTION").is_some() {
+                b.define("CUZK_FAULT_INJECTION", None);
+            }
             for a in &archs {
                 b.flag(format!("-gencode=arch=compute_{a},code=sm_{a}"));
             }
@@ -145,6 +149,8 @@ mod cuda {
             }
         }
         println!("cargo:rustc-link-lib=static=cudart_static");
+        // The kernels save and restore the caller's context through the driver API.
+        println!("cargo:rustc-link-lib=dylib=cuda");
         println!("cargo:rustc-link-lib=dylib=stdc++");
         println!("cargo:rustc-link-lib=dylib=dl");
         println!("cargo:rustc-link-lib=dylib=rt");

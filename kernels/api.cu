@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+#include <algorithm>
+#include <cuda.h>
 
 struct cuzk_k_bases {
     int device;
@@ -18,8 +20,43 @@ namespace cuzk {
 namespace {
 std::mutex g_mu;
 std::vector<dev_ctx *> g_ctx;  // never freed (process lifetime)
+
+knobs read_knobs()
+{
+    knobs k;
+    const char *e = getenv("CUZK_K_WINDOW_BITS");
+    if (e && *e) k.window_bits = atoi(e);
+    e = getenv("CUZK_K_MAX_PART");
+    if (e && *e && atol(e) > 0) k.max_part = (size_t)atol(e);
+    e = getenv("CUZK_K_PROFILE");
+    k.profile = e && *e && *e != '0';
+    return k;
+}
+
+__global__ void k_probe(uint32_t *out, uint32_t v)
+{
+    if (threadIdx.x == 0 && blockIdx.x == 0) *out = v ^ 0x5a5a5a5au;
+}
+
+#ifdef CUZK_FAULT_INJECTION
+std::mutex g_fault_mu;
+int g_fault_phase = 0, g_fault_index = -1, g_fault_code = 0, g_fault_left = 0, g_fault_fired = 0;
+#endif
 }  // namespace
 
+#ifdef CUZK_FAULT_INJECTION
+bool fault_hit(int phase, int index, cudaError_t *code)
+{
+    std::lock_guard<std::mutex> lk(g_fault_mu);
+    if (g_fault_phase != phase || (g_fault_index >= 0 && g_fault_index != index)) return false;
+    *code = (cudaError_t)g_fault_code;
+    if (--g_fault_left <= 0) g_fault_phase = 0;
+    g_fault_fired++;
+    return true;
+}
+#endif
+
+// Needs the device current on this thread (run_on makes it so).
 cuzk_kresult get_ctx(int device, dev_ctx **out)
 {
     int count = 0;
@@ -27,22 +64,33 @@ cuzk_kresult get_ctx(int device, dev_ctx **out)
     if (device < 0 || device >= count) return arg_err(CUZK_K_ERR_BAD_DEVICE, "no such CUDA device");
     std::lock_guard<std::mutex> lk(g_mu);
     if (g_ctx.size() < (size_t)count) g_ctx.resize(count, nullptr);
-    CUZK_CK(cudaSetDevice(device));
     if (!g_ctx[device]) {
         dev_ctx *c = new dev_ctx;
         c->device = device;
+        c->k = read_knobs();
         cudaError_t e = cudaDeviceGetAttribute(&c->sm_count, cudaDevAttrMultiProcessorCount, device);
         if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&c->s_comp, cudaStreamNonBlocking);
         if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&c->s_copy, cudaStreamNonBlocking);
-        cudaMemPool_t pool;
-        if (e == cudaSuccess) e = cudaDeviceGetDefaultMemPool(&pool, device);
         if (e == cudaSuccess) {
-            uint64_t thr = UINT64_MAX;  // keep freed pool memory for the next proof
-            e = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &thr);
+            // Our own pool: the device's default pool, and its settings, belong to the caller.
+            cudaMemPoolProps props = {};
+            props.allocType = cudaMemAllocationTypePinned;
+            props.handleTypes = cudaMemHandleTypeNone;
+            props.location.type = cudaMemLocationTypeDevice;
+            props.location.id = device;
+            e = cudaMemPoolCreate(&c->pool, &props);
+        }
+        if (e == cudaSuccess) {
+            // Keep freed memory for the next proof; cuzk_k_device_release_caches (and the
+            // out-of-memory path in Rust) trims it.
+            uint64_t thr = UINT64_MAX;
+            e = cudaMemPoolSetAttribute(c->pool, cudaMemPoolAttrReleaseThreshold, &thr);
         }
         if (e != cudaSuccess) {
+            (void)cudaGetLastError();
             if (c->s_comp) cudaStreamDestroy(c->s_comp);
             if (c->s_copy) cudaStreamDestroy(c->s_copy);
+            if (c->pool) cudaMemPoolDestroy(c->pool);
             delete c;
             return cuda_err(e);
         }
@@ -52,14 +100,47 @@ cuzk_kresult get_ctx(int device, dev_ctx **out)
     return ok();
 }
 
-profiler::profiler(const char *w, cudaStream_t st) : s(st), what(w)
+// Runs body(ctx) on `device` with its lock held, then, on every path, waits for both streams
+// (so no copy still reads the caller's host buffers and every stream-ordered free has
+// happened), clears the thread's last CUDA error, and gives the thread back the CUDA context
+// it had (the caller's, or none).
+template <class Body>
+cuzk_kresult run_on(int device, Body body)
 {
-    static int enabled = -1;
-    if (enabled < 0) {
-        const char *e = getenv("CUZK_K_PROFILE");
-        enabled = (e && *e && *e != '0') ? 1 : 0;
+    (void)cudaGetLastError();
+    int count = 0;
+    CUZK_CK(cudaGetDeviceCount(&count));  // initialises the driver
+    if (device < 0 || device >= count) return arg_err(CUZK_K_ERR_BAD_DEVICE, "no such CUDA device");
+    CUcontext saved = nullptr;
+    if (cuCtxGetCurrent(&saved) != CUDA_SUCCESS) saved = nullptr;
+    struct restore_ctx {
+        CUcontext c;
+        ~restore_ctx()
+        {
+            (void)cudaGetLastError();
+            cuCtxSetCurrent(c);
+        }
+    } restore{saved};
+    CUZK_CK(cudaSetDevice(device));
+    dev_ctx *ctx;
+    CUZK_TRY(get_ctx(device, &ctx));
+    std::lock_guard<std::mutex> lk(ctx->mu);
+    ctx->phase = ctx->index = 0;
+    cuzk_kresult r = body(ctx);
+    cudaError_t e1 = cudaStreamSynchronize(ctx->s_copy);
+    cudaError_t e2 = cudaStreamSynchronize(ctx->s_comp);
+    if (r.code == 0 && e1 != cudaSuccess) r = cuda_err(e1);
+    if (r.code == 0 && e2 != cudaSuccess) r = cuda_err(e2);
+    if (r.code != 0) {
+        r.phase = ctx->phase;
+        r.index = ctx->index;
     }
-    on = enabled == 1;
+    (void)cudaGetLastError();
+    return r;
+}
+
+profiler::profiler(const char *w, cudaStream_t st, bool enabled) : on(enabled), s(st), what(w)
+{
     mark("start");
 }
 
@@ -82,11 +163,10 @@ profiler::~profiler()
 
 namespace {
 
-cuzk_kresult trim_pool(int device)
+cuzk_kresult trim_pool(dev_ctx *ctx)
 {
-    cudaMemPool_t pool;
-    CUZK_CK(cudaDeviceGetDefaultMemPool(&pool, device));
-    CUZK_CK(cudaMemPoolTrimTo(pool, 0));
+    CUZK_CK(cudaStreamSynchronize(ctx->s_comp));
+    CUZK_CK(cudaMemPoolTrimTo(ctx->pool, 0));
     return ok();
 }
 
@@ -97,27 +177,27 @@ cuzk_kresult bases_upload(int device, int group, size_t elem, const void *host, 
     *out = nullptr;
     if (!host && n) return arg_err(CUZK_K_ERR_NULL_ARG, "bases_upload: host_points is NULL");
     if (n > 0x7fffffffu) return arg_err(CUZK_K_ERR_TOO_LARGE, "bases_upload: more than 2^31-1 points");
-    dev_ctx *ctx;
-    CUZK_TRY(get_ctx(device, &ctx));
-    std::lock_guard<std::mutex> lk(ctx->mu);
-    CUZK_CK(cudaSetDevice(device));
-    void *d = nullptr;
-    size_t bytes = std::max<size_t>(n * elem, 256);
-    cudaError_t e = cudaMalloc(&d, bytes);
-    if (e == cudaErrorMemoryAllocation) {  // the pool may hold freed memory: give it back, retry
-        cudaGetLastError();
-        CUZK_CK(cudaStreamSynchronize(ctx->s_comp));
-        CUZK_TRY(trim_pool(device));
-        e = cudaMalloc(&d, bytes);
-    }
-    CUZK_CK(e);
-    if (n) {
-        e = cudaMemcpy(d, host, n * elem, cudaMemcpyHostToDevice);
-        if (e != cudaSuccess) { cudaFree(d); return cuda_err(e); }
-    }
-    cuzk_k_bases *b = new cuzk_k_bases{device, group, n, d};
-    *out = b;
-    return ok();
+    return run_on(device, [&](dev_ctx *ctx) -> cuzk_kresult {
+        ctx->phase = CUZK_K_PHASE_UPLOAD;
+        void *d = nullptr;
+        size_t bytes = std::max<size_t>(n * elem, 256);
+        cudaError_t e = cudaMalloc(&d, bytes);
+        if (e == cudaErrorMemoryAllocation) {  // our pool may hold freed memory: give it back, retry
+            (void)cudaGetLastError();
+            CUZK_TRY(trim_pool(ctx));
+            e = cudaMalloc(&d, bytes);
+        }
+        CUZK_CK(e);
+        struct free_on_error {
+            void *d;
+            ~free_on_error() { if (d) cudaFree(d); }
+        } guard{d};
+        if (n) CUZK_CK(cudaMemcpy(d, host, n * elem, cudaMemcpyHostToDevice));
+        CUZK_PHASE(ctx, CUZK_K_PHASE_UPLOAD, 0);
+        *out = new cuzk_k_bases{device, group, n, d};
+        guard.d = nullptr;
+        return ok();
+    });
 }
 
 template <class F>
@@ -127,11 +207,10 @@ cuzk_kresult msm_api(int group, const cuzk_k_bases *bases, size_t base_offset, c
     if (!bases || !out) return arg_err(CUZK_K_ERR_NULL_ARG, "msm: bases or out is NULL");
     if (!scalars && n) return arg_err(CUZK_K_ERR_NULL_ARG, "msm: scalars is NULL");
     if (bases->group != group) return arg_err(CUZK_K_ERR_WRONG_GROUP, "msm: bases of the other group");
-    dev_ctx *ctx;
-    CUZK_TRY(get_ctx(bases->device, &ctx));
-    std::lock_guard<std::mutex> lk(ctx->mu);
-    CUZK_CK(cudaSetDevice(bases->device));
-    return msm_run<F>(ctx, bases->d, bases->n, base_offset, nullptr, scalars, n, density, out);
+    return run_on(bases->device, [&](dev_ctx *ctx) -> cuzk_kresult {
+        CUZK_PHASE(ctx, CUZK_K_PHASE_MSM, 0);
+        return msm_run<F>(ctx, bases->d, bases->n, base_offset, nullptr, scalars, n, density, out);
+    });
 }
 
 cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count)
@@ -145,50 +224,44 @@ cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count)
         if (j.bases->device != jobs[0].bases->device)
             return arg_err(CUZK_K_ERR_MIXED_DEVICES, "msm_batch: jobs on different devices");
     }
-    const int device = jobs[0].bases->device;
-    dev_ctx *ctx;
-    CUZK_TRY(get_ctx(device, &ctx));
-    std::lock_guard<std::mutex> lk(ctx->mu);
-    CUZK_CK(cudaSetDevice(device));
-    cudaStream_t s = ctx->s_comp, sc = ctx->s_copy;
-    dbuf buf[2];
-    cudaEvent_t ev[3] = {};
-    struct ev_guard {
-        cudaEvent_t *e;
-        ~ev_guard() { for (int i = 0; i < 3; i++) if (e[i]) cudaEventDestroy(e[i]); }
-    } guard{ev};
-    for (int k = 0; k < 3; k++) CUZK_CK(cudaEventCreateWithFlags(&ev[k], cudaEventDisableTiming));
-    // on every exit, make the compute stream (where buf is freed) wait for the copy stream
-    struct join_guard {
-        cudaStream_t s, sc;
-        cudaEvent_t e;
-        ~join_guard() { cudaEventRecord(e, sc); cudaStreamWaitEvent(s, e, 0); }
-    } join{s, sc, ev[2]};
-    // queue the copy of job i's scalars into buf[i % 2] on the copy stream
-    auto prefetch = [&](size_t i) -> cuzk_kresult {
-        if (i >= count || jobs[i].n == 0) return ok();
-        dbuf &b = buf[i % 2];
-        CUZK_CK(b.alloc(jobs[i].n * 32, s));
-        CUZK_CK(cudaEventRecord(ev[2], s));
-        CUZK_CK(cudaStreamWaitEvent(sc, ev[2], 0));
-        CUZK_CK(cudaMemcpyAsync(b.p, jobs[i].host_scalars, jobs[i].n * 32, cudaMemcpyHostToDevice, sc));
-        CUZK_CK(cudaEventRecord(ev[i % 2], sc));
+    return run_on(jobs[0].bases->device, [&](dev_ctx *ctx) -> cuzk_kresult {
+        cudaStream_t s = ctx->s_comp, sc = ctx->s_copy;
+        dbuf buf[2];
+        copy_join join{sc};  // buf is written on the copy stream: join it before buf is freed
+        cudaEvent_t ev[3] = {};
+        struct ev_guard {
+            cudaEvent_t *e;
+            ~ev_guard() { for (int i = 0; i < 3; i++) if (e[i]) cudaEventDestroy(e[i]); }
+        } guard{ev};
+        for (int k = 0; k < 3; k++) CUZK_CK(cudaEventCreateWithFlags(&ev[k], cudaEventDisableTiming));
+        // queue the copy of job i's scalars into buf[i % 2] on the copy stream
+        auto prefetch = [&](size_t i) -> cuzk_kresult {
+            if (i >= count || jobs[i].n == 0) return ok();
+            dbuf &b = buf[i % 2];
+            CUZK_CK(b.alloc(ctx, jobs[i].n * 32));
+            CUZK_CK(cudaEventRecord(ev[2], s));
+            CUZK_CK(cudaStreamWaitEvent(sc, ev[2], 0));
+            CUZK_CK(cudaMemcpyAsync(b.p, jobs[i].host_scalars, jobs[i].n * 32, cudaMemcpyHostToDevice, sc));
+            CUZK_CK(cudaEventRecord(ev[i % 2], sc));
+            return ok();
+        };
+        ctx->phase = CUZK_K_PHASE_MSM_JOB;
+        CUZK_TRY(prefetch(0));
+        for (size_t i = 0; i < count; i++) {
+            const cuzk_k_msm_job &j = jobs[i];
+            CUZK_TRY(prefetch(i + 1));
+            CUZK_PHASE(ctx, CUZK_K_PHASE_MSM_JOB, (int)i);
+            if (j.n) CUZK_CK(cudaStreamWaitEvent(s, ev[i % 2], 0));
+            const void *d = j.n ? buf[i % 2].p : nullptr;
+            const void *h = j.n ? nullptr : j.host_scalars;
+            if (j.bases->group == 1)
+                CUZK_TRY(msm_run<fp_t>(ctx, j.bases->d, j.bases->n, j.base_offset, d, h, j.n, j.density_bits, j.out_jacobian));
+            else
+                CUZK_TRY(msm_run<fp2_t>(ctx, j.bases->d, j.bases->n, j.base_offset, d, h, j.n, j.density_bits, j.out_jacobian));
+        }
+        CUZK_CK(cudaStreamSynchronize(sc));
         return ok();
-    };
-    CUZK_TRY(prefetch(0));
-    for (size_t i = 0; i < count; i++) {
-        const cuzk_k_msm_job &j = jobs[i];
-        CUZK_TRY(prefetch(i + 1));
-        if (j.n) CUZK_CK(cudaStreamWaitEvent(s, ev[i % 2], 0));
-        const void *d = j.n ? buf[i % 2].p : nullptr;
-        const void *h = j.n ? nullptr : j.host_scalars;
-        if (j.bases->group == 1)
-            CUZK_TRY(msm_run<fp_t>(ctx, j.bases->d, j.bases->n, j.base_offset, d, h, j.n, j.density_bits, j.out_jacobian));
-        else
-            CUZK_TRY(msm_run<fp2_t>(ctx, j.bases->d, j.bases->n, j.base_offset, d, h, j.n, j.density_bits, j.out_jacobian));
-    }
-    CUZK_CK(cudaStreamSynchronize(sc));
-    return ok();
+    });
 }
 
 cuzk_kresult check_h_args(const void *a, const void *b, const void *c, size_t n, uint32_t log_m)
@@ -204,9 +277,9 @@ cuzk_kresult check_h_args(const void *a, const void *b, const void *c, size_t n,
 
 using namespace cuzk;
 
-#define API_GUARD(body)                                                               \
+#define API_GUARD(...)                                                                \
     try {                                                                             \
-        body                                                                          \
+        __VA_ARGS__                                                                   \
     } catch (const std::bad_alloc &) {                                                \
         return arg_err(CUZK_K_ERR_INTERNAL, "host allocation failed (std::bad_alloc)"); \
     } catch (...) {                                                                   \
@@ -225,6 +298,55 @@ cuzk_kresult cuzk_k_device_count(int *out)
     return ok();
 }
 
+cuzk_kresult cuzk_k_device_probe(int device, cuzk_k_device_info *out)
+{
+    if (!out) return arg_err(CUZK_K_ERR_NULL_ARG, "device_probe: out is NULL");
+    API_GUARD({
+        cuzk_k_device_info info = {};
+        cuzk_kresult r = run_on(device, [&](dev_ctx *ctx) -> cuzk_kresult {
+            cudaDeviceProp p;
+            CUZK_CK(cudaGetDeviceProperties(&p, device));
+            info.cc_major = p.major;
+            info.cc_minor = p.minor;
+            info.sm_count = p.multiProcessorCount;
+            snprintf(info.name, sizeof info.name, "%s", p.name);
+            CUZK_CK(cudaMemGetInfo(&info.free_bytes, &info.total_bytes));
+            // Is there code for this GPU in the build (SASS for its architecture, or PTX the
+            // driver can compile)? cudaErrorNoKernelImageForDevice / InvalidDeviceFunction if not.
+            cudaFuncAttributes fa;
+            CUZK_CK(cudaFuncGetAttributes(&fa, k_probe));
+            info.binary_version = fa.binaryVersion;
+            info.ptx_version = fa.ptxVersion;
+            // And a real launch, through the stream cuzk uses.
+            dbuf d;
+            CUZK_CK(d.alloc(ctx, 4));
+            k_probe<<<1, 32, 0, ctx->s_comp>>>(d.as<uint32_t>(), 0x12345678u);
+            CUZK_CKL();
+            uint32_t v = 0;
+            CUZK_CK(cudaMemcpyAsync(&v, d.p, 4, cudaMemcpyDeviceToHost, ctx->s_comp));
+            CUZK_CK(cudaStreamSynchronize(ctx->s_comp));
+            if (v != (0x12345678u ^ 0x5a5a5a5au)) return arg_err(CUZK_K_ERR_INTERNAL, "device_probe: the probe kernel wrote a wrong value");
+            return ok();
+        });
+        if (r.code == 0) *out = info;
+        return r;
+    })
+}
+
+cuzk_kresult cuzk_k_device_mem_info(int device, size_t *free_bytes, size_t *total_bytes)
+{
+    if (!free_bytes || !total_bytes) return arg_err(CUZK_K_ERR_NULL_ARG, "device_mem_info: NULL out");
+    API_GUARD({
+        size_t f = 0, t = 0;
+        cuzk_kresult r = run_on(device, [&](dev_ctx *) -> cuzk_kresult {
+            CUZK_CK(cudaMemGetInfo(&f, &t));
+            return ok();
+        });
+        if (r.code == 0) { *free_bytes = f; *total_bytes = t; }
+        return r;
+    })
+}
+
 cuzk_kresult cuzk_k_bases_upload_g1(int device, const void *host_points, size_t n, cuzk_k_bases **out)
 {
     API_GUARD(return bases_upload(device, 1, sizeof(affine_t<fp_t>), host_points, n, out);)
@@ -239,16 +361,10 @@ cuzk_kresult cuzk_k_bases_free(cuzk_k_bases *bases)
 {
     if (!bases) return ok();
     API_GUARD({
-        dev_ctx *ctx;
-        cuzk_kresult r = get_ctx(bases->device, &ctx);
-        if (r.code == 0) {
-            std::lock_guard<std::mutex> lk(ctx->mu);
-            cudaSetDevice(bases->device);
-            cudaError_t e = cudaFree(bases->d);
-            delete bases;
-            if (e != cudaSuccess) return cuda_err(e);
+        cuzk_kresult r = run_on(bases->device, [&](dev_ctx *) -> cuzk_kresult {
+            CUZK_CK(cudaFree(bases->d));
             return ok();
-        }
+        });
         delete bases;
         return r;
     })
@@ -280,13 +396,10 @@ cuzk_kresult cuzk_k_compute_h(int device, const void *a, const void *b, const vo
     API_GUARD({
         CUZK_TRY(check_h_args(a, b, c, n, log_m));
         if (!h_out) return arg_err(CUZK_K_ERR_NULL_ARG, "compute_h: h_out is NULL");
-        dev_ctx *ctx;
-        CUZK_TRY(get_ctx(device, &ctx));
-        std::lock_guard<std::mutex> lk(ctx->mu);
-        CUZK_CK(cudaSetDevice(device));
-        dbuf d_h;
-        CUZK_TRY(compute_h_dev(ctx, a, b, c, n, log_m, d_h, h_out));
-        return ok();
+        return run_on(device, [&](dev_ctx *ctx) -> cuzk_kresult {
+            dbuf d_h;
+            return compute_h_dev(ctx, a, b, c, n, log_m, d_h, h_out);
+        });
     })
 }
 
@@ -300,29 +413,43 @@ cuzk_kresult cuzk_k_compute_h_msm(const cuzk_k_bases *h_bases, const void *a, co
         CUZK_TRY(check_h_args(a, b, c, n, log_m));
         size_t m = (size_t)1 << log_m;
         if (h_bases->n < m - 1) return arg_err(CUZK_K_ERR_RANGE, "compute_h_msm: fewer than m-1 H bases");
-        dev_ctx *ctx;
-        CUZK_TRY(get_ctx(h_bases->device, &ctx));
-        std::lock_guard<std::mutex> lk(ctx->mu);
-        CUZK_CK(cudaSetDevice(h_bases->device));
-        dbuf d_h;
-        CUZK_TRY(compute_h_dev(ctx, a, b, c, n, log_m, d_h, h_out));
-        return msm_run<fp_t>(ctx, h_bases->d, h_bases->n, 0, d_h.p, nullptr, m - 1, nullptr, out_jacobian);
+        return run_on(h_bases->device, [&](dev_ctx *ctx) -> cuzk_kresult {
+            dbuf d_h;
+            CUZK_TRY(compute_h_dev(ctx, a, b, c, n, log_m, d_h, h_out));
+            CUZK_PHASE(ctx, CUZK_K_PHASE_H_MSM, 0);
+            return msm_run<fp_t>(ctx, h_bases->d, h_bases->n, 0, d_h.p, nullptr, m - 1, nullptr, out_jacobian);
+        });
     })
 }
 
 cuzk_kresult cuzk_k_device_release_caches(int device)
 {
     API_GUARD({
-        dev_ctx *ctx;
-        CUZK_TRY(get_ctx(device, &ctx));
-        std::lock_guard<std::mutex> lk(ctx->mu);
-        CUZK_CK(cudaSetDevice(device));
-        CUZK_CK(cudaStreamSynchronize(ctx->s_comp));
-        CUZK_CK(cudaStreamSynchronize(ctx->s_copy));
-        free_ntt_tables(ctx);
-        CUZK_TRY(trim_pool(device));
-        return ok();
+        return run_on(device, [&](dev_ctx *ctx) -> cuzk_kresult {
+            CUZK_CK(cudaStreamSynchronize(ctx->s_comp));
+            CUZK_CK(cudaStreamSynchronize(ctx->s_copy));
+            free_ntt_tables(ctx);
+            return trim_pool(ctx);
+        });
     })
 }
+
+#ifdef CUZK_FAULT_INJECTION
+cuzk_kresult cuzk_k_fault_arm(int phase, int index, int code, int count)
+{
+    std::lock_guard<std::mutex> lk(g_fault_mu);
+    g_fault_phase = count > 0 ? phase : 0;
+    g_fault_index = index;
+    g_fault_code = code;
+    g_fault_left = count;
+    return ok();
+}
+
+int cuzk_k_fault_fired(void)
+{
+    std::lock_guard<std::mutex> lk(g_fault_mu);
+    return g_fault_fired;
+}
+#endif
 
 }  // extern "C"

@@ -13,10 +13,15 @@ inline cuzk_kresult ok() { return cuzk_kresult{0, "ok"}; }
 inline cuzk_kresult cuda_err(cudaError_t e) { return cuzk_kresult{(int32_t)e, cudaGetErrorString(e)}; }
 inline cuzk_kresult arg_err(int32_t code, const char *msg) { return cuzk_kresult{code, msg}; }
 
+// A failed runtime call also records itself as the thread's "last error"; clearing it here
+// means a later cudaGetLastError (after a kernel launch) never reports this old failure.
 #define CUZK_CK(call)                                                  \
     do {                                                               \
         cudaError_t e_ = (call);                                       \
-        if (e_ != cudaSuccess) return ::cuzk::cuda_err(e_);            \
+        if (e_ != cudaSuccess) {                                       \
+            (void)cudaGetLastError();                                  \
+            return ::cuzk::cuda_err(e_);                               \
+        }                                                              \
     } while (0)
 #define CUZK_CKL() CUZK_CK(cudaGetLastError())
 #define CUZK_TRY(expr)                                                 \
@@ -25,7 +30,35 @@ inline cuzk_kresult arg_err(int32_t code, const char *msg) { return cuzk_kresult
         if (r_.code != 0) return r_;                                   \
     } while (0)
 
+// CUZK_PHASE(ctx, phase, index) records where a call is (run_on copies it into a failed
+// result). With -DCUZK_FAULT_INJECTION (the crate's `fault-injection` feature, tests only) it
+// also returns the armed CUDA error when the armed phase and index are reached, once.
+#ifdef CUZK_FAULT_INJECTION
+bool fault_hit(int phase, int index, cudaError_t *code);
+#define CUZK_PHASE(ctx, ph, ix)                                        \
+    do {                                                               \
+        (ctx)->phase = (ph);                                           \
+        (ctx)->index = (ix);                                           \
+        cudaError_t f_;                                                \
+        if (::cuzk::fault_hit((ph), (ix), &f_)) return ::cuzk::cuda_err(f_); \
+    } while (0)
+#else
+#define CUZK_PHASE(ctx, ph, ix)                                        \
+    do {                                                               \
+        (ctx)->phase = (ph);                                           \
+        (ctx)->index = (ix);                                           \
+    } while (0)
+#endif
+
 struct ntt_tables;  // ntt.cu
+
+// Settings read from the environment once, when a device context is made (the device probe),
+// never on the proving path (getenv races a caller's setenv).
+struct knobs {
+    int window_bits = 0;  // CUZK_K_WINDOW_BITS: force the MSM window (4..20), 0 = cost model
+    size_t max_part = 0;  // CUZK_K_MAX_PART: cap the big-scalar part size (tests), 0 = none
+    bool profile = false; // CUZK_K_PROFILE: print phase times to stderr
+};
 
 // One per device; `mu` serialises all work on the device.
 struct dev_ctx {
@@ -34,14 +67,19 @@ struct dev_ctx {
     int sm_count = 0;
     cudaStream_t s_comp = nullptr;  // compute stream
     cudaStream_t s_copy = nullptr;  // host->device copy stream
+    cudaMemPool_t pool = nullptr;   // our own stream-ordered pool (the default pool is the caller's)
+    knobs k;
+    int phase = 0, index = 0;       // where the running call is (CUZK_PHASE)
     ntt_tables *tables[32] = {};    // NTT tables per log_m (ntt.cu owns them)
 };
 
-// Look up (create on first use) the context of `device`, make it current on this thread.
+// Look up (create on first use) the context of `device`. Does not change the thread's
+// current device: run_on() does that, and puts it back.
 cuzk_kresult get_ctx(int device, dev_ctx **out);
 
-// A stream-ordered device buffer (cudaMallocAsync from the device's default pool, whose
-// release threshold is raised so repeated proofs reuse memory). Freed on `s` when destroyed.
+// A stream-ordered device buffer from the context's pool, allocated and freed on the compute
+// stream. Anything the copy stream writes into one must be joined (copy_join) before the
+// buffer is destroyed.
 struct dbuf {
     void *p = nullptr;
     cudaStream_t s = nullptr;
@@ -49,12 +87,12 @@ struct dbuf {
     dbuf(const dbuf &) = delete;
     dbuf &operator=(const dbuf &) = delete;
     ~dbuf() { release(); }
-    cudaError_t alloc(size_t bytes, cudaStream_t st)
+    cudaError_t alloc(dev_ctx *ctx, size_t bytes)
     {
         release();
-        s = st;
+        s = ctx->s_comp;
         if (bytes == 0) bytes = 256;
-        return cudaMallocAsync(&p, bytes, st);
+        return cudaMallocFromPoolAsync(&p, bytes, ctx->pool, s);
     }
     void release()
     {
@@ -62,6 +100,18 @@ struct dbuf {
         p = nullptr;
     }
     template <class T> T *as() const { return static_cast<T *>(p); }
+};
+
+// Declared after the buffers a function copies into on the copy stream: on every exit (error
+// paths included) waits for that stream, so no buffer is freed, and no host buffer handed
+// back to the caller, while a copy still touches it.
+struct copy_join {
+    cudaStream_t sc;
+    bool on = true;
+    ~copy_join()
+    {
+        if (on) cudaStreamSynchronize(sc);
+    }
 };
 
 // MSM over device-resident data (msm_g1.cu / msm_g2.cu). d_scalars: device Montgomery
@@ -78,7 +128,7 @@ cuzk_kresult compute_h_dev(dev_ctx *ctx, const void *a, const void *b, const voi
                            uint32_t log_m, dbuf &d_h, void *h_out);
 void free_ntt_tables(dev_ctx *ctx);
 
-// Optional phase profiler: with CUZK_K_PROFILE=1 in the environment, events are recorded on
+// Optional phase profiler: with CUZK_K_PROFILE=1 (read at context creation), events are recorded on
 // a stream at named points and the phase times are printed to stderr at the end of the call.
 struct profiler {
     bool on = false;
@@ -87,7 +137,7 @@ struct profiler {
     int n = 0;
     cudaEvent_t ev[32];
     const char *name[32];
-    profiler(const char *w, cudaStream_t st);
+    profiler(const char *w, cudaStream_t st, bool enabled);
     void mark(const char *nm)
     {
         if (!on || n >= 32) return;

@@ -14,8 +14,27 @@
  *
  * Threading: every call may come from any host thread. Work on one device is serialised by a
  * per-device lock (one call at a time per GPU); calls on different devices run concurrently.
- * All functions are synchronous: when they return, outputs are written and inputs may be
- * reused. Host buffers may be pageable or pinned (pinned is ~9x faster to copy).
+ * Host buffers may be pageable or pinned (pinned is ~9x faster to copy).
+ *
+ * Every call is synchronous, ON EVERY EXIT PATH, errors included: before a function returns,
+ * all work it queued on the device's streams has finished. So when it returns, whatever the
+ * result, no copy still reads the caller's host buffers (they may be freed, unpinned or
+ * rewritten at once), no copy still writes the caller's outputs, and every device buffer the
+ * call allocated has been freed back to cuzk's own memory pool.
+ *
+ * What a call leaves behind: on success, the outputs. On failure, nothing of its own (device
+ * buffers freed, events destroyed, outputs not written unless documented) and no pending
+ * CUDA "last error" on the calling thread (a later call never reports an older failure).
+ * After a sticky error (illegal address, ECC, launch failure: codes 214, 700, 702, 709, 710,
+ * 714-719, 999) the device's context is unusable for the rest of the process; every later
+ * call on it fails too.
+ *
+ * CUDA state of the calling thread: a call makes the device's primary context current while
+ * it runs and puts back the context that was current before (or none). It never changes the
+ * device's default memory pool: scratch memory comes from a pool of cuzk's own per device,
+ * which keeps freed memory for the next call until cuzk_k_device_release_caches trims it.
+ * Environment knobs (CUZK_K_PROFILE, CUZK_K_WINDOW_BITS, CUZK_K_MAX_PART) are read once per
+ * device, when its context is made (the first call on it: cuzk_k_device_probe), never later.
  */
 #ifndef CUZK_KERNELS_H
 #define CUZK_KERNELS_H
@@ -30,6 +49,8 @@ extern "C" {
 typedef struct cuzk_kresult {
     int32_t code;
     const char *message;
+    int32_t phase;  /* on failure: the CUZK_K_PHASE_* the call was in (0 = before any) */
+    int32_t index;  /* and its index (NTT step, batch job), as for fault injection below */
 } cuzk_kresult;
 
 /* Negative (argument / internal) codes. */
@@ -47,6 +68,24 @@ typedef struct cuzk_k_bases cuzk_k_bases;
 
 /* Number of CUDA devices (0 if the driver is missing: that returns an error code too). */
 cuzk_kresult cuzk_k_device_count(int *out);
+
+/* What cuzk_k_device_probe found. */
+typedef struct cuzk_k_device_info {
+    int cc_major, cc_minor;  /* compute capability */
+    int sm_count;
+    int binary_version;      /* of the code the driver picked for this GPU: 10*major+minor */
+    int ptx_version;         /* PTX version it was built from (0 if SASS only) */
+    size_t free_bytes, total_bytes;
+    char name[256];
+} cuzk_k_device_info;
+
+/* Checks that `device` can run cuzk: makes its context (streams, memory pool), checks that the
+ * build holds code for its architecture (cudaErrorNoKernelImageForDevice otherwise), launches
+ * a real kernel and reads its result back. Fills *out on success. */
+cuzk_kresult cuzk_k_device_probe(int device, cuzk_k_device_info *out);
+
+/* cudaMemGetInfo of `device` (without changing the calling thread's context). */
+cuzk_kresult cuzk_k_device_mem_info(int device, size_t *free_bytes, size_t *total_bytes);
 
 /* Copy n affine points (blst_p1_affine[n] / blst_p2_affine[n]) to device `device` and keep
  * them there. n may be 0. *out receives the handle (NULL on error). */
@@ -102,8 +141,27 @@ cuzk_kresult cuzk_k_compute_h_msm(const cuzk_k_bases *h_bases, const void *a, co
                                   const void *c, size_t n, uint32_t log_m, void *h_out,
                                   void *out_jacobian);
 
-/* Free the per-device caches (NTT twiddle / coset tables, memory pool) of `device`. Optional. */
+/* Free the per-device caches of `device`: NTT twiddle / coset tables and every byte cuzk's
+ * memory pool keeps in reserve. Resident bases (cuzk_k_bases) are freed only by
+ * cuzk_k_bases_free. Together they bring the device back to what it used before cuzk. */
 cuzk_kresult cuzk_k_device_release_caches(int device);
+
+/* Fault injection: compiled only with -DCUZK_FAULT_INJECTION (the crate's `fault-injection`
+ * feature, for tests); absent from normal builds. cuzk_k_fault_arm makes the next `count` times
+ * a call reaches (phase, index) fail there with CUDA error `code`, as if a CUDA call had
+ * failed; index -1 matches any index. The same phases name where a failed call was (cuzk_kresult's
+ * phase and index), in every build. Phases and their indices: */
+#define CUZK_K_PHASE_UPLOAD   1 /* bases upload, after the copy (index 0) */
+#define CUZK_K_PHASE_ABC_COPY 2 /* compute_h: all three a/b/c copies queued, none waited (0) */
+#define CUZK_K_PHASE_NTT      3 /* compute_h steps: 3k = iNTT of a/b/c (k = 0,1,2), 3k+1 coset
+                                   scale, 3k+2 NTT; 9 pointwise; 10 inverse NTT; 11 gather */
+#define CUZK_K_PHASE_H_MSM    4 /* compute_h_msm: before the H MSM (0) */
+#define CUZK_K_PHASE_MSM_JOB  5 /* msm_batch: job `index`, with job index+1's copy in flight */
+#define CUZK_K_PHASE_MSM      6 /* msm_g1 / msm_g2 (0) */
+#ifdef CUZK_FAULT_INJECTION
+cuzk_kresult cuzk_k_fault_arm(int phase, int index, int code, int count); /* count 0 disarms */
+int cuzk_k_fault_fired(void);                                  /* faults fired so far */
+#endif
 
 #ifdef __cplusplus
 }

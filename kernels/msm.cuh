@@ -376,17 +376,10 @@ __global__ void k_final(const xyzz_t<F> *win, int nwin, int c, const xyzz_t<F> *
 #endif
 }
 
-// Tuning knob (benchmarking only): CUZK_K_WINDOW_BITS=c forces the window size (4..20).
-inline int env_int(const char *name, int dflt)
-{
-    const char *e = getenv(name);
-    return (e && *e) ? atoi(e) : dflt;
-}
 // Cost model for the window size: nwin * (points + bucket-reduction work).
-inline int choose_c(size_t nbig)
+// CUZK_K_WINDOW_BITS (read once into the device context) forces c, for benchmarking.
+inline int choose_c(size_t nbig, int forced)
 {
-    static int forced = -2;
-    if (forced == -2) forced = env_int("CUZK_K_WINDOW_BITS", 0);
     if (forced >= 4 && forced <= 20) return forced;
     int best_c = 4;
     double best = 1e300;
@@ -447,20 +440,21 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
         return ok();
     }
 
-    profiler prof(sizeof(F) == 48 ? "msm_g1" : "msm_g2", s);
+    profiler prof(sizeof(F) == 48 ? "msm_g1" : "msm_g2", s, ctx->k.profile);
     // ---- allocations (all on s) ----
     dbuf d_dens, d_rank, d_pop, d_sc, d_ones_idx, d_big_idx, d_big_sc, d_cnt, d_out;
     if (h_density) {
-        CUZK_CK(d_dens.alloc(nwords * 8, s));
-        CUZK_CK(d_rank.alloc(nwords * 4 + 4, s));
-        CUZK_CK(d_pop.alloc(nwords * 4 + 4, s));
+        CUZK_CK(d_dens.alloc(ctx, nwords * 8));
+        CUZK_CK(d_rank.alloc(ctx, nwords * 4 + 4));
+        CUZK_CK(d_pop.alloc(ctx, nwords * 4 + 4));
     }
-    if (!d_scalars) CUZK_CK(d_sc.alloc(n * sizeof(fr_t), s));
-    CUZK_CK(d_ones_idx.alloc(n * 4, s));
-    CUZK_CK(d_big_idx.alloc(n * 4, s));
-    CUZK_CK(d_big_sc.alloc(n * 32, s));
-    CUZK_CK(d_cnt.alloc(16, s));
-    CUZK_CK(d_out.alloc(sizeof(jac_t<F>), s));
+    if (!d_scalars) CUZK_CK(d_sc.alloc(ctx, n * sizeof(fr_t)));
+    CUZK_CK(d_ones_idx.alloc(ctx, n * 4));
+    CUZK_CK(d_big_idx.alloc(ctx, n * 4));
+    CUZK_CK(d_big_sc.alloc(ctx, n * 32));
+    CUZK_CK(d_cnt.alloc(ctx, 16));
+    CUZK_CK(d_out.alloc(ctx, sizeof(jac_t<F>)));
+    copy_join join{sc, !d_scalars};  // the chunked scalar copies below write d_sc on the copy stream
     CUZK_CK(cudaMemsetAsync(d_cnt.p, 0, 16, s));
 
     if (h_density) {
@@ -472,7 +466,7 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
         CUZK_CK(cub::DeviceScan::ExclusiveSum(nullptr, tmp, d_pop.as<uint32_t>(),
                                               d_rank.as<uint32_t>(), (int)nwords, s));
         dbuf d_tmp;
-        CUZK_CK(d_tmp.alloc(tmp, s));
+        CUZK_CK(d_tmp.alloc(ctx, tmp));
         CUZK_CK(cub::DeviceScan::ExclusiveSum(d_tmp.p, tmp, d_pop.as<uint32_t>(),
                                               d_rank.as<uint32_t>(), (int)nwords, s));
     }
@@ -522,8 +516,8 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
     dbuf d_ones_part, d_ones_res;
     if (n1) {
         unsigned G = (unsigned)std::min<size_t>((n1 + TPB - 1) / TPB, (size_t)ctx->sm_count * 4);
-        CUZK_CK(d_ones_part.alloc(G * sizeof(xyzz_t<F>), s));
-        CUZK_CK(d_ones_res.alloc(sizeof(xyzz_t<F>), s));
+        CUZK_CK(d_ones_part.alloc(ctx, G * sizeof(xyzz_t<F>)));
+        CUZK_CK(d_ones_res.alloc(ctx, sizeof(xyzz_t<F>)));
         k_sum_list<F, TPB><<<G, TPB, 0, s>>>(bases, d_ones_idx.as<uint32_t>(), n1,
                                              d_ones_part.as<xyzz_t<F>>());
         CUZK_CKL();
@@ -537,7 +531,7 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
     dbuf d_win;
     int c = 0, nwin = 0;
     if (nbig) {
-        c = choose_c(nbig);
+        c = choose_c(nbig, ctx->k.window_bits);
         nwin = (256 + c - 1) / c;
         const uint32_t B = 1u << (c - 1);
         const uint32_t sentinel = (uint32_t)nwin << (c - 1);
@@ -546,18 +540,18 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
         // The (key, value) arrays are indexed with 32-bit ints (cub): process the big list in
         // parts of at most 2^31/nwin scalars (2^27 at c = 16) and add the parts' window sums.
         size_t part = 0x7fffffffu / (size_t)nwin;
-        if (env_int("CUZK_K_MAX_PART", 0) > 0) part = std::min<size_t>(part, (size_t)env_int("CUZK_K_MAX_PART", 0));
-        CUZK_CK(d_win.alloc((size_t)nwin * sizeof(xyzz_t<F>), s));
+        if (ctx->k.max_part > 0) part = std::min<size_t>(part, ctx->k.max_part);
+        CUZK_CK(d_win.alloc(ctx, (size_t)nwin * sizeof(xyzz_t<F>)));
         CUZK_CK(cudaMemsetAsync(d_win.p, 0, (size_t)nwin * sizeof(xyzz_t<F>), s));
         for (uint32_t p0 = 0; p0 < nbig; p0 += (uint32_t)part) {
         const uint32_t npart = (uint32_t)std::min<size_t>(part, nbig - p0);
         const size_t N = (size_t)nwin * npart;
 
         dbuf d_k0, d_v0, d_k1, d_v1;
-        CUZK_CK(d_k0.alloc(N * 4, s));
-        CUZK_CK(d_v0.alloc(N * 4, s));
-        CUZK_CK(d_k1.alloc(N * 4, s));
-        CUZK_CK(d_v1.alloc(N * 4, s));
+        CUZK_CK(d_k0.alloc(ctx, N * 4));
+        CUZK_CK(d_v0.alloc(ctx, N * 4));
+        CUZK_CK(d_k1.alloc(ctx, N * 4));
+        CUZK_CK(d_v1.alloc(ctx, N * 4));
         {
             unsigned g = (unsigned)std::min<size_t>((npart + 255) / 256, (size_t)ctx->sm_count * 16);
             k_digits<<<g, 256, 0, s>>>(d_big_sc.as<uint4>() + 2 * (size_t)p0, d_big_idx.as<uint32_t>() + p0,
@@ -569,20 +563,20 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
         cub::DoubleBuffer<uint32_t> kb(d_k0.as<uint32_t>(), d_k1.as<uint32_t>());
         cub::DoubleBuffer<uint32_t> vb(d_v0.as<uint32_t>(), d_v1.as<uint32_t>());
         dbuf d_nv, d_tmp;
-        CUZK_CK(d_nv.alloc(16, s));
+        CUZK_CK(d_nv.alloc(ctx, 16));
         size_t t_sort = 0, t_rle = 0, t_scan = 0;
         const int maxp = (int)std::min<size_t>(2 * N + 2, 0x7fffffff);  // bound for the P arrays
         CUZK_CK(cub::DeviceRadixSort::SortPairs(nullptr, t_sort, kb, vb, (int)N, 0, end_bit, s));
         CUZK_CK(cub::DeviceRunLengthEncode::Encode(nullptr, t_rle, kb.Current(), kb.Current(), kb.Current(),
                                                    d_nv.as<uint32_t>(), maxp, s));
         CUZK_CK(cub::DeviceScan::ExclusiveSum(nullptr, t_scan, kb.Current(), kb.Current(), maxp, s));
-        CUZK_CK(d_tmp.alloc(std::max(t_sort, std::max(t_rle, t_scan)), s));
+        CUZK_CK(d_tmp.alloc(ctx, std::max(t_sort, std::max(t_rle, t_scan))));
         CUZK_CK(cub::DeviceRadixSort::SortPairs(d_tmp.p, t_sort, kb, vb, (int)N, 0, end_bit, s));
         prof.mark("sort");
 
         dbuf d_buckets, d_mcnt;
-        CUZK_CK(d_buckets.alloc((size_t)nwin * B * sizeof(xyzz_t<F>), s));
-        CUZK_CK(d_mcnt.alloc(16, s));
+        CUZK_CK(d_buckets.alloc(ctx, (size_t)nwin * B * sizeof(xyzz_t<F>)));
+        CUZK_CK(d_mcnt.alloc(ctx, 16));
         CUZK_CK(cudaMemsetAsync(d_buckets.p, 0, (size_t)nwin * B * sizeof(xyzz_t<F>), s));
         CUZK_CK(cudaMemsetAsync(d_mcnt.p, 0, 16, s));
         k_find_sentinel<<<1, 1, 0, s>>>(kb.Current(), (uint32_t)N, sentinel, d_nv.as<uint32_t>());
@@ -600,12 +594,12 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
             uint32_t nseg = (nvalid + T - 1) / T;
             const size_t np = (size_t)2 * nseg;
             dbuf d_pkey, d_pval, d_u2, d_c2, d_o2, d_multi;
-            CUZK_CK(d_pkey.alloc(np * 4, s));
-            CUZK_CK(d_pval.alloc(np * sizeof(xyzz_t<F>), s));
-            CUZK_CK(d_u2.alloc((np + 2) * 4, s));
-            CUZK_CK(d_c2.alloc((np + 2) * 4, s));
-            CUZK_CK(d_o2.alloc((np + 2) * 4, s));
-            CUZK_CK(d_multi.alloc((np + 2) * 4, s));
+            CUZK_CK(d_pkey.alloc(ctx, np * 4));
+            CUZK_CK(d_pval.alloc(ctx, np * sizeof(xyzz_t<F>)));
+            CUZK_CK(d_u2.alloc(ctx, (np + 2) * 4));
+            CUZK_CK(d_c2.alloc(ctx, (np + 2) * 4));
+            CUZK_CK(d_o2.alloc(ctx, (np + 2) * 4));
+            CUZK_CK(d_multi.alloc(ctx, (np + 2) * 4));
             CUZK_CK(cudaMemsetAsync(d_c2.p, 0, (np + 2) * 4, s));
             k_seg_accum<F><<<(nseg + 127) / 128, 128, 0, s>>>(bases, kb.Current(), vb.Current(), nvalid, T, nseg,
                                                              d_buckets.as<xyzz_t<F>>(), d_pkey.as<uint32_t>(),
@@ -640,10 +634,10 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
         int logL = 0;
         while ((1u << logL) < Lc) logL++;
         dbuf d_W, d_U;
-        CUZK_CK(d_W.alloc((size_t)nwin * K * sizeof(xyzz_t<F>), s));
-        CUZK_CK(d_U.alloc((size_t)nwin * K * sizeof(xyzz_t<F>), s));
+        CUZK_CK(d_W.alloc(ctx, (size_t)nwin * K * sizeof(xyzz_t<F>)));
+        CUZK_CK(d_U.alloc(ctx, (size_t)nwin * K * sizeof(xyzz_t<F>)));
         dbuf d_winp;
-        CUZK_CK(d_winp.alloc((size_t)nwin * sizeof(xyzz_t<F>), s));
+        CUZK_CK(d_winp.alloc(ctx, (size_t)nwin * sizeof(xyzz_t<F>)));
         k_bucket_chunks<F><<<(nwin * K + 127) / 128, 128, 0, s>>>(d_buckets.as<xyzz_t<F>>(), B, K, nwin,
                                                               d_W.as<xyzz_t<F>>(), d_U.as<xyzz_t<F>>());
         CUZK_CKL();

@@ -243,7 +243,7 @@ cuzk_kresult get_tables(dev_ctx *ctx, uint32_t L, ntt_tables **out)
     if (e == cudaSuccess) e = cudaMalloc(&t->cs_br, m * sizeof(fr_t));
     if (e == cudaSuccess) e = cudaMalloc(&t->ics, m * sizeof(fr_t));
     if (e == cudaSuccess) e = cudaMalloc(&t->consts, 160 * sizeof(fr_t));
-    if (e != cudaSuccess) { destroy_tables(t); return cuda_err(e); }
+    if (e != cudaSuccess) { (void)cudaGetLastError(); destroy_tables(t); return cuda_err(e); }
     int sms = ctx->sm_count;
     k_consts<<<1, 1, 0, s>>>(t->consts, (int)L);
     e = cudaGetLastError();
@@ -264,7 +264,7 @@ cuzk_kresult get_tables(dev_ctx *ctx, uint32_t L, ntt_tables **out)
         e = cudaGetLastError();
     }
     if (e == cudaSuccess) e = cudaStreamSynchronize(s);
-    if (e != cudaSuccess) { destroy_tables(t); return cuda_err(e); }
+    if (e != cudaSuccess) { (void)cudaGetLastError(); destroy_tables(t); return cuda_err(e); }
     ctx->tables[L] = t;
     *out = t;
     return ok();
@@ -285,40 +285,54 @@ cuzk_kresult compute_h_dev(dev_ctx *ctx, const void *a, const void *b, const voi
     cudaStream_t s = ctx->s_comp, sc = ctx->s_copy;
     const int sms = ctx->sm_count;
     ntt_tables *T = nullptr;
+    ctx->phase = CUZK_K_PHASE_ABC_COPY;
+    ctx->index = 0;
     CUZK_TRY(get_tables(ctx, log_m, &T));
 
-    profiler prof("compute_h", s);
+    profiler prof("compute_h", s, ctx->k.profile);
     dbuf dx[3];
-    for (int k = 0; k < 3; k++) CUZK_CK(dx[k].alloc(m * sizeof(fr_t), s));
+    for (int k = 0; k < 3; k++) CUZK_CK(dx[k].alloc(ctx, m * sizeof(fr_t)));
+    copy_join join{sc};  // a, b, c are copied into dx on the copy stream
     cudaEvent_t ev[4] = {};
     struct ev_guard {
         cudaEvent_t *e;
         ~ev_guard() { for (int i = 0; i < 4; i++) if (e[i]) cudaEventDestroy(e[i]); }
     } guard{ev};
     for (int k = 0; k < 4; k++) CUZK_CK(cudaEventCreateWithFlags(&ev[k], cudaEventDisableTiming));
-    CUZK_CK(cudaEventRecord(ev[3], s));
+    CUZK_CK(cudaEventRecord(ev[3], s));  // allocations done
     CUZK_CK(cudaStreamWaitEvent(sc, ev[3], 0));
+    // All three copies are queued at once on the copy stream; each transform waits for its own.
     const void *src[3] = {a, b, c};
     for (int k = 0; k < 3; k++) {
         fr_t *x = dx[k].as<fr_t>();
         if (n) CUZK_CK(cudaMemcpyAsync(x, src[k], n * sizeof(fr_t), cudaMemcpyHostToDevice, sc));
         if (n < m) CUZK_CK(cudaMemsetAsync(x + n, 0, (m - n) * sizeof(fr_t), sc));
         CUZK_CK(cudaEventRecord(ev[k], sc));
+    }
+    CUZK_PHASE(ctx, CUZK_K_PHASE_ABC_COPY, 0);
+    for (int k = 0; k < 3; k++) {
+        fr_t *x = dx[k].as<fr_t>();
         CUZK_CK(cudaStreamWaitEvent(s, ev[k], 0));
         prof.mark(k == 0 ? "wait_a" : k == 1 ? "wait_b" : "wait_c");
+        CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 3 * k);
         CUZK_TRY(ntt_dif(ctx, x, T->itw, L));
+        CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 3 * k + 1);
         k_mul_table<<<grid_for(m, 256, sms), 256, 0, s>>>(x, T->cs_br, m);
         CUZK_CKL();
+        CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 3 * k + 2);
         CUZK_TRY(ntt_dit(ctx, x, T->tw, L));
         prof.mark("intt+coset+ntt");
     }
+    CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 9);
     k_pointwise<<<grid_for(m, 256, sms), 256, 0, s>>>(dx[0].as<fr_t>(), dx[1].as<fr_t>(),
                                                       dx[2].as<fr_t>(), T->consts + 129, m);
     CUZK_CKL();
     dx[1].release();
     dx[2].release();
+    CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 10);
     CUZK_TRY(ntt_dif(ctx, dx[0].as<fr_t>(), T->itw, L));
-    CUZK_CK(d_h.alloc((m - 1) * sizeof(fr_t), s));
+    CUZK_CK(d_h.alloc(ctx, (m - 1) * sizeof(fr_t)));
+    CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 11);
     if (m > 1) {
         k_gather_out<<<grid_for(m - 1, 256, sms), 256, 0, s>>>(d_h.as<fr_t>(), dx[0].as<fr_t>(),
                                                                T->ics, L, m - 1);

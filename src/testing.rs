@@ -12,7 +12,7 @@ use rand_core::{impls, RngCore};
 /// A deterministic synthetic circuit: same parameters, same witness.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Synthetic {
-    /// The domain is 2^log_size: constraints + public inputs + 1 = 2^log_size.
+    /// The domain is 2^log_size: constraints + public inputs + 1 + padding = 2^log_size.
     pub log_size: u32,
     /// Public inputs (besides the "one").
     pub public_inputs: usize,
@@ -20,6 +20,8 @@ pub struct Synthetic {
     pub bit_percent: u32,
     /// Seed of the witness values (the circuit's structure does not depend on it).
     pub seed: u64,
+    /// Constraints left out, so that the domain is padded (must stay below 2^(log_size−1)).
+    pub padding: usize,
 }
 
 impl Synthetic {
@@ -30,6 +32,7 @@ impl Synthetic {
             public_inputs: 2,
             bit_percent: 75,
             seed: 0x5eed,
+            padding: 0,
         }
     }
 
@@ -41,7 +44,7 @@ impl Synthetic {
 
     /// Constraints the circuit enforces itself (without the prover's input constraints).
     pub fn num_constraints(&self) -> usize {
-        (1usize << self.log_size).saturating_sub(self.public_inputs + 1)
+        (1usize << self.log_size).saturating_sub(self.public_inputs + 1 + self.padding)
     }
 
     /// The public input values, as the verifier needs them.

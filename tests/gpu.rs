@@ -16,6 +16,12 @@ use ff::Field;
 use group::{Curve, Group};
 use rand::Rng;
 
+/// The tests of this file share one GPU backend and measure its residency: one at a time.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn gpu_prover() -> Prover {
     Prover::new()
         .with_backend(BackendChoice::Gpu(0))
@@ -29,6 +35,7 @@ fn cpu_prover() -> Prover {
 
 #[test]
 fn gpu_proofs_are_the_cpu_proofs() {
+    let _serial = serial();
     let mut rng = common::rng("gpu_vs_cpu");
     let gpu = gpu_prover();
     let cpu = cpu_prover();
@@ -65,6 +72,7 @@ fn gpu_proofs_are_the_cpu_proofs() {
 
 #[test]
 fn after_a_failure_buffers_are_back_and_the_next_proof_works() {
+    let _serial = serial();
     let pool = PinnedPool::cuda(0, PinMode::default(), PoolConfig::default()).unwrap();
     let circuit = Synthetic::new(12).with_seed(3);
     let params = random_parameters(circuit.clone(), 9).unwrap();
@@ -103,6 +111,7 @@ fn after_a_failure_buffers_are_back_and_the_next_proof_works() {
 
 #[test]
 fn gpu_proof_verifies_with_bellperson() {
+    let _serial = serial();
     let circuit = Synthetic::new(10).with_seed(7);
     let mut rng = common::rng("gpu_bellperson");
     let (bp_params, params, _) = common::params_for(&circuit, &mut rng);
@@ -158,6 +167,7 @@ where
 
 #[test]
 fn msms_match_the_cpu_on_random_data() {
+    let _serial = serial();
     let mut rng = common::rng("msm");
     for n in [1usize, 1000, (1 << 16) + 3, 1 << 20] {
         let scalars = random_scalars(&mut rng, n);
@@ -188,6 +198,7 @@ fn msms_match_the_cpu_on_random_data() {
 
 #[test]
 fn h_matches_the_cpu_on_random_data() {
+    let _serial = serial();
     let mut rng = common::rng("ntt");
     for (n, log_m) in [(1usize, 1u32), (1000, 10), ((1 << 16) + 3, 17), (1 << 20, 20)] {
         let abc: Vec<Vec<Scalar>> = (0..3)
@@ -211,6 +222,7 @@ fn h_matches_the_cpu_on_random_data() {
 
 #[test]
 fn pinned_assignment_copies_at_line_rate() {
+    let _serial = serial();
     let pool = PinnedPool::cuda(0, PinMode::default(), PoolConfig::default()).unwrap();
     let prover = Prover::new().with_pool(pool);
     let assignment = prover.synthesize(Synthetic::new(24)).unwrap();
@@ -238,4 +250,195 @@ fn pinned_assignment_copies_at_line_rate() {
         median >= 40.0,
         "pinned host→device copy at {median:.1} GB/s, expected ≥ 40"
     );
+}
+
+/// A circuit whose aux variables are used in C only (dense in neither A nor B), with inputs
+/// on the B side, over more than 64 public inputs.
+#[derive(Clone)]
+struct AuxOnlyInC {
+    values: Vec<Scalar>,
+    inputs: Vec<Scalar>,
+}
+
+impl cuzk::Circuit<Scalar> for AuxOnlyInC {
+    fn synthesize<CS: cuzk::ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), cuzk::SynthesisError> {
+        let ins = self
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(i, v)| cs.alloc_input(|| format!("in {i}"), || Ok(*v)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut prev = cs.alloc(|| "x0", || Ok(self.values[0]))?;
+        let mut prev_v = self.values[0];
+        for (i, v) in self.values.iter().enumerate().skip(1) {
+            let x = cs.alloc(|| format!("x{i}"), || Ok(*v))?;
+            let prod = cs.alloc(|| format!("p{i}"), || Ok(prev_v * v))?; // only in C
+            cs.enforce(|| format!("mul {i}"), |lc| lc + prev, |lc| lc + x, |lc| lc + prod);
+            let k = i % ins.len();
+            let copy = cs.alloc(|| format!("copy {i}"), || Ok(self.inputs[k]))?;
+            cs.enforce(|| format!("in {i}"), |lc| lc + CS::one(), |lc| lc + ins[k], |lc| lc + copy);
+            prev = x;
+            prev_v = *v;
+        }
+        Ok(())
+    }
+}
+
+/// GPU bytes equal CPU bytes on the shapes the first GPU tests left out: a padded domain,
+/// more than 64 public inputs, aux variables only in C, batches of several proofs, 2^22.
+#[test]
+fn gpu_matches_cpu_on_padded_domains_many_inputs_batches_and_2_22() {
+    let _serial = serial();
+    let mut rng = common::rng("gpu_shapes");
+    let gpu = gpu_prover();
+    let cpu = cpu_prover();
+    let same = |label: &str, circuits: Vec<Synthetic>, params: &cuzk::Parameters, rng: &mut rand_chacha::ChaCha20Rng| {
+        let n = circuits.len();
+        let r: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut *rng)).collect();
+        let s: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut *rng)).collect();
+        let start = Instant::now();
+        let g = gpu.prove_with_randomness(circuits.clone(), params, &r, &s).unwrap();
+        let gpu_ms = start.elapsed().as_secs_f64() * 1e3;
+        let c = cpu.prove_with_randomness(circuits, params, &r, &s).unwrap();
+        assert_eq!(g.len(), n);
+        for i in 0..n {
+            assert_eq!(g[i].to_bytes(), c[i].to_bytes(), "{label}: proof {i} differs");
+        }
+        eprintln!("{label}: {n} proofs, GPU {gpu_ms:.0} ms, bytes equal");
+    };
+    // Padded domain (2^14 with 5000 constraints missing) and 70 public inputs.
+    let padded = Synthetic {
+        public_inputs: 70,
+        padding: 5000,
+        ..Synthetic::new(14)
+    }
+    .with_seed(rng.gen());
+    let params = random_parameters(padded.clone(), rng.gen()).unwrap();
+    assert_eq!(params.domain_size(), 1 << 14);
+    same("padded 2^14, 70 inputs", vec![padded.clone()], &params, &mut rng);
+    // A batch of four witnesses of one circuit.
+    let batch: Vec<Synthetic> = (0..4).map(|_| padded.clone().with_seed(rng.gen())).collect();
+    same("batch of 4", batch, &params, &mut rng);
+    // 2^22.
+    let big = Synthetic::new(22).with_seed(rng.gen());
+    let params = random_parameters(big.clone(), rng.gen()).unwrap();
+    same("2^22", vec![big], &params, &mut rng);
+    gpu.evict_resident();
+
+    // Aux only in C, 65 inputs on the B side.
+    let circuit = AuxOnlyInC {
+        values: (0..3000).map(|_| Scalar::random(&mut rng)).collect(),
+        inputs: (0..65).map(|_| Scalar::random(&mut rng)).collect(),
+    };
+    let params = random_parameters(circuit.clone(), rng.gen()).unwrap();
+    let (r, s) = ([Scalar::random(&mut rng)], [Scalar::random(&mut rng)]);
+    let g = gpu.prove_with_randomness(vec![circuit.clone()], &params, &r, &s).unwrap();
+    let c = cpu.prove_with_randomness(vec![circuit], &params, &r, &s).unwrap();
+    assert_eq!(g[0].to_bytes(), c[0].to_bytes(), "aux only in C: bytes differ");
+    assert_eq!(gpu.pool().unwrap().stats().bytes_in_use, 0);
+}
+
+/// Eight threads prove at once on one GPU with two parameter sets of different sizes, through
+/// provers made separately: one backend, one upload per set, every proof the CPU's bytes.
+#[test]
+fn eight_threads_two_parameter_sets_one_gpu() {
+    let _serial = serial();
+    let mut rng = common::rng("gpu_threads");
+    let circuits = [Synthetic::new(12).with_seed(rng.gen()), Synthetic::new(15).with_seed(rng.gen())];
+    let params: Vec<cuzk::Parameters> = circuits
+        .iter()
+        .map(|c| random_parameters(c.clone(), rng.gen()).unwrap())
+        .collect();
+    // Expected bytes for (set, round) from the CPU.
+    let rounds = 3;
+    let rs: Vec<(Scalar, Scalar)> = (0..rounds).map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
+    let cpu = cpu_prover();
+    let expected: Vec<Vec<_>> = (0..2)
+        .map(|k| {
+            rs.iter()
+                .map(|(r, s)| {
+                    cpu.prove_with_randomness(vec![circuits[k].clone()], &params[k], &[*r], &[*s])
+                        .unwrap()[0]
+                        .to_bytes()
+                })
+                .collect()
+        })
+        .collect();
+    let pool = PinnedPool::cuda(0, PinMode::default(), PoolConfig::default()).unwrap();
+    let backend = cuda::CudaBackend::shared(0).unwrap();
+    backend.release_device_memory().unwrap();
+    std::thread::scope(|scope| {
+        for t in 0..8 {
+            let (circuits, params, expected, rs, pool) = (&circuits, &params, &expected, &rs, pool.clone());
+            scope.spawn(move || {
+                // Each thread makes its own prover: Gpu(0) must still mean one backend.
+                let prover = Prover::new().with_backend(BackendChoice::Gpu(0)).unwrap().with_pool(pool);
+                for round in 0..rounds {
+                    let k = (t + round) % 2;
+                    let (r, s) = rs[round];
+                    let p = prover
+                        .prove_with_randomness(vec![circuits[k].clone()], &params[k], &[r], &[s])
+                        .unwrap();
+                    assert_eq!(p[0].to_bytes(), expected[k][round], "thread {t} round {round} set {k}");
+                }
+            });
+        }
+    });
+    assert_eq!(pool.stats().bytes_in_use, 0, "every buffer back in the pool");
+    assert_eq!(backend.resident_sets(), 2, "two sets resident: one upload each");
+    assert_eq!(
+        backend.resident_bytes(),
+        params[0].device_bytes() + params[1].device_bytes(),
+        "nothing uploaded twice"
+    );
+    eprintln!("8 threads x {rounds} proofs over 2 sets: all equal to the CPU's bytes");
+}
+
+/// A proof leaves the calling thread's CUDA context as it found it: none, or the caller's own.
+#[test]
+fn proving_leaves_the_callers_cuda_context_alone() {
+    let _serial = serial();
+    use cust::sys as cu;
+    let circuit = Synthetic::new(10).with_seed(11);
+    let params = random_parameters(circuit.clone(), 12).unwrap();
+    let one = [Scalar::ONE];
+    let current = || {
+        let mut c: cu::CUcontext = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer; the driver is initialised by the prover's probe.
+        assert_eq!(unsafe { cu::cuCtxGetCurrent(&mut c) }, cu::cudaError_enum::CUDA_SUCCESS);
+        c
+    };
+    std::thread::spawn(move || {
+        let prover = Prover::new().with_backend(BackendChoice::Gpu(0)).unwrap();
+        assert!(current().is_null(), "a fresh thread has no context");
+        prover.prove_with_randomness(vec![circuit.clone()], &params, &one, &one).unwrap();
+        assert!(current().is_null(), "proving left a context current on a thread that had none");
+
+        // The caller's own (non-primary) context stays current across a proof.
+        let mut dev: cu::CUdevice = 0;
+        let mut mine: cu::CUcontext = std::ptr::null_mut();
+        // SAFETY: valid out-pointers; the context is destroyed below.
+        unsafe {
+            assert_eq!(cu::cuDeviceGet(&mut dev, 0), cu::cudaError_enum::CUDA_SUCCESS);
+            assert_eq!(cu::cuCtxCreate_v2(&mut mine, 0, dev), cu::cudaError_enum::CUDA_SUCCESS);
+        }
+        assert_eq!(current(), mine);
+        prover.prove_with_randomness(vec![circuit], &params, &one, &one).unwrap();
+        assert_eq!(current(), mine, "proving replaced the caller's context");
+        // SAFETY: `mine` was created above and is not used afterwards.
+        unsafe { cu::cuCtxDestroy_v2(mine) };
+    })
+    .join()
+    .unwrap();
+}
+
+/// The probe reports a real device with code for it in this build.
+#[test]
+fn probe_reports_the_device() {
+    let _serial = serial();
+    let info = cuda::probe(0).unwrap();
+    eprintln!("{info:?}, built for sm_{{{}}}", cuda::BUILT_ARCHS);
+    assert!(info.total_bytes >= info.free_bytes && info.free_bytes >= cuda::MIN_FREE_BYTES);
+    assert!(info.binary_version > 0, "the driver found code for the GPU");
+    assert!(cuda::probe(1 << 20).is_err(), "a device that does not exist fails the probe");
 }

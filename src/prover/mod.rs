@@ -54,8 +54,15 @@ pub trait Backend: Send + Sync {
         Ok(())
     }
 
-    /// Frees whatever [`Backend::prepare`] keeps (device-resident parameters).
+    /// Frees whatever [`Backend::prepare`] keeps (device-resident parameters) and the
+    /// backend's device caches.
     fn evict(&self) {}
+
+    /// Whether the backend can no longer prove (a GPU that hit a sticky error). `Auto`
+    /// provers then go on on the CPU.
+    fn is_lost(&self) -> bool {
+        false
+    }
 
     /// Computes the commitments of one checked assignment. Must release a/b/c (back to the
     /// pool) once H is computed, and on every error path.
@@ -74,14 +81,20 @@ pub trait Backend: Send + Sync {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum BackendChoice {
-    /// The GPU (device 0) when the `cuda` feature is on and a GPU is usable, else the CPU;
-    /// the choice is made once per process, logged, and a `cuda` build that finds no GPU
-    /// warns. Provers on `Auto` share that backend (and its resident parameters).
+    /// The GPU (device 0) when the `cuda` feature is on and a GPU passes the probe (code for
+    /// its architecture in the build, memory free, a real kernel launch), else the CPU; the
+    /// choice is made once per process, logged, and a `cuda` build that finds no GPU warns.
+    /// Provers on `Auto` share that backend (and its resident parameters). If the GPU is lost
+    /// later (a sticky CUDA error), the proof that hit it fails with
+    /// [`Error::DeviceLost`](crate::Error::DeviceLost) and later proofs run on the CPU, with a
+    /// warning.
     #[default]
     Auto,
     /// The host's cores.
     Cpu,
-    /// The GPU of this ordinal; an error if it is not usable (needs the `cuda` feature).
+    /// The GPU of this ordinal; an error if it is not usable (needs the `cuda` feature). All
+    /// provers on one GPU share one backend (one upload per parameter set). Once the GPU is
+    /// lost, proofs fail fast with [`Error::DeviceLost`](crate::Error::DeviceLost).
     Gpu(usize),
 }
 
@@ -89,7 +102,7 @@ fn make_backend(choice: BackendChoice) -> Result<Arc<dyn Backend>> {
     match choice {
         BackendChoice::Cpu => Ok(Arc::new(cpu::CpuBackend)),
         #[cfg(feature = "cuda")]
-        BackendChoice::Gpu(d) => Ok(Arc::new(cuda::CudaBackend::new(d)?)),
+        BackendChoice::Gpu(d) => Ok(cuda::CudaBackend::shared(d)?),
         #[cfg(not(feature = "cuda"))]
         BackendChoice::Gpu(d) => Err(Error::NoGpu(format!(
             "GPU {d} requested but cuzk was built without the `cuda` feature"
@@ -105,10 +118,10 @@ fn auto_backend() -> Arc<dyn Backend> {
     static AUTO: std::sync::OnceLock<Arc<dyn Backend>> = std::sync::OnceLock::new();
     AUTO.get_or_init(|| {
         #[cfg(feature = "cuda")]
-        match cuda::CudaBackend::new(0) {
+        match cuda::CudaBackend::shared(0) {
             Ok(b) => {
                 log::info!("cuzk: proving on GPU 0 (CUDA backend)");
-                return Arc::new(b);
+                return with_cpu_fallback(b);
             }
             Err(e) => log::warn!("cuzk: no usable GPU ({e}); proving on the CPU"),
         }
@@ -117,6 +130,61 @@ fn auto_backend() -> Arc<dyn Backend> {
         Arc::new(cpu::CpuBackend)
     })
     .clone()
+}
+
+/// `Auto`'s policy over any backend: prove on `primary` while it is usable; once it reports
+/// itself lost ([`Backend::is_lost`]), warn once and prove on the CPU.
+pub fn with_cpu_fallback(primary: Arc<dyn Backend>) -> Arc<dyn Backend> {
+    Arc::new(Fallback {
+        primary,
+        warned: std::sync::atomic::AtomicBool::new(false),
+    })
+}
+
+struct Fallback {
+    primary: Arc<dyn Backend>,
+    warned: std::sync::atomic::AtomicBool,
+}
+
+impl Fallback {
+    fn usable(&self) -> Option<&dyn Backend> {
+        if !self.primary.is_lost() {
+            return Some(&*self.primary);
+        }
+        if !self.warned.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            log::warn!(
+                "cuzk: the {} backend is lost (sticky device error); proving on the CPU from now on",
+                self.primary.name()
+            );
+        }
+        None
+    }
+}
+
+impl Backend for Fallback {
+    fn name(&self) -> &'static str {
+        self.usable().map_or("cpu", |b| b.name())
+    }
+
+    fn prepare(&self, params: &Parameters) -> Result<()> {
+        self.usable().map_or(Ok(()), |b| b.prepare(params))
+    }
+
+    fn evict(&self) {
+        self.primary.evict();
+    }
+
+    fn commitments(
+        &self,
+        assignment: &mut ProvingAssignment,
+        params: &Parameters,
+        timings: &mut Timings,
+    ) -> Result<Commitments> {
+        match self.usable() {
+            Some(b) => b.commitments(assignment, params, timings),
+            None => cpu::CpuBackend.commitments(assignment, params, timings),
+        }
+    }
 }
 
 /// Where the time of a `prove` went, summed over the proofs of a batch.
@@ -232,8 +300,9 @@ impl Prover {
         self.backend.prepare(params)
     }
 
-    /// Frees the parameters the backend keeps resident (device memory); proofs in flight
-    /// keep theirs until they finish.
+    /// Frees the parameters the backend keeps resident (device memory) and its device caches
+    /// (NTT tables, scratch memory kept for the next proof); proofs in flight keep their
+    /// parameters until they finish.
     pub fn evict_resident(&self) {
         self.backend.evict();
     }

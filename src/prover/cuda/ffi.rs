@@ -5,12 +5,29 @@
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 
-/// `cuzk_kresult`: code 0 = success, > 0 a `cudaError_t`, < 0 an argument or internal error.
+/// `cuzk_kresult`: code 0 = success, > 0 a `cudaError_t`, < 0 an argument or internal error;
+/// on failure, the phase (`CUZK_K_PHASE_*`) and index the call was in.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct KResult {
     pub code: i32,
     pub message: *const c_char,
+    pub phase: i32,
+    pub index: i32,
+}
+
+/// `cuzk_k_device_info`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct KDeviceInfo {
+    pub cc_major: c_int,
+    pub cc_minor: c_int,
+    pub sm_count: c_int,
+    pub binary_version: c_int,
+    pub ptx_version: c_int,
+    pub free_bytes: usize,
+    pub total_bytes: usize,
+    pub name: [c_char; 256],
 }
 
 impl KResult {
@@ -42,6 +59,13 @@ pub struct KMsmJob {
 }
 
 extern "C" {
+    pub fn cuzk_k_device_probe(device: c_int, out: *mut KDeviceInfo) -> KResult;
+    pub fn cuzk_k_device_mem_info(device: c_int, free_bytes: *mut usize, total_bytes: *mut usize) -> KResult;
+    pub fn cuzk_k_device_release_caches(device: c_int) -> KResult;
+    #[cfg(feature = "fault-injection")]
+    pub fn cuzk_k_fault_arm(phase: c_int, index: c_int, code: c_int, count: c_int) -> KResult;
+    #[cfg(feature = "fault-injection")]
+    pub fn cuzk_k_fault_fired() -> c_int;
     pub fn cuzk_k_msm_batch(jobs: *const KMsmJob, count: usize) -> KResult;
     pub fn cuzk_k_device_count(out: *mut c_int) -> KResult;
     pub fn cuzk_k_bases_upload_g1(

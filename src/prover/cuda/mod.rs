@@ -9,6 +9,7 @@
 mod ffi;
 
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -22,17 +23,59 @@ use crate::assignment::{DensityTracker, ProvingAssignment};
 use crate::error::{Error, Result};
 use crate::params::Parameters;
 
-/// Turns a kernel result into a `Result`, naming the call.
+/// CUDA error codes after which the device's context is unusable for the rest of the process
+/// (devices unavailable, uncorrectable ECC, illegal address, launch timeout, context
+/// destroyed, device assert, hardware stack error, illegal instruction, misaligned address,
+/// invalid address space, invalid PC, launch failure, unknown — what an Xid looks like).
+const STICKY_CODES: &[i32] = &[46, 214, 700, 702, 709, 710, 714, 715, 716, 717, 718, 719, 999];
+
+/// `cudaErrorMemoryAllocation`.
+const OUT_OF_MEMORY: i32 = 2;
+
+/// Where a failed kernel call was, from the phase the kernels report (`CUZK_K_PHASE_*`).
+fn phase_name(r: &ffi::KResult, jobs: &[&str]) -> String {
+    match r.phase {
+        1 => "parameter upload".into(),
+        2 => "a/b/c copy to the device".into(),
+        3 => match r.index {
+            9 => "H: pointwise (A·B − C)/Z".into(),
+            10 => "H: inverse NTT".into(),
+            11 => "H: gather".into(),
+            i => {
+                let v = ["a", "b", "c"].get((i / 3) as usize).copied().unwrap_or("?");
+                let step = ["inverse NTT", "coset scale", "coset NTT"][(i % 3).unsigned_abs() as usize];
+                format!("H: {step} of {v} (NTT step {i})")
+            }
+        },
+        4 => "H MSM".into(),
+        5 => match jobs.get(r.index as usize) {
+            Some(name) => format!("MSM {name} (batched job {})", r.index),
+            None => format!("batched MSM job {}", r.index),
+        },
+        6 => "MSM".into(),
+        _ => "setup".into(),
+    }
+}
+
+/// Turns a kernel result into a `Result`, naming the call and the phase it failed in.
 fn check(call: &'static str, r: ffi::KResult) -> Result<()> {
+    check_jobs(call, r, &[])
+}
+
+fn check_jobs(call: &'static str, r: ffi::KResult, jobs: &[&str]) -> Result<()> {
     if r.code == 0 {
         Ok(())
     } else {
         Err(Error::Cuda {
             call,
             code: r.code,
-            message: r.message(),
+            message: format!("{}: {}", phase_name(&r, jobs), r.message()),
         })
     }
+}
+
+fn is_out_of_memory(e: &Error) -> bool {
+    matches!(e, Error::Cuda { code, .. } if *code == OUT_OF_MEMORY)
 }
 
 /// Number of CUDA devices the driver sees.
@@ -44,6 +87,148 @@ pub fn device_count() -> Result<usize> {
     // SAFETY: `n` is a valid out-pointer for the duration of the call.
     check("cuzk_k_device_count", unsafe { ffi::cuzk_k_device_count(&mut n) })?;
     Ok(usize::try_from(n).unwrap_or(0))
+}
+
+/// What the device probe found on a GPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// The device ordinal.
+    pub device: usize,
+    /// The GPU's name.
+    pub name: String,
+    /// Compute capability (major, minor).
+    pub compute_capability: (u32, u32),
+    /// Streaming multiprocessors.
+    pub sm_count: u32,
+    /// Version (10·major + minor) of the code the driver picked for this GPU.
+    pub binary_version: u32,
+    /// Free device memory when probed, bytes.
+    pub free_bytes: usize,
+    /// Total device memory, bytes.
+    pub total_bytes: usize,
+}
+
+/// The SM architectures this build holds SASS for (`CUZK_CUDA_ARCHS` at build time); the
+/// last one also as PTX.
+pub const BUILT_ARCHS: &str = env!("CUZK_BUILT_ARCHS");
+
+/// Device memory a GPU must have free to be used at all (a 2^10 proof needs far less; this
+/// keeps a nearly full GPU from being picked).
+pub const MIN_FREE_BYTES: usize = 256 << 20;
+
+/// Checks that GPU `device` can prove: it exists, this build holds code for its architecture,
+/// a real kernel launches and returns the right value, and it has [`MIN_FREE_BYTES`] free.
+///
+/// # Errors
+/// [`Error::NoGpu`] saying which check failed.
+pub fn probe(device: usize) -> Result<DeviceInfo> {
+    let count = device_count().map_err(|e| Error::NoGpu(format!("CUDA driver: {e}")))?;
+    if device >= count {
+        return Err(Error::NoGpu(format!("GPU {device} requested, the driver sees {count}")));
+    }
+    let ordinal = i32::try_from(device).map_err(|_| Error::NoGpu(format!("GPU ordinal {device}")))?;
+    // SAFETY: KDeviceInfo is plain data (integers and a char array): all zeros is valid.
+    let mut info: ffi::KDeviceInfo = unsafe { std::mem::zeroed() };
+    // SAFETY: `info` is a valid out-pointer for the duration of the call.
+    let r = unsafe { ffi::cuzk_k_device_probe(ordinal, &mut info) };
+    if r.code != 0 {
+        return Err(Error::NoGpu(format!(
+            "GPU {device} failed the probe ({}, code {}); this build has code for sm_{{{BUILT_ARCHS}}}",
+            r.message(),
+            r.code
+        )));
+    }
+    let name: String = info
+        .name
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8 as char)
+        .collect();
+    let info = DeviceInfo {
+        device,
+        name,
+        compute_capability: (info.cc_major.max(0) as u32, info.cc_minor.max(0) as u32),
+        sm_count: info.sm_count.max(0) as u32,
+        binary_version: info.binary_version.max(0) as u32,
+        free_bytes: info.free_bytes,
+        total_bytes: info.total_bytes,
+    };
+    if info.free_bytes < MIN_FREE_BYTES {
+        return Err(Error::NoGpu(format!(
+            "GPU {device} ({}) has {} MiB free, cuzk needs at least {} MiB",
+            info.name,
+            info.free_bytes >> 20,
+            MIN_FREE_BYTES >> 20
+        )));
+    }
+    Ok(info)
+}
+
+/// Free and total memory of GPU `device`, as `cudaMemGetInfo` reports them.
+///
+/// # Errors
+/// [`Error::Cuda`] from the driver.
+pub fn device_memory(device: usize) -> Result<(usize, usize)> {
+    let (mut free, mut total) = (0usize, 0usize);
+    // SAFETY: both out-pointers are valid for the call.
+    check("cuzk_k_device_mem_info", unsafe {
+        ffi::cuzk_k_device_mem_info(device as i32, &mut free, &mut total)
+    })?;
+    Ok((free, total))
+}
+
+/// Fault injection for tests (feature `fault-injection` only; absent from normal builds): make
+/// the next kernel call that reaches a phase fail there with a chosen CUDA error, once.
+#[cfg(feature = "fault-injection")]
+pub mod fault {
+    use super::ffi;
+
+    /// Where to fail (`CUZK_K_PHASE_*` in `kernels/cuzk_kernels.h`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[repr(i32)]
+    pub enum Phase {
+        /// Parameter upload, after the copy.
+        Upload = 1,
+        /// All three a/b/c copies queued, none finished.
+        AbcCopy = 2,
+        /// An H step: index 3k, 3k+1, 3k+2 (k = a, b, c) = inverse NTT, coset scale, coset NTT;
+        /// 9 pointwise, 10 inverse NTT, 11 gather.
+        Ntt = 3,
+        /// Before the H MSM.
+        HMsm = 4,
+        /// Batched MSM job `index` (0 L, 1–2 A, 3–4 B_G1, 5–6 B_G2), the next job's copy in flight.
+        MsmJob = 5,
+        /// A single MSM call.
+        Msm = 6,
+    }
+
+    /// `cudaErrorMemoryAllocation`.
+    pub const OUT_OF_MEMORY: i32 = 2;
+    /// `cudaErrorLaunchOutOfResources` (not sticky).
+    pub const LAUNCH_OUT_OF_RESOURCES: i32 = 701;
+    /// `cudaErrorIllegalAddress` (sticky: the device is lost).
+    pub const ILLEGAL_ADDRESS: i32 = 700;
+    /// `cudaErrorLaunchFailure` (sticky: the device is lost).
+    pub const LAUNCH_FAILURE: i32 = 719;
+
+    /// Arms a fault: the next `count` calls reaching (`phase`, `index`; index −1 = any) fail
+    /// there with CUDA error `code`. Two out-of-memory faults defeat the backend's one retry.
+    pub fn arm(phase: Phase, index: i32, code: i32, count: i32) {
+        // SAFETY: plain integers; the kernels guard the state with a mutex.
+        unsafe { ffi::cuzk_k_fault_arm(phase as i32, index, code, count) };
+    }
+
+    /// Disarms a fault that has not fired.
+    pub fn disarm() {
+        // SAFETY: as above; count 0 disarms.
+        unsafe { ffi::cuzk_k_fault_arm(0, -1, 0, 0) };
+    }
+
+    /// Faults fired so far in this process.
+    pub fn fired() -> i32 {
+        // SAFETY: no arguments; reads a counter under the kernels' mutex.
+        unsafe { ffi::cuzk_k_fault_fired() }
+    }
 }
 
 /// A vector of points resident on one GPU; freed on drop.
@@ -225,10 +410,11 @@ pub fn compute_h_once(device: usize, a: &[Scalar], b: &[Scalar], c: &[Scalar], l
     Ok(h)
 }
 
-/// One parameter set's query vectors on the device.
+/// One parameter set's query vectors on the device. Counted in its backend's resident bytes
+/// from upload to drop — also after eviction, while proofs in flight still hold it.
 struct Resident {
-    params_id: u64,
     bytes: usize,
+    live: Arc<AtomicUsize>,
     h: DeviceBases,
     l: DeviceBases,
     a: DeviceBases,
@@ -236,50 +422,115 @@ struct Resident {
     b_g2: DeviceBases,
 }
 
+impl Drop for Resident {
+    fn drop(&mut self) {
+        self.live.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
+}
+
+/// A parameter set's place in the residency list. Its own lock is held while it uploads, so
+/// callers of other sets (and of the list) never wait for an upload, and callers of this one
+/// wait for the one upload instead of starting another.
+struct Slot {
+    params_id: u64,
+    bytes: usize,
+    evicted: AtomicBool,
+    state: Mutex<Option<Arc<Resident>>>,
+}
+
+/// Names of the batched MSM jobs, in order, for error messages.
+const BATCH_JOBS: [&str; 7] = ["L", "A (inputs)", "A (aux)", "B_G1 (inputs)", "B_G1 (aux)", "B_G2 (inputs)", "B_G2 (aux)"];
+
 /// Proves on one CUDA device.
+///
+/// Failure handling: an out-of-memory error frees the device caches and the idle resident
+/// parameter sets and retries once; a sticky error (see [`Error::DeviceLost`]) marks the
+/// backend lost, and every later call fails fast with `DeviceLost`.
 pub struct CudaBackend {
     device: i32,
+    info: DeviceInfo,
     max_resident_bytes: usize,
     batched_msms: bool,
+    lost: AtomicBool,
     /// Least recently used first.
-    resident: Mutex<Vec<Arc<Resident>>>,
+    slots: Mutex<Vec<Arc<Slot>>>,
+    /// Device bytes of every uploaded set not yet dropped (evicted ones still in use included).
+    live: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for CudaBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CudaBackend")
             .field("device", &self.device)
+            .field("name", &self.info.name)
             .field("max_resident_bytes", &self.max_resident_bytes)
             .field("resident_bytes", &self.resident_bytes())
+            .field("lost", &self.is_device_lost())
             .finish()
     }
 }
 
 impl CudaBackend {
-    /// The backend on device `device`, with no residency cap beyond device memory.
+    /// A backend of its own on device `device` (probed: see [`probe`]), its residency cap the
+    /// device's free memory. Most callers want [`CudaBackend::shared`] instead: two backends
+    /// on one device each keep their own copy of the parameters.
     ///
     /// # Errors
-    /// [`Error::Cuda`] without a usable driver; [`Error::InvalidArgument`] for a device that
-    /// does not exist.
+    /// [`Error::NoGpu`] when the device fails the probe.
     pub fn new(device: usize) -> Result<Self> {
-        let count = device_count()?;
-        if device >= count {
-            return Err(Error::InvalidArgument(format!(
-                "CUDA device {device} requested, the driver sees {count}"
-            )));
-        }
+        let info = probe(device)?;
+        log::info!(
+            "GPU {device}: {} (sm_{}{}, {} SMs), {} of {} MiB free",
+            info.name,
+            info.compute_capability.0,
+            info.compute_capability.1,
+            info.sm_count,
+            info.free_bytes >> 20,
+            info.total_bytes >> 20
+        );
         Ok(Self {
             device: device as i32,
-            max_resident_bytes: usize::MAX,
+            max_resident_bytes: info.free_bytes,
+            info,
             batched_msms: true,
-            resident: Mutex::new(Vec::new()),
+            lost: AtomicBool::new(false),
+            slots: Mutex::new(Vec::new()),
+            live: Arc::new(AtomicUsize::new(0)),
         })
     }
 
-    /// Caps the device memory held by resident parameters.
+    /// The process's one backend on `device`, made (and probed) on first use. Every
+    /// `BackendChoice::Gpu(device)` and `Auto` prover shares it, and with it one upload per
+    /// parameter set.
+    ///
+    /// # Errors
+    /// As [`CudaBackend::new`], on first use.
+    pub fn shared(device: usize) -> Result<Arc<Self>> {
+        static SHARED: Mutex<Vec<(usize, Arc<CudaBackend>)>> = Mutex::new(Vec::new());
+        let mut all = SHARED.lock();
+        if let Some((_, b)) = all.iter().find(|(d, _)| *d == device) {
+            return Ok(b.clone());
+        }
+        let b = Arc::new(Self::new(device)?);
+        all.push((device, b.clone()));
+        Ok(b)
+    }
+
+    /// What the probe found.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// Caps the device memory held by resident parameters (default: the device's free memory
+    /// when the backend was made).
     pub fn with_max_resident_bytes(mut self, bytes: usize) -> Self {
         self.max_resident_bytes = bytes;
         self
+    }
+
+    /// The residency cap.
+    pub fn max_resident_bytes(&self) -> usize {
+        self.max_resident_bytes
     }
 
     /// Whether L, A, B_G1 and B_G2 run as one batched call (default; uploads overlap
@@ -290,56 +541,219 @@ impl CudaBackend {
         self
     }
 
-    /// Device memory held by resident parameters.
+    /// Device memory held by resident parameters, sets evicted but still in use included.
     pub fn resident_bytes(&self) -> usize {
-        self.resident.lock().iter().map(|r| r.bytes).sum()
+        self.live.load(Ordering::Acquire)
     }
 
-    /// Frees every resident parameter set (in-flight proofs keep theirs until they finish).
+    /// Number of parameter sets resident (evicted ones still in use not included).
+    pub fn resident_sets(&self) -> usize {
+        self.slots.lock().iter().filter(|s| s.state.lock().is_some()).count()
+    }
+
+    /// Whether a sticky CUDA error has made this device unusable.
+    pub fn is_device_lost(&self) -> bool {
+        self.lost.load(Ordering::Acquire)
+    }
+
+    /// Frees every resident parameter set (sets in use by proofs in flight go when those
+    /// finish) and the kernels' device caches: NTT tables and the memory pool's reserve.
+    /// Afterwards the device uses what it used before cuzk, once proofs in flight are done.
+    ///
+    /// # Errors
+    /// [`Error::Cuda`] / [`Error::DeviceLost`] from the device.
+    pub fn release_device_memory(&self) -> Result<()> {
+        let gone: Vec<Arc<Slot>> = std::mem::take(&mut *self.slots.lock());
+        for slot in gone {
+            slot.evicted.store(true, Ordering::Release);
+            drop(slot.state.lock().take());
+        }
+        self.release_caches()
+    }
+
+    /// Same as [`CudaBackend::release_device_memory`].
     pub fn evict_all(&self) {
-        self.resident.lock().clear();
+        if let Err(e) = self.release_device_memory() {
+            log::warn!("GPU {}: releasing device memory: {e}", self.device);
+        }
     }
 
-    /// The resident copy of `params`, uploading it (and evicting least recently used sets to
-    /// stay under the cap) if needed.
+    fn release_caches(&self) -> Result<()> {
+        // SAFETY: plain device ordinal; the kernels wait for the device's streams first.
+        let r = unsafe { ffi::cuzk_k_device_release_caches(self.device) };
+        check("cuzk_k_device_release_caches", r).map_err(|e| self.classify(e))
+    }
+
+    /// Turns a sticky CUDA error into [`Error::DeviceLost`] and marks the device lost.
+    fn classify(&self, e: Error) -> Error {
+        match e {
+            Error::Cuda { call, code, message } if STICKY_CODES.contains(&code) => {
+                if !self.lost.swap(true, Ordering::AcqRel) {
+                    log::error!(
+                        "GPU {}: sticky CUDA error {code} in {call} ({message}); the device is unusable until the process restarts",
+                        self.device
+                    );
+                }
+                Error::DeviceLost {
+                    device: self.device as usize,
+                    code,
+                    message: format!("{call}: {message}"),
+                }
+            }
+            other => other,
+        }
+    }
+
+    fn lost_error(&self) -> Error {
+        Error::DeviceLost {
+            device: self.device as usize,
+            code: 0,
+            message: "an earlier call hit a sticky CUDA error".into(),
+        }
+    }
+
+    /// Frees device memory nobody is using: the caches and every idle resident set except
+    /// `keep`. Called on out-of-memory before the one retry.
+    fn free_idle(&self, keep: Option<u64>) {
+        let mut freed = 0usize;
+        while let Some(r) = self.evict_one_idle(keep) {
+            freed += r.bytes;
+        }
+        if let Err(e) = self.release_caches() {
+            log::warn!("GPU {}: releasing caches: {e}", self.device);
+        }
+        log::warn!(
+            "GPU {}: out of device memory: released caches and {freed} bytes of idle parameters; retrying once",
+            self.device
+        );
+    }
+
+    /// Evicts the least recently used set that no proof holds and that is not `keep`.
+    fn evict_one_idle(&self, keep: Option<u64>) -> Option<Arc<Resident>> {
+        let mut list = self.slots.lock();
+        for i in 0..list.len() {
+            if Some(list[i].params_id) == keep {
+                continue;
+            }
+            // A set that is uploading (lock held) or in use (a proof holds a clone) stays.
+            let taken = list[i].state.try_lock().and_then(|mut st| match &*st {
+                Some(r) if Arc::strong_count(r) == 1 => st.take(),
+                _ => None,
+            });
+            if let Some(r) = taken {
+                let slot = list.remove(i);
+                slot.evicted.store(true, Ordering::Release);
+                log::info!("GPU {}: evicting resident parameters ({} bytes)", self.device, r.bytes);
+                return Some(r);
+            }
+        }
+        None
+    }
+
+    /// Runs a kernel call; on out-of-memory frees what is idle (all but `keep`) and runs it
+    /// once more. Sticky errors become [`Error::DeviceLost`].
+    fn with_oom_retry<T>(&self, keep: Option<u64>, mut call: impl FnMut() -> Result<T>) -> Result<T> {
+        match call() {
+            Err(e) if is_out_of_memory(&e) => {
+                self.free_idle(keep);
+                call().map_err(|e| self.classify(e))
+            }
+            other => other.map_err(|e| self.classify(e)),
+        }
+    }
+
+    /// The resident copy of `params`, uploading it if needed: outside the list's lock, once
+    /// per set however many callers ask, evicting idle least recently used sets to stay under
+    /// the cap.
     fn resident(&self, params: &Parameters) -> Result<Arc<Resident>> {
-        let mut list = self.resident.lock();
-        if let Some(i) = list.iter().position(|r| r.params_id == params.id()) {
-            let r = list.remove(i);
-            list.push(r.clone());
-            return Ok(r);
+        loop {
+            let slot = {
+                let mut list = self.slots.lock();
+                if let Some(i) = list.iter().position(|s| s.params_id == params.id()) {
+                    let s = list.remove(i);
+                    list.push(s.clone());
+                    s
+                } else {
+                    let bytes = params.device_bytes();
+                    if bytes > self.max_resident_bytes {
+                        return Err(Error::InvalidArgument(format!(
+                            "parameters need {bytes} bytes of device memory, the residency cap of GPU {} is {}",
+                            self.device, self.max_resident_bytes
+                        )));
+                    }
+                    let s = Arc::new(Slot {
+                        params_id: params.id(),
+                        bytes,
+                        evicted: AtomicBool::new(false),
+                        state: Mutex::new(None),
+                    });
+                    list.push(s.clone());
+                    s
+                }
+            };
+            let mut state = slot.state.lock();
+            if slot.evicted.load(Ordering::Acquire) {
+                continue; // evicted while we waited: look again
+            }
+            if let Some(r) = &*state {
+                return Ok(r.clone());
+            }
+            let uploaded = self
+                .make_room(slot.bytes, slot.params_id)
+                .and_then(|()| self.with_oom_retry(Some(slot.params_id), || self.upload(params)));
+            return match uploaded {
+                Ok(r) => {
+                    *state = Some(r.clone());
+                    Ok(r)
+                }
+                Err(e) => {
+                    slot.evicted.store(true, Ordering::Release);
+                    drop(state);
+                    self.slots.lock().retain(|s| !Arc::ptr_eq(s, &slot));
+                    Err(e)
+                }
+            };
         }
-        let bytes = params.device_bytes();
-        if bytes > self.max_resident_bytes {
-            return Err(Error::InvalidArgument(format!(
-                "parameters need {bytes} bytes of device memory, the residency cap is {}",
-                self.max_resident_bytes
-            )));
+    }
+
+    /// Evicts idle sets until `bytes` more fit under the cap.
+    fn make_room(&self, bytes: usize, keep: u64) -> Result<()> {
+        while self.resident_bytes() + bytes > self.max_resident_bytes {
+            if self.evict_one_idle(Some(keep)).is_none() {
+                return Err(Error::InvalidArgument(format!(
+                    "GPU {}: parameters need {bytes} bytes, {} bytes are resident and in use by proofs in flight, cap {}",
+                    self.device,
+                    self.resident_bytes(),
+                    self.max_resident_bytes
+                )));
+            }
         }
-        while list.iter().map(|r| r.bytes).sum::<usize>() + bytes > self.max_resident_bytes {
-            let gone = list.remove(0);
-            log::info!(
-                "GPU {}: evicting resident parameters ({} bytes)",
-                self.device,
-                gone.bytes
-            );
-        }
+        Ok(())
+    }
+
+    fn upload(&self, params: &Parameters) -> Result<Arc<Resident>> {
         let start = Instant::now();
         let d = self.device;
+        let bytes = params.device_bytes();
+        let h = DeviceBases::upload_g1(d, params.h())?;
+        let l = DeviceBases::upload_g1(d, params.l())?;
+        let a = DeviceBases::upload_g1(d, params.a())?;
+        let b_g1 = DeviceBases::upload_g1(d, params.b_g1())?;
+        let b_g2 = DeviceBases::upload_g2(d, params.b_g2())?;
+        self.live.fetch_add(bytes, Ordering::AcqRel);
         let r = Arc::new(Resident {
-            params_id: params.id(),
             bytes,
-            h: DeviceBases::upload_g1(d, params.h())?,
-            l: DeviceBases::upload_g1(d, params.l())?,
-            a: DeviceBases::upload_g1(d, params.a())?,
-            b_g1: DeviceBases::upload_g1(d, params.b_g1())?,
-            b_g2: DeviceBases::upload_g2(d, params.b_g2())?,
+            live: self.live.clone(),
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
         });
         log::info!(
             "GPU {d}: parameters resident ({bytes} bytes) in {:.1} ms",
             start.elapsed().as_secs_f64() * 1e3
         );
-        list.push(r.clone());
         Ok(r)
     }
 }
@@ -350,11 +764,18 @@ impl Backend for CudaBackend {
     }
 
     fn prepare(&self, params: &Parameters) -> Result<()> {
+        if self.is_device_lost() {
+            return Err(self.lost_error());
+        }
         self.resident(params).map(|_| ())
     }
 
     fn evict(&self) {
         self.evict_all();
+    }
+
+    fn is_lost(&self) -> bool {
+        self.is_device_lost()
     }
 
     fn commitments(
@@ -363,6 +784,10 @@ impl Backend for CudaBackend {
         params: &Parameters,
         t: &mut Timings,
     ) -> Result<Commitments> {
+        if self.is_device_lost() {
+            assignment.release_abc();
+            return Err(self.lost_error());
+        }
         let dev = match self.resident(params) {
             Ok(d) => d,
             Err(e) => {
@@ -370,30 +795,35 @@ impl Backend for CudaBackend {
                 return Err(e);
             }
         };
+        let keep = Some(params.id());
         let start = Instant::now();
-        let (a, b, c) = (assignment.a(), assignment.b(), assignment.c());
-        let n = a.len();
         let log_m = params.domain_size().trailing_zeros();
         let mut h = G1Projective::identity();
-        let ret: &mut blst::blst_p1 = h.as_mut();
-        // SAFETY: a, b, c are n live scalars each (blst_fr layout); h_out is null (not
-        // wanted); `ret` is a blst_p1; the H bases hold m − 1 points (checked by
-        // check_assignment: domain size matches the parameters).
-        let r = unsafe {
-            ffi::cuzk_k_compute_h_msm(
-                dev.h.raw,
-                a.as_ptr().cast::<c_void>(),
-                b.as_ptr().cast::<c_void>(),
-                c.as_ptr().cast::<c_void>(),
-                n,
-                log_m,
-                std::ptr::null_mut(),
-                (ret as *mut blst::blst_p1).cast::<c_void>(),
-            )
-        };
+        let result = self.with_oom_retry(keep, || {
+            let (a, b, c) = (assignment.a(), assignment.b(), assignment.c());
+            let ret: &mut blst::blst_p1 = h.as_mut();
+            // SAFETY: a, b, c are a.len() live scalars each (blst_fr layout; equal lengths by
+            // construction of the assignment); h_out is null (not wanted); `ret` is a blst_p1;
+            // the H bases hold m − 1 points (check_assignment: the domain size matches the
+            // parameters). The call waits for its copies on every path, so a/b/c may go back
+            // to the pool as soon as it returns.
+            let r = unsafe {
+                ffi::cuzk_k_compute_h_msm(
+                    dev.h.raw,
+                    a.as_ptr().cast::<c_void>(),
+                    b.as_ptr().cast::<c_void>(),
+                    c.as_ptr().cast::<c_void>(),
+                    a.len(),
+                    log_m,
+                    std::ptr::null_mut(),
+                    (ret as *mut blst::blst_p1).cast::<c_void>(),
+                )
+            };
+            check("cuzk_k_compute_h_msm", r)
+        });
         // a/b/c are on the device (or the call failed): either way the buffers go back now.
         assignment.release_abc();
-        check("cuzk_k_compute_h_msm", r)?;
+        result?;
         t.h += start.elapsed();
 
         let inputs = assignment.input_assignment();
@@ -405,17 +835,23 @@ impl Backend for CudaBackend {
         let b_aux = assignment.b_aux_density().words();
 
         if !self.batched_msms {
+            let g1 = |bases: &DeviceBases, offset: usize, scalars: &[Scalar], density: Option<&[u64]>| {
+                self.with_oom_retry(keep, || msm_g1(bases, offset, scalars, density))
+            };
+            let g2 = |bases: &DeviceBases, offset: usize, scalars: &[Scalar], density: Option<&[u64]>| {
+                self.with_oom_retry(keep, || msm_g2(bases, offset, scalars, density))
+            };
             let s = Instant::now();
-            let l = msm_g1(&dev.l, 0, aux, None)?;
+            let l = g1(&dev.l, 0, aux, None)?;
             t.msm_l += s.elapsed();
             let s = Instant::now();
-            let a = msm_g1(&dev.a, 0, inputs, None)? + msm_g1(&dev.a, num_inputs, aux, Some(a_aux))?;
+            let a = g1(&dev.a, 0, inputs, None)? + g1(&dev.a, num_inputs, aux, Some(a_aux))?;
             t.msm_a += s.elapsed();
             let s = Instant::now();
-            let b_g1 = msm_g1(&dev.b_g1, 0, inputs, Some(b_in))? + msm_g1(&dev.b_g1, b_inputs, aux, Some(b_aux))?;
+            let b_g1 = g1(&dev.b_g1, 0, inputs, Some(b_in))? + g1(&dev.b_g1, b_inputs, aux, Some(b_aux))?;
             t.msm_b_g1 += s.elapsed();
             let s = Instant::now();
-            let b_g2 = msm_g2(&dev.b_g2, 0, inputs, Some(b_in))? + msm_g2(&dev.b_g2, b_inputs, aux, Some(b_aux))?;
+            let b_g2 = g2(&dev.b_g2, 0, inputs, Some(b_in))? + g2(&dev.b_g2, b_inputs, aux, Some(b_aux))?;
             t.msm_b_g2 += s.elapsed();
             return Ok(Commitments { h, l, a, b_g1, b_g2 });
         }
@@ -425,36 +861,38 @@ impl Backend for CudaBackend {
         let s = Instant::now();
         let mut g1 = [G1Projective::identity(); 5];
         let mut g2 = [G2Projective::identity(); 2];
-        let [l_out, a_in, a_aux_out, b1_in, b1_aux] = &mut g1;
-        let [b2_in, b2_aux] = &mut g2;
-        let job =
-            |bases: &DeviceBases, offset: usize, scalars: &[Scalar], density: Option<&[u64]>, out: *mut c_void| {
-                ffi::KMsmJob {
-                    bases: bases.raw,
-                    base_offset: offset,
-                    host_scalars: scalars.as_ptr().cast::<c_void>(),
-                    n: scalars.len(),
-                    density_bits: density.map_or(std::ptr::null(), <[u64]>::as_ptr),
-                    out_jacobian: out,
-                }
+        self.with_oom_retry(keep, || {
+            let [l_out, a_in, a_aux_out, b1_in, b1_aux] = &mut g1;
+            let [b2_in, b2_aux] = &mut g2;
+            let job = |bases: &DeviceBases,
+                       offset: usize,
+                       scalars: &[Scalar],
+                       density: Option<&[u64]>,
+                       out: *mut c_void| ffi::KMsmJob {
+                bases: bases.raw,
+                base_offset: offset,
+                host_scalars: scalars.as_ptr().cast::<c_void>(),
+                n: scalars.len(),
+                density_bits: density.map_or(std::ptr::null(), <[u64]>::as_ptr),
+                out_jacobian: out,
             };
-        let p1 = |p: &mut G1Projective| (p.as_mut() as *mut blst::blst_p1).cast::<c_void>();
-        let p2 = |p: &mut G2Projective| (p.as_mut() as *mut blst::blst_p2).cast::<c_void>();
-        let jobs = [
-            job(&dev.l, 0, aux, None, p1(l_out)),
-            job(&dev.a, 0, inputs, None, p1(a_in)),
-            job(&dev.a, num_inputs, aux, Some(a_aux), p1(a_aux_out)),
-            job(&dev.b_g1, 0, inputs, Some(b_in), p1(b1_in)),
-            job(&dev.b_g1, b_inputs, aux, Some(b_aux), p1(b1_aux)),
-            job(&dev.b_g2, 0, inputs, Some(b_in), p2(b2_in)),
-            job(&dev.b_g2, b_inputs, aux, Some(b_aux), p2(b2_aux)),
-        ];
-        // SAFETY: every job points at live bases handles, scalar slices (blst_fr layout) with
-        // their exact lengths, density words covering them (one word per 64 variables), and
-        // an output of the bases' group (blst_p1 for G1, blst_p2 for G2), all borrowed until
-        // the call returns.
-        check("cuzk_k_msm_batch", unsafe {
-            ffi::cuzk_k_msm_batch(jobs.as_ptr(), jobs.len())
+            let p1 = |p: &mut G1Projective| (p.as_mut() as *mut blst::blst_p1).cast::<c_void>();
+            let p2 = |p: &mut G2Projective| (p.as_mut() as *mut blst::blst_p2).cast::<c_void>();
+            let jobs = [
+                job(&dev.l, 0, aux, None, p1(l_out)),
+                job(&dev.a, 0, inputs, None, p1(a_in)),
+                job(&dev.a, num_inputs, aux, Some(a_aux), p1(a_aux_out)),
+                job(&dev.b_g1, 0, inputs, Some(b_in), p1(b1_in)),
+                job(&dev.b_g1, b_inputs, aux, Some(b_aux), p1(b1_aux)),
+                job(&dev.b_g2, 0, inputs, Some(b_in), p2(b2_in)),
+                job(&dev.b_g2, b_inputs, aux, Some(b_aux), p2(b2_aux)),
+            ];
+            // SAFETY: every job points at live bases handles, scalar slices (blst_fr layout)
+            // with their exact lengths, density words covering them (one word per 64
+            // variables), and an output of the bases' group (blst_p1 for G1, blst_p2 for G2),
+            // all borrowed until the call returns; it waits for its copies on every path.
+            let r = unsafe { ffi::cuzk_k_msm_batch(jobs.as_ptr(), jobs.len()) };
+            check_jobs("cuzk_k_msm_batch", r, &BATCH_JOBS)
         })?;
         t.msm_batch += s.elapsed();
         let (l, a, b_g1) = (g1[0], g1[1] + g1[2], g1[3] + g1[4]);
