@@ -33,16 +33,23 @@ impl DensityTracker {
         Self::default()
     }
 
-    /// A tracker sized for `capacity` variables.
+    /// A tracker with room for `capacity` variables. The room is only a hint: if the
+    /// allocator cannot provide it, the tracker starts without and grows as variables come.
     pub fn with_capacity(capacity: usize) -> Self {
+        let mut words = Vec::new();
+        if words.try_reserve_exact(capacity.div_ceil(64)).is_err() {
+            log::warn!("density tracker: no room for {capacity} variables up front; growing as needed");
+        }
         Self {
-            words: Vec::with_capacity(capacity.div_ceil(64)),
+            words,
             len: 0,
             total: 0,
         }
     }
 
-    /// Adds one variable, not (yet) in the query.
+    /// Adds one variable, not (yet) in the query. Like `Vec::push`, aborts if the global
+    /// allocator is out of memory; [`try_add_element`](Self::try_add_element) returns an error
+    /// instead.
     pub fn add_element(&mut self) {
         if self.len % 64 == 0 {
             self.words.push(0);
@@ -50,22 +57,43 @@ impl DensityTracker {
         self.len += 1;
     }
 
-    /// Marks variable `i` as present.
+    /// Adds one variable, not (yet) in the query.
     ///
-    /// # Panics
-    /// If `i` is not a tracked variable (callers check first).
-    pub fn inc(&mut self, i: usize) {
-        assert!(i < self.len, "density index {i} out of range {}", self.len);
+    /// # Errors
+    /// [`Error::Allocation`] when the global allocator cannot grow the tracker (the tracker is
+    /// unchanged).
+    pub fn try_add_element(&mut self) -> Result<()> {
+        if self.len % 64 == 0 {
+            self.words
+                .try_reserve(1)
+                .map_err(|e| crate::pool::heap_error(1, std::mem::size_of::<u64>(), &e))?;
+            self.words.push(0);
+        }
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Marks variable `i` as present. Returns whether `i` is a tracked variable; an index out
+    /// of range changes nothing (and returns `false`).
+    pub fn inc(&mut self, i: usize) -> bool {
+        if i >= self.len {
+            return false;
+        }
         let (w, b) = (i / 64, i % 64);
-        if self.words[w] & (1 << b) == 0 {
-            self.words[w] |= 1 << b;
+        // `len` variables occupy `len.div_ceil(64)` words, so word `w` exists.
+        let Some(word) = self.words.get_mut(w) else {
+            return false;
+        };
+        if *word & (1 << b) == 0 {
+            *word |= 1 << b;
             self.total += 1;
         }
+        true
     }
 
     /// Whether variable `i` is present.
     pub fn is_set(&self, i: usize) -> bool {
-        i < self.len && self.words[i / 64] & (1 << (i % 64)) != 0
+        i < self.len && self.words.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
     }
 
     /// Number of variables tracked.
@@ -90,25 +118,29 @@ impl DensityTracker {
 
     /// Appends `other`'s bits. For input densities the first bit of `other` is its own "one"
     /// variable, which coincides with ours: it is merged rather than appended.
-    pub fn extend(&mut self, other: &DensityTracker, is_input: bool) {
+    ///
+    /// # Errors
+    /// [`Error::Allocation`] when the global allocator cannot grow the tracker (then only
+    /// part of `other` was appended).
+    pub fn extend(&mut self, other: &DensityTracker, is_input: bool) -> Result<()> {
         let skip = usize::from(is_input && !other.is_empty());
         if is_input && other.is_set(0) && !self.is_empty() && !self.is_set(0) {
             self.inc(0);
         }
         if is_input && self.is_empty() && !other.is_empty() {
             // Nothing of ours to merge into: take the "one" bit as it is.
-            self.add_element();
+            self.try_add_element()?;
             if other.is_set(0) {
                 self.inc(0);
             }
         }
         for i in skip..other.len {
-            self.add_element();
+            self.try_add_element()?;
             if other.is_set(i) {
-                let last = self.len - 1;
-                self.inc(last);
+                self.inc(self.len - 1);
             }
         }
+        Ok(())
     }
 }
 
@@ -153,6 +185,13 @@ impl CapacityHints {
 /// a/b/c are [`PinnedVec`]s: with [`ProvingAssignment::new_with_pinned`] they live in pool
 /// buffers from the first write and go back to the pool on [`release_abc`](Self::release_abc)
 /// (or drop).
+///
+/// The `ConstraintSystem` methods never panic or abort on what a circuit does: a variable that
+/// was never allocated, a growth the pool cannot serve (cap reached, fallback off), host
+/// out-of-memory, a witness-generator method, or a change after synthesis finished. `enforce`
+/// cannot return an error, so the first such failure is recorded, every buffer goes back to
+/// its pool at once, later calls are ignored (`alloc` returns placeholder variables), and the
+/// error comes out at the end of synthesis ([`Prover::synthesize`](crate::Prover::synthesize)).
 pub struct ProvingAssignment {
     pub(crate) a_aux_density: DensityTracker,
     pub(crate) b_input_density: DensityTracker,
@@ -163,9 +202,9 @@ pub struct ProvingAssignment {
     pub(crate) input_assignment: Vec<Scalar>,
     /// In a pool buffer too: every MSM but H uploads it, so it should move at line rate.
     pub(crate) aux_assignment: PinnedVec<Scalar>,
-    /// Set when the circuit refers to a variable that does not exist; reported by
-    /// [`ProvingAssignment::finish`] since `enforce` cannot return errors.
-    error: Option<String>,
+    /// The first failure during synthesis (see the type's docs); sticky (the vectors were
+    /// released when it was recorded), reported by every later `finish`.
+    error: Option<Error>,
     abc_released: bool,
     finished: bool,
 }
@@ -222,7 +261,9 @@ impl ProvingAssignment {
         this.c = PinnedVec::with_capacity_in(pool, constraints)?;
         this.aux_assignment = PinnedVec::with_capacity_in(pool, sized(hint.map(|h| h.aux)))?;
         if let Some(h) = hint {
-            this.input_assignment.reserve(h.inputs);
+            this.input_assignment
+                .try_reserve_exact(h.inputs)
+                .map_err(|e| crate::pool::heap_error(h.inputs, std::mem::size_of::<Scalar>(), &e))?;
             this.a_aux_density = DensityTracker::with_capacity(h.aux);
             this.b_aux_density = DensityTracker::with_capacity(h.aux);
             this.b_input_density = DensityTracker::with_capacity(h.inputs);
@@ -321,23 +362,72 @@ impl ProvingAssignment {
     }
 
     /// Appends the constraint `input_i * 0 = 0` for each public input (as bellperson does,
-    /// making every input dense in A), and reports a variable misuse seen during synthesis.
+    /// making every input dense in A), and reports the first failure seen during synthesis.
     ///
     /// # Errors
-    /// [`Error::Synthesis`] if the circuit referred to a variable it never allocated.
+    /// [`Error::PoolExhausted`] / [`Error::Allocation`] when a/b/c or the assignments could
+    /// not grow (the pool at its cap with fallback off, the backend or the host out of
+    /// memory); [`Error::InvalidArgument`] when the circuit referred to a variable it never
+    /// allocated or used the constraint system wrongly. Every pool buffer has been returned
+    /// by then.
     pub(crate) fn finish(&mut self) -> Result<()> {
-        if let Some(e) = self.error.take() {
-            return Err(Error::InvalidArgument(format!("circuit is malformed: {e}")));
-        }
-        if !self.finished {
+        if self.error.is_none() && !self.finished {
             for i in 0..self.input_assignment.len() {
-                self.a.push(self.input_assignment[i]);
-                self.b.push(Scalar::ZERO);
-                self.c.push(Scalar::ZERO);
+                let x = self.input_assignment[i];
+                let pushed = self
+                    .a
+                    .try_push(x)
+                    .and_then(|()| self.b.try_push(Scalar::ZERO))
+                    .and_then(|()| self.c.try_push(Scalar::ZERO));
+                if let Err(e) = pushed {
+                    self.fail(e);
+                    break;
+                }
             }
-            self.finished = true;
         }
+        if let Some(e) = &self.error {
+            self.finished = false;
+            return Err(crate::pool::copy_error(e));
+        }
+        self.finished = true;
         Ok(())
+    }
+
+    /// Records the first failure of synthesis and hands every buffer back at once: the
+    /// result is an error whatever the circuit does next, and later calls are ignored.
+    fn fail(&mut self, e: Error) {
+        if self.error.is_some() {
+            log::debug!("synthesis: ignoring a later failure ({e})");
+            return;
+        }
+        log::error!("synthesis failed: {e}; buffers released, the error is reported at the end of synthesis");
+        self.error = Some(e);
+        self.finished = false;
+        self.a.release();
+        self.b.release();
+        self.c.release();
+        self.aux_assignment.release();
+        self.input_assignment = Vec::new();
+        self.a_aux_density = DensityTracker::new();
+        self.b_input_density = DensityTracker::new();
+        self.b_aux_density = DensityTracker::new();
+    }
+
+    /// A change to a finished assignment (its input constraints are already appended) would
+    /// make it prove something else: it un-finishes it and fails it.
+    fn check_not_finished(&mut self, what: &str) {
+        if self.finished {
+            self.fail(Error::InvalidArgument(format!(
+                "circuit is malformed: {what} after synthesis finished"
+            )));
+        }
+    }
+
+    /// Whether the constraint system ignores calls (after a failure), checking first that
+    /// it is still open for `what`.
+    fn closed(&mut self, what: &str) -> bool {
+        self.check_not_finished(what);
+        self.error.is_some()
     }
 
     fn eval(
@@ -345,37 +435,46 @@ impl ProvingAssignment {
         lc: &LinearCombination<Scalar>,
         track_inputs: Option<Tracker>,
         track_aux: Option<Tracker>,
-    ) -> Scalar {
+    ) -> Result<Scalar> {
+        let malformed = |what: &str, i: usize| {
+            Error::InvalidArgument(format!("circuit is malformed: {what} variable {i} was never allocated"))
+        };
         let mut acc = Scalar::ZERO;
         for (&i, coeff) in lc.iter_inputs() {
             if bool::from(coeff.is_zero()) {
                 continue;
             }
-            let Some(&value) = self.input_assignment.get(i) else {
-                self.error
-                    .get_or_insert_with(|| format!("input variable {i} was never allocated"));
-                continue;
-            };
+            let value = *self.input_assignment.get(i).ok_or_else(|| malformed("input", i))?;
             acc += if *coeff == Scalar::ONE { value } else { value * coeff };
             if let Some(t) = track_inputs {
-                self.tracker(t).inc(i);
+                if !self.tracker(t).inc(i) {
+                    return Err(malformed("input", i));
+                }
             }
         }
         for (&i, coeff) in lc.iter_aux() {
             if bool::from(coeff.is_zero()) {
                 continue;
             }
-            let Some(&value) = self.aux_assignment.as_slice().get(i) else {
-                self.error
-                    .get_or_insert_with(|| format!("aux variable {i} was never allocated"));
-                continue;
-            };
+            let value = *self
+                .aux_assignment
+                .as_slice()
+                .get(i)
+                .ok_or_else(|| malformed("aux", i))?;
             acc += if *coeff == Scalar::ONE { value } else { value * coeff };
             if let Some(t) = track_aux {
-                self.tracker(t).inc(i);
+                if !self.tracker(t).inc(i) {
+                    return Err(malformed("aux", i));
+                }
             }
         }
-        acc
+        Ok(acc)
+    }
+
+    fn not_a_witness_generator(&mut self, method: &str) {
+        self.fail(Error::InvalidArgument(format!(
+            "circuit is malformed: {method} called on a proving assignment, which is not a witness generator"
+        )));
     }
 
     fn tracker(&mut self, t: Tracker) -> &mut DensityTracker {
@@ -407,10 +506,20 @@ impl ConstraintSystem<Scalar> for ProvingAssignment {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        self.aux_assignment.push(f()?);
-        self.a_aux_density.add_element();
-        self.b_aux_density.add_element();
-        Ok(Variable::new_unchecked(Index::Aux(self.aux_assignment.len() - 1)))
+        let index = self.aux_assignment.len();
+        if self.closed("alloc") {
+            return Ok(Variable::new_unchecked(Index::Aux(index)));
+        }
+        let value = f()?;
+        let pushed = self
+            .aux_assignment
+            .try_push(value)
+            .and_then(|()| self.a_aux_density.try_add_element())
+            .and_then(|()| self.b_aux_density.try_add_element());
+        if let Err(e) = pushed {
+            self.fail(e);
+        }
+        Ok(Variable::new_unchecked(Index::Aux(index)))
     }
 
     fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
@@ -419,9 +528,21 @@ impl ConstraintSystem<Scalar> for ProvingAssignment {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        self.input_assignment.push(f()?);
-        self.b_input_density.add_element();
-        Ok(Variable::new_unchecked(Index::Input(self.input_assignment.len() - 1)))
+        let index = self.input_assignment.len();
+        if self.closed("alloc_input") {
+            return Ok(Variable::new_unchecked(Index::Input(index)));
+        }
+        let value = f()?;
+        let pushed = self
+            .input_assignment
+            .try_reserve(1)
+            .map_err(|e| crate::pool::heap_error(1, std::mem::size_of::<Scalar>(), &e))
+            .and_then(|()| self.b_input_density.try_add_element());
+        match pushed {
+            Ok(()) => self.input_assignment.push(value), // room reserved above
+            Err(e) => self.fail(e),
+        }
+        Ok(Variable::new_unchecked(Index::Input(index)))
     }
 
     fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
@@ -432,17 +553,24 @@ impl ConstraintSystem<Scalar> for ProvingAssignment {
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
+        if self.closed("enforce") {
+            return;
+        }
         let a = a(LinearCombination::zero());
         let b = b(LinearCombination::zero());
         let c = c(LinearCombination::zero());
         // Inputs are dense in A by construction (the input constraints), so only aux is
         // tracked there; C has no query of its own.
-        let a_res = self.eval(&a, None, Some(Tracker::AAux));
-        let b_res = self.eval(&b, Some(Tracker::BInput), Some(Tracker::BAux));
-        let c_res = self.eval(&c, None, None);
-        self.a.push(a_res);
-        self.b.push(b_res);
-        self.c.push(c_res);
+        let pushed = self.eval(&a, None, Some(Tracker::AAux)).and_then(|a_res| {
+            let b_res = self.eval(&b, Some(Tracker::BInput), Some(Tracker::BAux))?;
+            let c_res = self.eval(&c, None, None)?;
+            self.a.try_push(a_res)?;
+            self.b.try_push(b_res)?;
+            self.c.try_push(c_res)
+        });
+        if let Err(e) = pushed {
+            self.fail(e);
+        }
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)
@@ -463,18 +591,70 @@ impl ConstraintSystem<Scalar> for ProvingAssignment {
     }
 
     fn extend(&mut self, other: &Self) {
-        self.a_aux_density.extend(&other.a_aux_density, false);
-        self.b_input_density.extend(&other.b_input_density, true);
-        self.b_aux_density.extend(&other.b_aux_density, false);
-        self.a.extend_from_slice(other.a.as_slice());
-        self.b.extend_from_slice(other.b.as_slice());
-        self.c.extend_from_slice(other.c.as_slice());
-        // The other system's first input is its own "one", which coincides with ours.
-        self.input_assignment
-            .extend_from_slice(other.input_assignment.get(1..).unwrap_or(&[]));
-        self.aux_assignment.extend_from_slice(other.aux_assignment.as_slice());
-        if self.error.is_none() {
-            self.error.clone_from(&other.error);
+        if self.closed("extend") {
+            return;
         }
+        if let Some(e) = &other.error {
+            self.fail(crate::pool::copy_error(e));
+            return;
+        }
+        // The other system's first input is its own "one", which coincides with ours.
+        let other_inputs = other.input_assignment.get(1..).unwrap_or(&[]);
+        let extended = self
+            .a_aux_density
+            .extend(&other.a_aux_density, false)
+            .and_then(|()| self.b_input_density.extend(&other.b_input_density, true))
+            .and_then(|()| self.b_aux_density.extend(&other.b_aux_density, false))
+            .and_then(|()| self.a.try_extend_from_slice(other.a.as_slice()))
+            .and_then(|()| self.b.try_extend_from_slice(other.b.as_slice()))
+            .and_then(|()| self.c.try_extend_from_slice(other.c.as_slice()))
+            .and_then(|()| {
+                self.input_assignment
+                    .try_reserve(other_inputs.len())
+                    .map_err(|e| crate::pool::heap_error(other_inputs.len(), std::mem::size_of::<Scalar>(), &e))
+            })
+            .and_then(|()| {
+                self.aux_assignment
+                    .try_extend_from_slice(other.aux_assignment.as_slice())
+            });
+        match extended {
+            Ok(()) => self.input_assignment.extend_from_slice(other_inputs), // room reserved
+            Err(e) => self.fail(e),
+        }
+    }
+
+    // A proving assignment is not a witness generator: a circuit that calls the
+    // witness-generator methods anyway gets an error at the end of synthesis, not the
+    // default methods' panic.
+
+    fn extend_inputs(&mut self, _new_inputs: &[Scalar]) {
+        self.not_a_witness_generator("extend_inputs");
+    }
+
+    fn extend_aux(&mut self, _new_aux: &[Scalar]) {
+        self.not_a_witness_generator("extend_aux");
+    }
+
+    fn allocate_empty(&mut self, _aux_n: usize, _inputs_n: usize) -> (&mut [Scalar], &mut [Scalar]) {
+        self.not_a_witness_generator("allocate_empty");
+        (&mut [], &mut [])
+    }
+
+    fn allocate_empty_inputs(&mut self, _n: usize) -> &mut [Scalar] {
+        self.not_a_witness_generator("allocate_empty_inputs");
+        &mut []
+    }
+
+    fn allocate_empty_aux(&mut self, _n: usize) -> &mut [Scalar] {
+        self.not_a_witness_generator("allocate_empty_aux");
+        &mut []
+    }
+
+    fn inputs_slice(&self) -> &[Scalar] {
+        &self.input_assignment
+    }
+
+    fn aux_slice(&self) -> &[Scalar] {
+        self.aux_assignment.as_slice()
     }
 }

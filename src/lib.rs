@@ -32,6 +32,13 @@
 //! - A pool pointer is never freed by the global allocator: pool memory goes back only to the
 //!   backend that allocated it; growing a pinned vector moves to another pool buffer.
 //! - Every checkout is an allocation, a reuse or a counted, logged fallback — never silent.
+//!   Growing a pinned vector is a checkout like any other: with `allow_fallback = false` and
+//!   no room in the pool, synthesis fails with [`Error::PoolExhausted`] (or
+//!   [`Error::Allocation`]) at its end, every pool buffer already returned — no silent move to
+//!   the heap, no abort, no panic.
+//! - Host out-of-memory in the pool, a pinned vector or an assignment is an
+//!   [`Error::Allocation`], never an abort; a circuit's misuse of the constraint system (a
+//!   variable it never allocated, a change after synthesis) is an error, never a panic.
 //! - Every pool byte is counted once: in use or idle.
 //! - After `prove` returns (success or error), every a/b/c buffer is back in its pool.
 //! - Parameters are immutable and carry a process-unique id, so a device-resident copy can

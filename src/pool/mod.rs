@@ -30,6 +30,7 @@ pub use self::backend::{HeapAllocator, HostAllocator, PAGE_SIZE};
 #[cfg(feature = "cuda")]
 pub use self::cuda::{CudaPinnedAllocator, PinMode};
 pub use self::vec::PinnedVec;
+pub(crate) use self::vec::{copy_error, heap_error};
 use crate::error::{Error, Result};
 
 /// What a checkout does when the cap leaves no room.
@@ -414,14 +415,6 @@ impl PinnedPool {
         }
         self.inner.free_blocks(blocks);
         freed
-    }
-
-    /// Serves `bytes` from unpinned heap memory, counted as a fallback, because the pool
-    /// could not (`reason`). Used when a caller cannot fail, such as a growing assignment.
-    pub(crate) fn checkout_fallback(&self, bytes: usize, reason: &Error) -> Result<PinnedBuffer> {
-        let capacity = backend::page_round(bytes)
-            .ok_or_else(|| Error::InvalidArgument(format!("pool checkout of {bytes} bytes overflows")))?;
-        self.do_fallback(bytes, capacity, reason)
     }
 
     fn fallback_or(&self, bytes: usize, capacity: usize, err: Error) -> Result<PinnedBuffer> {

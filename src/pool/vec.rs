@@ -3,6 +3,16 @@
 //! The invariant this module exists for: **a pool pointer is never handed to the global
 //! allocator.** There is no `Vec::from_raw_parts` over pool memory; growing past capacity
 //! checks out a larger buffer from the same pool, copies, and returns the old one to the pool.
+//!
+//! Growth goes through [`PinnedPool::checkout`], so it obeys the pool's configuration like any
+//! checkout: it may wait for room, it falls back to unpinned memory (counted and logged) only
+//! when `allow_fallback` is on, and otherwise it fails. A failed growth never aborts or panics:
+//! the `try_*` methods return the error and leave the vector as it was; [`PinnedVec::push`]
+//! and [`PinnedVec::extend_from_slice`] (for callers that cannot return an error, like a
+//! `ConstraintSystem`'s `enforce`) put the vector in a *failed* state instead — elements
+//! dropped, buffer back in the pool, later appends ignored — and keep the error for
+//! [`PinnedVec::error`] / [`PinnedVec::take_error`]. Heap vectors (no pool) reserve with
+//! `try_reserve`, so host out-of-memory is an [`Error::Allocation`] there too.
 
 use std::marker::PhantomData;
 use std::mem::{align_of, size_of};
@@ -11,10 +21,13 @@ use super::{PinnedBuffer, PinnedPool, PAGE_SIZE};
 use crate::error::Error;
 
 enum Storage<T> {
-    /// Elements in a pool buffer.
+    /// Elements in a pool buffer (or a counted fallback buffer of the pool).
     Pool(PinnedBuffer),
-    /// Elements in an ordinary vector (no pool, or after a fallback during growth).
+    /// Elements in an ordinary vector (no pool).
     Heap(Vec<T>),
+    /// A growth failed: the elements are gone, the buffer is back in its pool, and appends are
+    /// ignored until [`PinnedVec::release`].
+    Failed,
 }
 
 /// A vector of `T: Copy` backed by a [`PinnedBuffer`] (or, without a pool, a `Vec`).
@@ -22,6 +35,8 @@ pub struct PinnedVec<T: Copy> {
     storage: Storage<T>,
     /// Initialised elements (for `Storage::Pool`; a `Heap` vector tracks its own length).
     len: usize,
+    /// Why the vector failed (`Storage::Failed`), until taken.
+    error: Option<Error>,
     _marker: PhantomData<T>,
 }
 
@@ -37,7 +52,51 @@ impl<T: Copy> std::fmt::Debug for PinnedVec<T> {
             .field("len", &self.len())
             .field("capacity", &self.capacity())
             .field("pinned", &self.is_pinned())
+            .field("failed", &self.is_failed())
             .finish()
+    }
+}
+
+/// The name heap (global-allocator) failures carry in [`Error::Allocation`].
+const GLOBAL_HEAP: &str = "global-heap";
+
+/// An [`Error::Allocation`] for `elements` elements of `elem` bytes from the global allocator.
+pub(crate) fn heap_error(elements: usize, elem: usize, e: &std::collections::TryReserveError) -> Error {
+    Error::Allocation {
+        bytes: elements.saturating_mul(elem),
+        backend: GLOBAL_HEAP,
+        reason: e.to_string(),
+    }
+}
+
+/// A copy of `e` (the crate's `Error` is not `Clone`: it can hold an `io::Error`): the
+/// variants an allocation or a synthesis can fail with exactly, anything else as an
+/// [`Error::InvalidArgument`] with the same message.
+pub(crate) fn copy_error(e: &Error) -> Error {
+    match e {
+        Error::PoolExhausted {
+            requested,
+            in_use,
+            cap,
+            waited,
+        } => Error::PoolExhausted {
+            requested: *requested,
+            in_use: *in_use,
+            cap: *cap,
+            waited: *waited,
+        },
+        Error::Allocation { bytes, backend, reason } => Error::Allocation {
+            bytes: *bytes,
+            backend,
+            reason: reason.clone(),
+        },
+        Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
+        Error::Cuda { call, code, message } => Error::Cuda {
+            call,
+            code: *code,
+            message: message.clone(),
+        },
+        other => Error::InvalidArgument(other.to_string()),
     }
 }
 
@@ -53,17 +112,26 @@ impl<T: Copy> PinnedVec<T> {
         Self {
             storage: Storage::Heap(Vec::new()),
             len: 0,
+            error: None,
             _marker: PhantomData,
         }
     }
 
     /// An empty heap vector with room for `capacity` elements.
-    pub fn with_heap_capacity(capacity: usize) -> Self {
-        Self {
-            storage: Storage::Heap(Vec::with_capacity(capacity)),
+    ///
+    /// # Errors
+    /// [`Error::Allocation`] when the global allocator cannot provide the room (instead of
+    /// aborting the process, as `Vec::with_capacity` would).
+    pub fn with_heap_capacity(capacity: usize) -> crate::Result<Self> {
+        let mut v = Vec::new();
+        v.try_reserve_exact(capacity)
+            .map_err(|e| heap_error(capacity, Self::ELEM, &e))?;
+        Ok(Self {
+            storage: Storage::Heap(v),
             len: 0,
+            error: None,
             _marker: PhantomData,
-        }
+        })
     }
 
     /// An empty vector in a buffer from `pool` with room for `capacity` (≥ 1) elements.
@@ -71,15 +139,19 @@ impl<T: Copy> PinnedVec<T> {
     /// # Errors
     /// Whatever [`PinnedPool::checkout`] returns.
     pub fn with_capacity_in(pool: &PinnedPool, capacity: usize) -> crate::Result<Self> {
-        let bytes = capacity
-            .max(1)
-            .checked_mul(Self::ELEM)
-            .ok_or_else(|| Error::InvalidArgument(format!("{capacity} elements overflow")))?;
+        let bytes = Self::bytes_for(capacity.max(1))?;
         Ok(Self {
             storage: Storage::Pool(pool.checkout(bytes)?),
             len: 0,
+            error: None,
             _marker: PhantomData,
         })
+    }
+
+    fn bytes_for(elements: usize) -> crate::Result<usize> {
+        elements
+            .checked_mul(Self::ELEM)
+            .ok_or_else(|| Error::InvalidArgument(format!("{elements} elements overflow")))
     }
 
     /// Number of elements.
@@ -87,6 +159,7 @@ impl<T: Copy> PinnedVec<T> {
         match &self.storage {
             Storage::Pool(_) => self.len,
             Storage::Heap(v) => v.len(),
+            Storage::Failed => 0,
         }
     }
 
@@ -100,6 +173,7 @@ impl<T: Copy> PinnedVec<T> {
         match &self.storage {
             Storage::Pool(buf) => buf.capacity() / Self::ELEM,
             Storage::Heap(v) => v.capacity(),
+            Storage::Failed => 0,
         }
     }
 
@@ -107,7 +181,7 @@ impl<T: Copy> PinnedVec<T> {
     pub fn is_pinned(&self) -> bool {
         match &self.storage {
             Storage::Pool(buf) => buf.is_pinned(),
-            Storage::Heap(_) => false,
+            Storage::Heap(_) | Storage::Failed => false,
         }
     }
 
@@ -120,19 +194,37 @@ impl<T: Copy> PinnedVec<T> {
     pub fn buffer(&self) -> Option<&PinnedBuffer> {
         match &self.storage {
             Storage::Pool(buf) => Some(buf),
-            Storage::Heap(_) => None,
+            Storage::Heap(_) | Storage::Failed => None,
         }
+    }
+
+    /// Whether a growth failed under [`push`](Self::push) or
+    /// [`extend_from_slice`](Self::extend_from_slice): the vector is empty, holds no buffer and
+    /// ignores appends until [`release`](Self::release).
+    pub fn is_failed(&self) -> bool {
+        matches!(self.storage, Storage::Failed)
+    }
+
+    /// Why the vector failed, if it did (and the error was not taken yet).
+    pub fn error(&self) -> Option<&Error> {
+        self.error.as_ref()
+    }
+
+    /// Takes the error that failed the vector, if any. The vector stays failed.
+    pub fn take_error(&mut self) -> Option<Error> {
+        self.error.take()
     }
 
     /// The elements.
     pub fn as_slice(&self) -> &[T] {
         match &self.storage {
-            // SAFETY: the first `len` elements of the buffer were written by `push` /
-            // `extend_from_slice` (or copied during growth); the buffer is page-aligned (so
-            // aligned for T), at least `len * size_of::<T>()` bytes, and borrowed for the
-            // lifetime of the returned slice.
+            // SAFETY: the first `len` elements of the buffer were written by the appending
+            // methods (or copied during growth); the buffer is page-aligned (so aligned for
+            // T), at least `len * size_of::<T>()` bytes, and borrowed for the lifetime of the
+            // returned slice.
             Storage::Pool(buf) => unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<T>(), self.len) },
             Storage::Heap(v) => v,
+            Storage::Failed => &[],
         }
     }
 
@@ -143,105 +235,169 @@ impl<T: Copy> PinnedVec<T> {
             // SAFETY: as in `as_slice`, with exclusive access through `&mut self`.
             Storage::Pool(buf) => unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<T>(), len) },
             Storage::Heap(v) => v,
+            Storage::Failed => &mut [],
+        }
+    }
+
+    /// Makes room for at least `additional` more elements (within the pool for a pooled
+    /// vector, following the pool's configuration).
+    ///
+    /// # Errors
+    /// What the pool's checkout returns ([`Error::PoolExhausted`], [`Error::Allocation`]), or
+    /// [`Error::Allocation`] from the global allocator for a heap vector, or
+    /// [`Error::InvalidArgument`] when the size overflows or the vector has failed. The vector
+    /// is unchanged on error.
+    pub fn try_reserve(&mut self, additional: usize) -> crate::Result<()> {
+        let needed = self
+            .len()
+            .checked_add(additional)
+            .ok_or_else(|| Error::InvalidArgument(format!("{} + {additional} elements overflow", self.len())))?;
+        if needed <= self.capacity() {
+            return Ok(());
+        }
+        match &mut self.storage {
+            Storage::Heap(v) => v
+                .try_reserve(additional)
+                .map_err(|e| heap_error(additional, Self::ELEM, &e)),
+            Storage::Pool(_) => self.grow(needed),
+            Storage::Failed => Err(self.failed_error()),
         }
     }
 
     /// Appends one element, growing (within the pool) when full.
-    pub fn push(&mut self, value: T) {
-        if let Storage::Heap(v) = &mut self.storage {
-            v.push(value);
-            return;
+    ///
+    /// # Errors
+    /// As [`try_reserve`](Self::try_reserve); the vector is unchanged on error.
+    pub fn try_push(&mut self, value: T) -> crate::Result<()> {
+        if self.len() == self.capacity() {
+            self.try_reserve(1)?;
         }
-        if self.len == self.capacity() {
-            self.grow(self.len + 1);
-            if let Storage::Heap(v) = &mut self.storage {
-                v.push(value);
-                return;
+        match &mut self.storage {
+            Storage::Heap(v) => v.push(value), // room reserved above: no reallocation
+            Storage::Pool(buf) => {
+                // SAFETY: len < capacity (checked or grown above), so the slot lies inside
+                // the buffer, which is aligned for T and exclusively borrowed.
+                unsafe { buf.as_mut_ptr().cast::<T>().add(self.len).write(value) };
+                self.len += 1;
             }
+            Storage::Failed => return Err(self.failed_error()),
         }
-        let len = self.len;
-        if let Storage::Pool(buf) = &mut self.storage {
-            // SAFETY: len < capacity (checked or grown above), so the slot lies inside the
-            // buffer, which is aligned for T and exclusively borrowed.
-            unsafe { buf.as_mut_ptr().cast::<T>().add(len).write(value) };
-            self.len = len + 1;
-        }
+        Ok(())
     }
 
     /// Appends all of `values`.
-    pub fn extend_from_slice(&mut self, values: &[T]) {
-        if let Storage::Heap(v) = &mut self.storage {
-            v.extend_from_slice(values);
+    ///
+    /// # Errors
+    /// As [`try_reserve`](Self::try_reserve); the vector is unchanged on error.
+    pub fn try_extend_from_slice(&mut self, values: &[T]) -> crate::Result<()> {
+        self.try_reserve(values.len())?;
+        match &mut self.storage {
+            Storage::Heap(v) => v.extend_from_slice(values), // room reserved above
+            Storage::Pool(buf) => {
+                // SAFETY: len + values.len() <= capacity (reserved above); source and
+                // destination cannot overlap because `values` is a shared borrow while the
+                // buffer is exclusively borrowed through `&mut self`.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        values.as_ptr(),
+                        buf.as_mut_ptr().cast::<T>().add(self.len),
+                        values.len(),
+                    );
+                }
+                self.len += values.len();
+            }
+            Storage::Failed => return Err(self.failed_error()),
+        }
+        Ok(())
+    }
+
+    /// Appends one element, growing (within the pool) when full. If the growth fails, the
+    /// vector fails: see [`is_failed`](Self::is_failed) and [`error`](Self::error). Never
+    /// panics or aborts on a failed growth.
+    pub fn push(&mut self, value: T) {
+        if self.is_failed() {
             return;
         }
-        let needed = self.len + values.len();
-        if needed > self.capacity() {
-            self.grow(needed);
-            if let Storage::Heap(v) = &mut self.storage {
-                v.extend_from_slice(values);
-                return;
-            }
+        if let Err(e) = self.try_push(value) {
+            self.fail(e);
         }
-        let len = self.len;
-        if let Storage::Pool(buf) = &mut self.storage {
-            // SAFETY: len + values.len() <= capacity (grown above); source and destination
-            // cannot overlap because `values` is a shared borrow while the buffer is
-            // exclusively borrowed through `&mut self`.
-            unsafe {
-                std::ptr::copy_nonoverlapping(values.as_ptr(), buf.as_mut_ptr().cast::<T>().add(len), values.len());
-            }
-            self.len = needed;
+    }
+
+    /// Appends all of `values`; on a failed growth the vector fails, as for [`push`](Self::push).
+    pub fn extend_from_slice(&mut self, values: &[T]) {
+        if self.is_failed() {
+            return;
+        }
+        if let Err(e) = self.try_extend_from_slice(values) {
+            self.fail(e);
         }
     }
 
     /// Drops the elements and gives the buffer back to its pool; the vector is then an empty
-    /// heap vector. Idempotent.
+    /// heap vector (a failed vector too: its failure is cleared). Idempotent.
     pub fn release(&mut self) {
         self.storage = Storage::Heap(Vec::new());
         self.len = 0;
+        self.error = None;
+    }
+
+    /// Puts the vector in the failed state: elements dropped, buffer back to its pool.
+    fn fail(&mut self, e: Error) {
+        log::error!(
+            "{} vector of {} elements cannot grow ({e}); its contents are dropped and the error is kept",
+            if self.is_pooled() { "pinned" } else { "heap" },
+            self.len()
+        );
+        self.storage = Storage::Failed;
+        self.len = 0;
+        self.error = Some(e);
+    }
+
+    fn failed_error(&self) -> Error {
+        match &self.error {
+            Some(e) => copy_error(e),
+            None => Error::InvalidArgument("the vector failed to grow earlier".into()),
+        }
     }
 
     /// Moves to a pool buffer for at least `min_capacity` elements: twice the current
-    /// capacity, or `min_capacity` if larger. If the pool cannot serve (cap, allocation
-    /// failure, fallback not allowed), the elements move to the heap: a `ConstraintSystem`
-    /// cannot report an error from `enforce`, and losing data is worse. That move is
-    /// counted as a fallback in the pool's statistics and logged.
-    fn grow(&mut self, min_capacity: usize) {
+    /// capacity (but not past the room the pool's cap leaves), or `min_capacity` if larger. The checkout
+    /// follows the pool's configuration (waiting, counted fallback only when allowed).
+    ///
+    /// # Errors
+    /// The checkout's error; the vector keeps its buffer and elements.
+    fn grow(&mut self, min_capacity: usize) -> crate::Result<()> {
         let Storage::Pool(old) = &self.storage else {
-            return;
+            return Err(Error::InvalidArgument(
+                "grow of a vector that has no pool buffer".into(),
+            ));
         };
         let pool = old.pool().clone();
-        let new_capacity = min_capacity.max(self.capacity().saturating_mul(2));
-        let result = new_capacity
-            .checked_mul(Self::ELEM)
-            .ok_or_else(|| Error::InvalidArgument(format!("{new_capacity} elements overflow")))
-            .and_then(|bytes| match pool.checkout(bytes) {
-                Ok(buf) => Ok(buf),
-                Err(e) => pool.checkout_fallback(bytes, &e),
-            });
-        match result {
-            Ok(mut buf) => {
-                log::debug!(
-                    "pinned vector grows from {} to {} elements (copying {} bytes)",
-                    self.capacity(),
-                    buf.capacity() / Self::ELEM,
-                    self.len * Self::ELEM
-                );
-                // SAFETY: the old buffer holds `len` initialised elements; the new one has room
-                // for at least `min_capacity >= len` and is a different allocation.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(old.as_ptr().cast::<T>(), buf.as_mut_ptr().cast::<T>(), self.len);
-                }
-                // The old buffer goes back to the pool here.
-                self.storage = Storage::Pool(buf);
+        let min_bytes = Self::bytes_for(min_capacity)?;
+        // Double, but not past what the cap leaves free (the old buffer stays out during the
+        // copy): near the cap, growing to just the need can succeed where doubling cannot.
+        let room = pool.config().max_bytes.saturating_sub(pool.stats().bytes_in_use);
+        let doubled = old.capacity().saturating_mul(2).min(room);
+        let bytes = min_bytes.max(doubled);
+        let mut buf = pool.checkout(bytes)?;
+        log::debug!(
+            "pinned vector grows from {} to {} elements (copying {} bytes{})",
+            self.capacity(),
+            buf.capacity() / Self::ELEM,
+            self.len * Self::ELEM,
+            if buf.is_fallback() {
+                ", into an unpinned fallback buffer"
+            } else {
+                ""
             }
-            Err(e) => {
-                log::error!("pinned vector cannot grow to {new_capacity} elements ({e}); moving to heap");
-                let mut v = Vec::with_capacity(new_capacity);
-                v.extend_from_slice(self.as_slice());
-                self.storage = Storage::Heap(v);
-                self.len = 0;
-            }
+        );
+        // SAFETY: the old buffer holds `len` initialised elements; the new one has room for at
+        // least `min_capacity >= len` and is a different allocation.
+        unsafe {
+            std::ptr::copy_nonoverlapping(old.as_ptr().cast::<T>(), buf.as_mut_ptr().cast::<T>(), self.len);
         }
+        // The old buffer goes back to the pool here.
+        self.storage = Storage::Pool(buf);
+        Ok(())
     }
 }
