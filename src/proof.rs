@@ -38,15 +38,12 @@ impl Proof {
     /// # Errors
     /// [`Error::MalformedProof`] naming the bad element.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        if bytes.len() != Self::SIZE {
-            return Err(Error::MalformedProof(format!(
-                "expected {} bytes, found {}",
-                Self::SIZE,
-                bytes.len()
-            )));
-        }
-        let g1 = |b: &[u8], name: &str| -> Result<G1Affine> {
-            let repr: &[u8; 48] = b.try_into().expect("sliced to 48 bytes");
+        let wrong_size = || Error::MalformedProof(format!("expected {} bytes, found {}", Self::SIZE, bytes.len()));
+        let bytes: &[u8; Self::SIZE] = bytes.try_into().map_err(|_| wrong_size())?;
+        let (a, rest) = bytes.split_first_chunk::<48>().ok_or_else(wrong_size)?;
+        let (b, c) = rest.split_first_chunk::<96>().ok_or_else(wrong_size)?;
+        let c: &[u8; 48] = c.try_into().map_err(|_| wrong_size())?;
+        let g1 = |repr: &[u8; 48], name: &str| -> Result<G1Affine> {
             let p: Option<G1Affine> = G1Affine::from_compressed(repr).into();
             let p = p.ok_or_else(|| Error::MalformedProof(format!("{name} is not a valid G1 point")))?;
             if bool::from(p.is_identity()) {
@@ -54,14 +51,13 @@ impl Proof {
             }
             Ok(p)
         };
-        let a = g1(&bytes[..48], "A")?;
-        let repr: &[u8; 96] = bytes[48..144].try_into().expect("sliced to 96 bytes");
-        let b: Option<G2Affine> = G2Affine::from_compressed(repr).into();
+        let a = g1(a, "A")?;
+        let b: Option<G2Affine> = G2Affine::from_compressed(b).into();
         let b = b.ok_or_else(|| Error::MalformedProof("B is not a valid G2 point".into()))?;
         if bool::from(b.is_identity()) {
             return Err(Error::MalformedProof("B is the point at infinity".into()));
         }
-        let c = g1(&bytes[144..], "C")?;
+        let c = g1(c, "C")?;
         Ok(Self { a, b, c })
     }
 
@@ -111,17 +107,23 @@ impl PreparedVerifyingKey {
 /// Returns `Ok(false)` for a proof that does not verify.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] when the number of inputs does not match the key.
+/// [`Error::InvalidArgument`] when the number of inputs does not match the key, or the key has
+/// no input commitments at all (not even the one input's).
 pub fn verify_proof(pvk: &PreparedVerifyingKey, proof: &Proof, public_inputs: &[Scalar]) -> Result<bool> {
-    if public_inputs.len() + 1 != pvk.ic.len() {
+    let Some((ic0, ic_inputs)) = pvk.ic.split_first() else {
+        return Err(Error::InvalidArgument(
+            "verifying key has no input commitments (vk.ic is empty); expected one per public input plus one".into(),
+        ));
+    };
+    if public_inputs.len() != ic_inputs.len() {
         return Err(Error::InvalidArgument(format!(
             "verifying key expects {} public inputs, found {}",
-            pvk.ic.len() - 1,
+            ic_inputs.len(),
             public_inputs.len()
         )));
     }
-    let mut acc = G1Projective::from(pvk.ic[0]);
-    for (input, base) in public_inputs.iter().zip(&pvk.ic[1..]) {
+    let mut acc = G1Projective::from(*ic0);
+    for (input, base) in public_inputs.iter().zip(ic_inputs) {
         acc += base * input;
     }
     let acc = acc.to_affine();

@@ -122,36 +122,84 @@ impl<'a> Cursor<'a> {
         let start = self.pos;
         let bytes = self.take(n.saturating_mul(G1_BYTES), || format!("{n} {name} points"))?;
         decode_section(bytes, G1_BYTES, |b| decode_g1(b, check), reject_identity)
-            .map_err(|(i, e)| Error::ParamsCorrupt(format!("{name} point {i} (offset {}): {e}", start + i * G1_BYTES)))
+            .map_err(|e| e.into_error(name, start, G1_BYTES))
     }
 
     fn g2_section(&mut self, name: &str, check: PointCheck) -> Result<Vec<G2Affine>> {
         let n = self.u32(name)?;
         let start = self.pos;
         let bytes = self.take(n.saturating_mul(G2_BYTES), || format!("{n} {name} points"))?;
-        decode_section(bytes, G2_BYTES, |b| decode_g2(b, check), true)
-            .map_err(|(i, e)| Error::ParamsCorrupt(format!("{name} point {i} (offset {}): {e}", start + i * G2_BYTES)))
+        decode_section(bytes, G2_BYTES, |b| decode_g2(b, check), true).map_err(|e| e.into_error(name, start, G2_BYTES))
     }
 }
 
+/// Why a section failed to decode.
+enum SectionError {
+    /// The index of the first bad point and what is wrong with it.
+    Bad(usize, &'static str),
+    /// No memory for the points: bytes asked for, and why not.
+    NoMemory(usize, String),
+}
+
+impl SectionError {
+    /// The crate error for section `name` starting at byte `start`, points of `size` bytes.
+    fn into_error(self, name: &str, start: usize, size: usize) -> Error {
+        match self {
+            Self::Bad(i, e) => Error::ParamsCorrupt(format!("{name} point {i} (offset {}): {e}", start + i * size)),
+            Self::NoMemory(bytes, reason) => Error::Allocation {
+                bytes,
+                backend: "global-heap",
+                reason: format!("{name} section: {reason}"),
+            },
+        }
+    }
+}
+
+/// Decodes `bytes.len() / size` points in parallel into one vector reserved up front, so
+/// memory is bounded by the bytes present (never by a length field) and running out of it is
+/// an error, not an abort. The error names the first bad point.
 fn decode_section<P: PrimeCurveAffine + Send>(
     bytes: &[u8],
     size: usize,
     decode: impl Fn(&[u8]) -> std::result::Result<P, &'static str> + Sync,
     reject_identity: bool,
-) -> std::result::Result<Vec<P>, (usize, &'static str)> {
-    bytes
-        .par_chunks_exact(size)
-        .with_min_len(1024)
-        .enumerate()
-        .map(|(i, b)| {
-            let p = decode(b).map_err(|e| (i, e))?;
-            if reject_identity && bool::from(p.is_identity()) {
-                return Err((i, "point at infinity"));
-            }
-            Ok(p)
-        })
-        .collect()
+) -> std::result::Result<Vec<P>, SectionError> {
+    let n = bytes.len() / size;
+    let mut out: Vec<P> = Vec::new();
+    out.try_reserve_exact(n).map_err(|e| {
+        let bytes = n.saturating_mul(std::mem::size_of::<P>());
+        SectionError::NoMemory(bytes, format!("{n} points: {e}"))
+    })?;
+    let first_bad = parking_lot::Mutex::new(None::<(usize, &'static str)>);
+    let note = |i: usize, e: &'static str| {
+        let mut bad = first_bad.lock();
+        match *bad {
+            Some((j, _)) if j <= i => {}
+            _ => *bad = Some((i, e)),
+        }
+    };
+    // `par_extend` of an indexed iterator writes into the reserved room without reallocating.
+    out.par_extend(
+        bytes
+            .par_chunks_exact(size)
+            .with_min_len(1024)
+            .enumerate()
+            .map(|(i, b)| match decode(b) {
+                Ok(p) if reject_identity && bool::from(p.is_identity()) => {
+                    note(i, "point at infinity");
+                    p
+                }
+                Ok(p) => p,
+                Err(e) => {
+                    note(i, e);
+                    P::identity()
+                }
+            }),
+    );
+    match first_bad.into_inner() {
+        Some((i, e)) => Err(SectionError::Bad(i, e)),
+        None => Ok(out),
+    }
 }
 
 /// Decodes one uncompressed point (G1 or G2), checked as asked.

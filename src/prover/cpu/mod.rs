@@ -10,7 +10,7 @@ use ff::Field;
 
 use super::{Backend, Commitments, Timings};
 use crate::assignment::ProvingAssignment;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::params::Parameters;
 
 /// Proves on the host's cores.
@@ -28,21 +28,38 @@ impl Backend for CpuBackend {
         params: &Parameters,
         t: &mut Timings,
     ) -> Result<Commitments> {
+        let result = self.commitments_inner(assignment, params, t);
+        // On success a/b/c went back right after H; on an early error they go back here.
+        assignment.release_abc();
+        result
+    }
+}
+
+impl CpuBackend {
+    fn commitments_inner(
+        &self,
+        assignment: &mut ProvingAssignment,
+        params: &Parameters,
+        t: &mut Timings,
+    ) -> Result<Commitments> {
         let start = Instant::now();
+        check_shape(assignment, params)?;
         let domain = ntt::Domain::new(params.domain_size().trailing_zeros())?;
         let m = domain.size();
-        let padded = |v: &[Scalar]| {
-            let mut out = Vec::with_capacity(m);
+        let padded = |v: &[Scalar]| -> Result<Vec<Scalar>> {
+            let mut out = Vec::new();
+            out.try_reserve_exact(m)
+                .map_err(|e| crate::pool::heap_error(m, std::mem::size_of::<Scalar>(), &e))?;
             out.extend_from_slice(v);
             out.resize(m, Scalar::ZERO);
-            out
+            Ok(out)
         };
-        let mut h = padded(assignment.a());
-        let mut b = padded(assignment.b());
-        let mut c = padded(assignment.c());
+        let mut h = padded(assignment.a())?;
+        let mut b = padded(assignment.b())?;
+        let mut c = padded(assignment.c())?;
         // a/b/c are copied into the NTT's working vectors: the pinned buffers can go back.
         assignment.release_abc();
-        ntt::compute_h(&domain, &mut h, &mut b, &mut c);
+        ntt::compute_h(&domain, &mut h, &mut b, &mut c)?;
         drop((b, c));
         t.h += start.elapsed();
 
@@ -59,21 +76,60 @@ impl Backend for CpuBackend {
         };
         let h = timed(&mut t.msm_h, &|| msm::msm::<msm::G1>(params.h(), &h, None))?;
         let l = timed(&mut t.msm_l, &|| msm::msm::<msm::G1>(params.l(), aux, None))?;
+        // check_shape made sure each query has at least these many points.
+        let (a_in, a_aux) = split(params.a(), num_inputs, "A")?;
+        let (b1_in, b1_aux) = split(params.b_g1(), b_inputs, "B_G1")?;
+        let (b2_in, b2_aux) = split(params.b_g2(), b_inputs, "B_G2")?;
         let a = timed(&mut t.msm_a, &|| {
-            let inputs_part = msm::msm::<msm::G1>(&params.a()[..num_inputs], inputs, None)?;
-            let aux_part = msm::msm::<msm::G1>(&params.a()[num_inputs..], aux, Some(assignment.a_aux_density()))?;
+            let inputs_part = msm::msm::<msm::G1>(a_in, inputs, None)?;
+            let aux_part = msm::msm::<msm::G1>(a_aux, aux, Some(assignment.a_aux_density()))?;
             Ok(inputs_part + aux_part)
         })?;
         let b_g1 = timed(&mut t.msm_b_g1, &|| {
-            let inputs_part =
-                msm::msm::<msm::G1>(&params.b_g1()[..b_inputs], inputs, Some(assignment.b_input_density()))?;
-            let aux_part = msm::msm::<msm::G1>(&params.b_g1()[b_inputs..], aux, Some(assignment.b_aux_density()))?;
+            let inputs_part = msm::msm::<msm::G1>(b1_in, inputs, Some(assignment.b_input_density()))?;
+            let aux_part = msm::msm::<msm::G1>(b1_aux, aux, Some(assignment.b_aux_density()))?;
             Ok(inputs_part + aux_part)
         })?;
         let s = Instant::now();
-        let b_g2 = msm::msm::<msm::G2>(&params.b_g2()[..b_inputs], inputs, Some(assignment.b_input_density()))?
-            + msm::msm::<msm::G2>(&params.b_g2()[b_inputs..], aux, Some(assignment.b_aux_density()))?;
+        let b_g2 = msm::msm::<msm::G2>(b2_in, inputs, Some(assignment.b_input_density()))?
+            + msm::msm::<msm::G2>(b2_aux, aux, Some(assignment.b_aux_density()))?;
         t.msm_b_g2 += s.elapsed();
         Ok(Commitments { h, l, a, b_g1, b_g2 })
     }
+}
+
+/// `points[..n]` and `points[n..]`, or an error when there are fewer than `n` points.
+fn split<'p, P>(points: &'p [P], n: usize, what: &str) -> Result<(&'p [P], &'p [P])> {
+    if n > points.len() {
+        return Err(Error::CircuitMismatch(format!(
+            "{what} has {} points; the circuit needs at least {n}",
+            points.len()
+        )));
+    }
+    Ok(points.split_at(n))
+}
+
+/// What the CPU backend needs of an assignment, checked here too since the backend can be
+/// called directly (the prover checks the full shape before).
+fn check_shape(a: &ProvingAssignment, params: &Parameters) -> Result<()> {
+    if a.is_abc_released() {
+        return Err(Error::InvalidArgument(
+            "assignment's a/b/c were released; synthesize again".into(),
+        ));
+    }
+    let m = params.domain_size();
+    let n = a.a().len();
+    if a.b().len() != n || a.c().len() != n {
+        return Err(Error::InvalidArgument(format!(
+            "a, b, c have {n}, {}, {} values; expected equal",
+            a.b().len(),
+            a.c().len()
+        )));
+    }
+    if n > m {
+        return Err(Error::CircuitMismatch(format!(
+            "{n} constraints do not fit the parameters' domain of {m}"
+        )));
+    }
+    Ok(())
 }

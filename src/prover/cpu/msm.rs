@@ -36,10 +36,13 @@ pub trait Curve: Sync {
     fn raw(p: &Self::Affine) -> &Self::Raw;
 
     /// Σ points (batched affine addition).
-    fn sum(points: &[*const Self::Raw]) -> Self::Projective;
+    fn sum(points: &[&Self::Raw]) -> Self::Projective;
 
     /// Σ scalars\[i\]·points\[i\], scalars as 32-byte little-endian integers.
-    fn pippenger(points: &[*const Self::Raw], scalars: &[[u8; 32]]) -> Self::Projective;
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when there is not one scalar per point.
+    fn pippenger(points: &[&Self::Raw], scalars: &[[u8; 32]]) -> Result<Self::Projective>;
 }
 
 /// G1.
@@ -56,24 +59,24 @@ impl Curve for G1 {
         p.as_ref()
     }
 
-    fn sum(points: &[*const blst_p1_affine]) -> G1Projective {
+    fn sum(points: &[&blst_p1_affine]) -> G1Projective {
         let mut out = G1Projective::identity();
         if points.is_empty() {
             return out;
         }
         let ret: &mut blst_p1 = out.as_mut();
-        // SAFETY: `points` holds `points.len()` pointers to live affine points (borrowed from
-        // the caller's bases for the duration of this call); `ret` is a valid blst_p1.
-        unsafe { blst_p1s_add(ret, points.as_ptr(), points.len()) };
+        // SAFETY: `points` holds `points.len()` references to live affine points, borrowed for
+        // this call (a `&T` has the layout of the `*const T` blst reads); `ret` is a valid
+        // blst_p1.
+        unsafe { blst_p1s_add(ret, points.as_ptr().cast::<*const blst_p1_affine>(), points.len()) };
         out
     }
 
-    fn pippenger(points: &[*const blst_p1_affine], scalars: &[[u8; 32]]) -> G1Projective {
+    fn pippenger(points: &[&blst_p1_affine], scalars: &[[u8; 32]]) -> Result<G1Projective> {
         let mut out = G1Projective::identity();
-        let n = points.len();
-        assert_eq!(n, scalars.len(), "one scalar per point");
+        let n = one_scalar_per_point(points.len(), scalars.len())?;
         if n == 0 {
-            return out;
+            return Ok(out);
         }
         // blst reads scalars as one contiguous array when the second pointer is null.
         let scalar_ptrs = [scalars.as_ptr().cast::<u8>(), std::ptr::null()];
@@ -81,13 +84,21 @@ impl Curve for G1 {
         let scratch_bytes = unsafe { blst_p1s_mult_pippenger_scratch_sizeof(n) };
         let mut scratch = vec![0u64; scratch_bytes.div_ceil(8)];
         let ret: &mut blst_p1 = out.as_mut();
-        // SAFETY: `points` has n pointers to live points; `scalar_ptrs[0]` points at n
-        // contiguous 32-byte scalars and `scalar_ptrs[1]` is null (contiguous mode); the
-        // scratch buffer has the size blst asked for; `ret` is a valid blst_p1.
+        // SAFETY: `points` has n references to live points (laid out as blst's pointers);
+        // `scalar_ptrs[0]` points at n contiguous 32-byte scalars and `scalar_ptrs[1]` is null
+        // (contiguous mode); the scratch buffer has the size blst asked for; `ret` is a valid
+        // blst_p1.
         unsafe {
-            blst_p1s_mult_pippenger(ret, points.as_ptr(), n, scalar_ptrs.as_ptr(), 255, scratch.as_mut_ptr());
+            blst_p1s_mult_pippenger(
+                ret,
+                points.as_ptr().cast::<*const blst_p1_affine>(),
+                n,
+                scalar_ptrs.as_ptr(),
+                255,
+                scratch.as_mut_ptr(),
+            );
         }
-        out
+        Ok(out)
     }
 }
 
@@ -100,23 +111,22 @@ impl Curve for G2 {
         p.as_ref()
     }
 
-    fn sum(points: &[*const blst_p2_affine]) -> G2Projective {
+    fn sum(points: &[&blst_p2_affine]) -> G2Projective {
         let mut out = G2Projective::identity();
         if points.is_empty() {
             return out;
         }
         let ret: &mut blst_p2 = out.as_mut();
         // SAFETY: as for G1::sum.
-        unsafe { blst_p2s_add(ret, points.as_ptr(), points.len()) };
+        unsafe { blst_p2s_add(ret, points.as_ptr().cast::<*const blst_p2_affine>(), points.len()) };
         out
     }
 
-    fn pippenger(points: &[*const blst_p2_affine], scalars: &[[u8; 32]]) -> G2Projective {
+    fn pippenger(points: &[&blst_p2_affine], scalars: &[[u8; 32]]) -> Result<G2Projective> {
         let mut out = G2Projective::identity();
-        let n = points.len();
-        assert_eq!(n, scalars.len(), "one scalar per point");
+        let n = one_scalar_per_point(points.len(), scalars.len())?;
         if n == 0 {
-            return out;
+            return Ok(out);
         }
         let scalar_ptrs = [scalars.as_ptr().cast::<u8>(), std::ptr::null()];
         // SAFETY: pure size computation.
@@ -125,10 +135,26 @@ impl Curve for G2 {
         let ret: &mut blst_p2 = out.as_mut();
         // SAFETY: as for G1::pippenger.
         unsafe {
-            blst_p2s_mult_pippenger(ret, points.as_ptr(), n, scalar_ptrs.as_ptr(), 255, scratch.as_mut_ptr());
+            blst_p2s_mult_pippenger(
+                ret,
+                points.as_ptr().cast::<*const blst_p2_affine>(),
+                n,
+                scalar_ptrs.as_ptr(),
+                255,
+                scratch.as_mut_ptr(),
+            );
         }
-        out
+        Ok(out)
     }
+}
+
+fn one_scalar_per_point(points: usize, scalars: usize) -> Result<usize> {
+    if points != scalars {
+        return Err(Error::InvalidArgument(format!(
+            "pippenger needs one scalar per point: {points} points, {scalars} scalars"
+        )));
+    }
+    Ok(points)
 }
 
 /// Σ scalars\[i\]·bases\[i\] (no density), or, with `density`, Σ over the scalars whose bit is
@@ -192,7 +218,7 @@ pub fn msm<C: Curve>(
             let end = (start + per).min(n);
             slice_msm::<C>(bases, base0, &scalars[start..end], start, density)
         })
-        .collect();
+        .collect::<Result<_>>()?;
     Ok(partials.into_iter().fold(C::Projective::identity(), |acc, p| acc + p))
 }
 
@@ -202,9 +228,9 @@ fn slice_msm<C: Curve>(
     scalars: &[Scalar],
     first_index: usize,
     density: Option<&DensityTracker>,
-) -> C::Projective {
-    let mut ones: Vec<*const C::Raw> = Vec::new();
-    let mut points: Vec<*const C::Raw> = Vec::new();
+) -> Result<C::Projective> {
+    let mut ones: Vec<&C::Raw> = Vec::new();
+    let mut points: Vec<&C::Raw> = Vec::new();
     let mut reprs: Vec<[u8; 32]> = Vec::new();
     for (k, s) in scalars.iter().enumerate() {
         if let Some(d) = density {
@@ -212,7 +238,12 @@ fn slice_msm<C: Curve>(
                 continue;
             }
         }
-        let p = C::raw(&bases[base]);
+        // `msm` checked that the bases cover every scalar (or set bit).
+        let p = C::raw(
+            bases
+                .get(base)
+                .ok_or_else(|| Error::CircuitMismatch(format!("MSM ran out of bases at {base} of {}", bases.len())))?,
+        );
         base += 1;
         if bool::from(s.is_zero()) {
             continue;
@@ -224,7 +255,7 @@ fn slice_msm<C: Curve>(
             reprs.push(s.to_bytes_le());
         }
     }
-    C::sum(&ones) + C::pippenger(&points, &reprs)
+    Ok(C::sum(&ones) + C::pippenger(&points, &reprs)?)
 }
 
 #[cfg(test)]
@@ -276,5 +307,16 @@ mod tests {
                 assert!(msm::<G2>(&g2a[..m - 1], &scalars, Some(&d)).is_err());
             }
         }
+    }
+
+    #[test]
+    fn pippenger_with_mismatched_lengths_is_an_error() {
+        use group::prime::PrimeCurveAffine;
+        let p = G1Affine::generator();
+        let raw = G1::raw(&p);
+        assert!(G1::pippenger(&[raw, raw], &[[1u8; 32]]).is_err());
+        assert!(G1::pippenger(&[raw], &[[1u8; 32]]).is_ok());
+        let q = G2Affine::generator();
+        assert!(G2::pippenger(&[G2::raw(&q)], &[]).is_err());
     }
 }

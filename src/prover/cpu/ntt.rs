@@ -88,9 +88,30 @@ impl Domain {
         &self.twiddles[half - 1..2 * half - 1]
     }
 
+    /// Checks that `values` has the domain's size.
+    fn check_len(&self, what: &str, values: &[Scalar]) -> Result<()> {
+        if values.len() != self.size() {
+            return Err(Error::InvalidArgument(format!(
+                "{what} of {} values on a domain of {}",
+                values.len(),
+                self.size()
+            )));
+        }
+        Ok(())
+    }
+
     /// In place: coefficients → evaluations at ω^i.
-    pub fn fft(&self, values: &mut [Scalar]) {
-        assert_eq!(values.len(), self.size(), "fft input must have the domain's size");
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `values` does not have the domain's size.
+    pub fn fft(&self, values: &mut [Scalar]) -> Result<()> {
+        self.check_len("fft", values)?;
+        self.fft_checked(values);
+        Ok(())
+    }
+
+    /// [`Domain::fft`] of a vector of the domain's size.
+    fn fft_checked(&self, values: &mut [Scalar]) {
         let m = values.len();
         if m < 2 {
             return;
@@ -128,35 +149,61 @@ impl Domain {
     /// (`scale = 1, shift = 1` is the plain inverse transform without the 1/m: callers fold
     /// 1/m into `scale`.)
     fn ifft_unscaled_then(&self, values: &mut [Scalar], scale: Scalar, shift: Scalar) {
-        self.fft(values);
+        self.fft_checked(values);
         // FFT then reverse indices 1..m is m·IFFT.
-        values[1..].reverse();
+        if let Some(tail) = values.get_mut(1..) {
+            tail.reverse();
+        }
         scale_by_powers(values, scale, shift);
     }
 
     /// In place: evaluations at ω^i → coefficients.
-    pub fn ifft(&self, values: &mut [Scalar]) {
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `values` does not have the domain's size.
+    pub fn ifft(&self, values: &mut [Scalar]) -> Result<()> {
+        self.check_len("ifft", values)?;
         let m_inv = self.m_inv();
         self.ifft_unscaled_then(values, m_inv, Scalar::ONE);
+        Ok(())
     }
 
     /// In place: coefficients → evaluations at g·ω^i.
-    pub fn coset_fft(&self, values: &mut [Scalar]) {
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `values` does not have the domain's size.
+    pub fn coset_fft(&self, values: &mut [Scalar]) -> Result<()> {
+        self.check_len("coset fft", values)?;
         scale_by_powers(values, Scalar::ONE, Scalar::MULTIPLICATIVE_GENERATOR);
-        self.fft(values);
+        self.fft_checked(values);
+        Ok(())
     }
 
     /// In place: evaluations at g·ω^i → coefficients.
-    pub fn icoset_fft(&self, values: &mut [Scalar]) {
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `values` does not have the domain's size.
+    pub fn icoset_fft(&self, values: &mut [Scalar]) -> Result<()> {
+        self.check_len("inverse coset fft", values)?;
         let g_inv = Scalar::MULTIPLICATIVE_GENERATOR.invert().expect("g is non-zero");
         self.ifft_unscaled_then(values, self.m_inv(), g_inv);
+        Ok(())
     }
 
     /// In place: evaluations at ω^i → evaluations at g·ω^i (the IFFT's scaling and the
     /// coset shift fused into one pass).
-    pub fn evaluations_to_coset(&self, values: &mut [Scalar]) {
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `values` does not have the domain's size.
+    pub fn evaluations_to_coset(&self, values: &mut [Scalar]) -> Result<()> {
+        self.check_len("evaluations to coset", values)?;
+        self.evaluations_to_coset_checked(values);
+        Ok(())
+    }
+
+    fn evaluations_to_coset_checked(&self, values: &mut [Scalar]) {
         self.ifft_unscaled_then(values, self.m_inv(), Scalar::MULTIPLICATIVE_GENERATOR);
-        self.fft(values);
+        self.fft_checked(values);
     }
 
     fn m_inv(&self) -> Scalar {
@@ -225,15 +272,28 @@ fn scale_by_powers(values: &mut [Scalar], scale: Scalar, shift: Scalar) {
 /// Computes H's coefficients from the evaluations of A, B and C over the domain:
 /// `h = icoset((coset(a)·coset(b) − coset(c)) / Z)`, truncated to m − 1 coefficients.
 /// `a`, `b`, `c` must already be padded to the domain size; `a` becomes H (length m − 1).
-pub fn compute_h(domain: &Domain, a: &mut Vec<Scalar>, b: &mut [Scalar], c: &mut [Scalar]) {
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when `a`, `b` or `c` does not have the domain's size (nothing
+/// is changed then).
+pub fn compute_h(domain: &Domain, a: &mut Vec<Scalar>, b: &mut [Scalar], c: &mut [Scalar]) -> Result<()> {
     let m = domain.size();
-    assert!(
-        a.len() == m && b.len() == m && c.len() == m,
-        "a, b, c must be padded to m"
-    );
+    if a.len() != m || b.len() != m || c.len() != m {
+        return Err(Error::InvalidArgument(format!(
+            "a, b, c have {}, {}, {} values; H needs them padded to the domain's {m}",
+            a.len(),
+            b.len(),
+            c.len()
+        )));
+    }
     rayon::join(
-        || domain.evaluations_to_coset(a),
-        || rayon::join(|| domain.evaluations_to_coset(b), || domain.evaluations_to_coset(c)),
+        || domain.evaluations_to_coset_checked(a),
+        || {
+            rayon::join(
+                || domain.evaluations_to_coset_checked(b),
+                || domain.evaluations_to_coset_checked(c),
+            )
+        },
     );
     let z_inv = domain.z_inv_on_coset();
     a.par_iter_mut()
@@ -241,8 +301,10 @@ pub fn compute_h(domain: &Domain, a: &mut Vec<Scalar>, b: &mut [Scalar], c: &mut
         .zip(c.par_iter())
         .with_min_len(MIN_PAR)
         .for_each(|((a, b), c)| *a = (*a * b - c) * z_inv);
-    domain.icoset_fft(a);
+    let g_inv = Scalar::MULTIPLICATIVE_GENERATOR.invert().expect("g is non-zero");
+    domain.ifft_unscaled_then(a, domain.m_inv(), g_inv);
     a.truncate(m - 1);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -262,7 +324,7 @@ mod tests {
             let m = d.size();
             let coeffs: Vec<Scalar> = (0..m).map(|_| Scalar::random(&mut rng)).collect();
             let mut evals = coeffs.clone();
-            d.fft(&mut evals);
+            d.fft(&mut evals).unwrap();
             let mut omega = Scalar::ROOT_OF_UNITY;
             for _ in log_m..Scalar::S {
                 omega = omega.square();
@@ -275,16 +337,16 @@ mod tests {
                 );
             }
             let mut back = evals.clone();
-            d.ifft(&mut back);
+            d.ifft(&mut back).unwrap();
             assert_eq!(back, coeffs);
             let mut coset = coeffs.clone();
-            d.coset_fft(&mut coset);
+            d.coset_fft(&mut coset).unwrap();
             let g = Scalar::MULTIPLICATIVE_GENERATOR;
             assert_eq!(
                 coset[m - 1],
                 naive_eval(&coeffs, g * omega.pow_vartime([(m - 1) as u64]))
             );
-            d.icoset_fft(&mut coset);
+            d.icoset_fft(&mut coset).unwrap();
             assert_eq!(coset, coeffs);
         }
     }
@@ -292,5 +354,28 @@ mod tests {
     #[test]
     fn domain_beyond_two_adicity_is_an_error() {
         assert!(Domain::new(33).is_err());
+    }
+
+    #[test]
+    fn wrong_lengths_are_errors_not_panics() {
+        let d = Domain::new(3).unwrap();
+        for n in [0usize, 1, 7, 9] {
+            let mut v = vec![Scalar::ONE; n];
+            assert!(d.fft(&mut v).is_err(), "n={n}");
+            assert!(d.ifft(&mut v).is_err(), "n={n}");
+            assert!(d.coset_fft(&mut v).is_err(), "n={n}");
+            assert!(d.icoset_fft(&mut v).is_err(), "n={n}");
+            assert!(d.evaluations_to_coset(&mut v).is_err(), "n={n}");
+            assert_eq!(v, vec![Scalar::ONE; n], "unchanged on error");
+        }
+        let (mut a, mut b, mut c) = (vec![Scalar::ONE; 8], vec![Scalar::ONE; 8], vec![Scalar::ONE; 7]);
+        assert!(compute_h(&d, &mut a, &mut b, &mut c).is_err());
+        assert_eq!(a.len(), 8);
+        // The size-1 domain (no butterflies) works.
+        let d1 = Domain::new(0).unwrap();
+        let mut one = vec![Scalar::ONE];
+        d1.fft(&mut one).unwrap();
+        d1.ifft(&mut one).unwrap();
+        assert_eq!(one, vec![Scalar::ONE]);
     }
 }
