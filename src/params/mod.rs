@@ -11,6 +11,8 @@
 //! [`Parameters::load`] maps the file and decodes every section in parallel straight into its
 //! final vector; nothing is read twice or copied in between.
 
+mod dev;
+
 use std::io::Write;
 use std::path::Path;
 

@@ -1,0 +1,173 @@
+//! The panic boundary every ABI entry point goes through, and the pointer checks around it.
+//!
+//! All raw-pointer handling of the ABI lives here: the entry points in the sibling modules
+//! call these helpers and stay free of `unsafe` beyond the calls themselves.
+
+use std::any::Any;
+use std::ffi::{c_char, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use super::status::{cuzk_status, AbiError};
+
+/// What an entry point's body returns.
+pub(crate) type AbiResult<T = ()> = Result<T, AbiError>;
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-string payload".to_string()
+    }
+}
+
+/// A C string for `msg` (NULs replaced), owned by the caller until `cuzk_string_free`.
+pub(crate) fn c_string(msg: String) -> *mut c_char {
+    let clean = msg.replace('\0', "\u{FFFD}");
+    CString::new(clean)
+        .map(CString::into_raw)
+        .unwrap_or(std::ptr::null_mut())
+}
+
+/// Runs an entry point's body: a panic or an error becomes a status, and the message goes to
+/// `*err` when `err` is not NULL. On success `*err` is not touched.
+pub(crate) fn call(err: *mut *mut c_char, body: impl FnOnce() -> AbiResult) -> cuzk_status {
+    let (status, msg) = match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => return cuzk_status::Ok,
+        Ok(Err(e)) => (e.status(), e.message()),
+        Err(payload) => (
+            cuzk_status::Panic,
+            format!(
+                "panic inside cuzk (a bug; please report it): {}",
+                panic_message(&*payload)
+            ),
+        ),
+    };
+    if !err.is_null() {
+        // SAFETY: the caller passes either NULL (checked above) or a writable `char **`, as
+        // every entry point's documentation requires.
+        unsafe { err.write(c_string(msg)) };
+    }
+    status
+}
+
+/// Runs a body that cannot report a status (a `*_free`): a panic is logged and swallowed,
+/// since unwinding into C is undefined behaviour.
+pub(crate) fn call_void(body: impl FnOnce()) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(body)) {
+        log::error!(
+            "panic inside cuzk (a bug; please report it): {}",
+            panic_message(&*payload)
+        );
+    }
+}
+
+/// Runs a body returning a plain value; a panic yields `fallback`.
+pub(crate) fn call_value<T>(fallback: T, body: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|payload| {
+        log::error!(
+            "panic inside cuzk (a bug; please report it): {}",
+            panic_message(&*payload)
+        );
+        fallback
+    })
+}
+
+/// `p` as a shared reference, or the NULL-argument error naming it.
+///
+/// # Safety
+/// `p` is NULL or points to a live `T` not mutated for `'a`.
+pub(crate) unsafe fn arg<'a, T>(p: *const T, name: &'static str) -> AbiResult<&'a T> {
+    // SAFETY: per this function's contract.
+    unsafe { p.as_ref() }.ok_or(AbiError::Null(name))
+}
+
+/// `len` elements at `p`; NULL is accepted (as empty) only when `len` is 0.
+///
+/// # Safety
+/// When `len > 0`, `p` points to `len` initialised, live `T`s not mutated for `'a`.
+pub(crate) unsafe fn slice<'a, T>(p: *const T, len: usize, name: &'static str) -> AbiResult<&'a [T]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(AbiError::Null(name));
+    }
+    if len
+        .checked_mul(std::mem::size_of::<T>())
+        .map_or(true, |b| b > isize::MAX as usize)
+    {
+        return Err(AbiError::invalid(format!("`{name}`: length {len} is too large")));
+    }
+    // SAFETY: non-NULL, and the caller guarantees `len` live elements; the size fits isize.
+    Ok(unsafe { std::slice::from_raw_parts(p, len) })
+}
+
+/// `len` writable bytes at `p`; NULL is accepted (as empty) only when `len` is 0.
+///
+/// # Safety
+/// When `len > 0`, `p` points to `len` writable bytes not accessed elsewhere for `'a`.
+pub(crate) unsafe fn slice_out<'a>(p: *mut u8, len: usize, name: &'static str) -> AbiResult<&'a mut [u8]> {
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() {
+        return Err(AbiError::Null(name));
+    }
+    if len > isize::MAX as usize {
+        return Err(AbiError::invalid(format!("`{name}`: length {len} is too large")));
+    }
+    // SAFETY: non-NULL, and the caller guarantees `len` writable bytes.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, len) })
+}
+
+/// A NUL-terminated string argument.
+///
+/// # Safety
+/// `p` is NULL or points to a NUL-terminated string live for `'a`.
+pub(crate) unsafe fn c_str<'a>(p: *const c_char, name: &'static str) -> AbiResult<&'a CStr> {
+    if p.is_null() {
+        return Err(AbiError::Null(name));
+    }
+    // SAFETY: non-NULL and NUL-terminated per the contract.
+    Ok(unsafe { CStr::from_ptr(p) })
+}
+
+/// An out-parameter, checked for NULL before any work is done so that it can be written
+/// only once the call has succeeded.
+pub(crate) struct Out<T>(*mut T);
+
+impl<T> Out<T> {
+    /// Checks `p`.
+    pub(crate) fn new(p: *mut T, name: &'static str) -> AbiResult<Self> {
+        if p.is_null() {
+            Err(AbiError::Null(name))
+        } else {
+            Ok(Self(p))
+        }
+    }
+
+    /// Writes the result (the previous contents are overwritten, not dropped).
+    ///
+    /// # Safety
+    /// The pointer given to [`Out::new`] is writable for a `T`.
+    pub(crate) unsafe fn write(self, value: T) {
+        // SAFETY: non-NULL (checked in `new`) and writable per the contract.
+        unsafe { self.0.write(value) }
+    }
+}
+
+/// Moves `value` to the heap as an opaque handle for C.
+pub(crate) fn into_handle<T>(value: T) -> *mut T {
+    Box::into_raw(Box::new(value))
+}
+
+/// Takes back a handle made by [`into_handle`]; NULL gives `None`.
+///
+/// # Safety
+/// `p` is NULL or a pointer from `into_handle::<T>` not taken back before.
+pub(crate) unsafe fn take_handle<T>(p: *mut T) -> Option<Box<T>> {
+    // SAFETY: per the contract, a live Box allocation of T (or NULL).
+    (!p.is_null()).then(|| unsafe { Box::from_raw(p) })
+}

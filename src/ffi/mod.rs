@@ -1,0 +1,55 @@
+//! The C ABI: `include/cuzk.h` is generated from this module by cbindgen (`tests/header.rs`
+//! checks that the committed header is current; `CUZK_BLESS=1 cargo test --test header`
+//! rewrites it).
+//!
+//! Conventions (after rustls-ffi and wasmvm):
+//! - every fallible function returns a [`cuzk_status`] (0 = success) and takes a last
+//!   `char **err` out-parameter: on failure, when not NULL, it receives a message the caller
+//!   frees with [`cuzk_string_free`]; there is no thread-local "last error" (a Go goroutine
+//!   may move between OS threads between two calls);
+//! - results go through out-parameters written only on success;
+//! - handles are opaque, made by `cuzk_*_new` (or a `*_load` / `*_generate_*`) and destroyed
+//!   by `cuzk_*_free`, which accepts NULL; a `const` handle parameter is not mutated;
+//! - NULL and length arguments are checked; no panic crosses the boundary (each entry point
+//!   runs inside [`boundary::call`], which turns a panic into `CUZK_STATUS_PANIC`);
+//! - scalars are 32 bytes little-endian canonical (blstrs' `to_bytes_le`), except inside pool
+//!   buffers given to `cuzk_assignment_new_raw`, which hold the in-memory Montgomery form
+//!   ([`scalar`] converts).
+//!
+//! One module per handle kind: [`pool`], [`params`], [`assignment`] (with the R1CS route),
+//! [`prover`]; plus [`status`], [`scalar`], [`strings`], [`log`] and the panic boundary.
+//! All raw-pointer handling sits in `boundary`; the entry points only call it.
+
+mod boundary;
+
+pub mod assignment;
+pub mod log;
+pub mod params;
+pub mod pool;
+pub mod prover;
+pub mod scalar;
+pub mod status;
+pub mod strings;
+
+use std::ffi::c_char;
+
+pub use self::status::cuzk_status;
+pub use self::strings::cuzk_string_free;
+
+/// The version of this ABI: bumped on any incompatible change of a function, type or
+/// constant in `cuzk.h`. Compare it with `cuzk_abi_version()` to catch a header that does
+/// not match the linked library.
+pub const CUZK_ABI_VERSION: u32 = 1;
+
+/// The ABI version the library implements (`CUZK_ABI_VERSION` of its header). Thread-safe.
+#[no_mangle]
+pub extern "C" fn cuzk_abi_version() -> u32 {
+    CUZK_ABI_VERSION
+}
+
+/// The library's version, e.g. "0.1.0": a static NUL-terminated string, never freed.
+/// Thread-safe.
+#[no_mangle]
+pub extern "C" fn cuzk_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}

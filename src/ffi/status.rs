@@ -1,0 +1,120 @@
+//! The one status enum every fallible ABI function returns, and how crate errors map onto it.
+
+use crate::error::Error;
+
+/// The result of every fallible `cuzk_*` function.
+///
+/// The numeric values are part of the ABI and never change; new values may be added (a
+/// caller should treat an unknown value as a generic failure). `CUZK_STATUS_OK` is 0; every
+/// other value is a failure, and the function's `err` out-parameter (when not NULL) then
+/// holds a message saying what went wrong.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum cuzk_status {
+    /// Success: the out-parameters hold the results.
+    Ok = 0,
+    /// A Rust panic was caught at the boundary (a bug in cuzk): the message says where.
+    Panic = 1,
+    /// A pointer argument that must not be NULL was NULL.
+    NullArgument = 2,
+    /// A caller-supplied output buffer is too small for the result.
+    BufferTooSmall = 3,
+    /// Arguments that cannot be used: wrong lengths or counts, a non-canonical scalar, a
+    /// handle used in a way its documentation forbids.
+    InvalidArgument = 4,
+    /// The pool could not serve a checkout within its cap.
+    PoolExhausted = 10,
+    /// Host memory could not be allocated.
+    Allocation = 11,
+    /// The parameter file could not be opened, read or written.
+    ParamsIo = 20,
+    /// The parameter bytes end before the data they announce.
+    ParamsTruncated = 21,
+    /// The parameter bytes hold something that is not valid.
+    ParamsCorrupt = 22,
+    /// The parameters hold a point that would break soundness (e.g. delta at infinity).
+    UnsafeParameters = 23,
+    /// The assignment's shape does not match the parameters.
+    CircuitMismatch = 30,
+    /// The circuit failed to synthesize (e.g. a constraint names a variable that does not exist).
+    Synthesis = 31,
+    /// A proof's bytes are not a valid encoding.
+    MalformedProof = 40,
+    /// A CUDA call failed.
+    Cuda = 50,
+    /// The GPU hit an error that poisons its context; restart the process to use it again.
+    DeviceLost = 51,
+    /// A GPU was required but none is usable (or the library was built without CUDA).
+    NoGpu = 52,
+    /// An error this version of the ABI has no code for (see the message).
+    Unknown = 99,
+}
+
+impl cuzk_status {
+    /// The status a crate error maps to: one per `Error` variant family.
+    pub fn of(e: &Error) -> Self {
+        match e {
+            Error::PoolExhausted { .. } => Self::PoolExhausted,
+            Error::Allocation { .. } => Self::Allocation,
+            Error::ParamsIo { .. } => Self::ParamsIo,
+            Error::ParamsTruncated { .. } => Self::ParamsTruncated,
+            Error::ParamsCorrupt(_) => Self::ParamsCorrupt,
+            Error::UnsafeParameters(_) => Self::UnsafeParameters,
+            Error::CircuitMismatch(_) => Self::CircuitMismatch,
+            Error::Synthesis(_) => Self::Synthesis,
+            Error::InvalidArgument(_) => Self::InvalidArgument,
+            Error::MalformedProof(_) => Self::MalformedProof,
+            Error::Cuda { .. } => Self::Cuda,
+            Error::DeviceLost { .. } => Self::DeviceLost,
+            Error::NoGpu(_) => Self::NoGpu,
+            #[allow(unreachable_patterns)]
+            _ => Self::Unknown,
+        }
+    }
+}
+
+/// A failure at the boundary: a crate error, or one only the ABI can have.
+#[derive(Debug)]
+pub(crate) enum AbiError {
+    /// The named pointer argument was NULL.
+    Null(&'static str),
+    /// An output buffer was too small.
+    BufferTooSmall {
+        what: &'static str,
+        needed: usize,
+        found: usize,
+    },
+    /// Anything the crate reports.
+    Core(Error),
+}
+
+impl From<Error> for AbiError {
+    fn from(e: Error) -> Self {
+        Self::Core(e)
+    }
+}
+
+impl AbiError {
+    pub(crate) fn invalid(msg: impl Into<String>) -> Self {
+        Self::Core(Error::InvalidArgument(msg.into()))
+    }
+
+    pub(crate) fn status(&self) -> cuzk_status {
+        match self {
+            Self::Null(_) => cuzk_status::NullArgument,
+            Self::BufferTooSmall { .. } => cuzk_status::BufferTooSmall,
+            Self::Core(e) => cuzk_status::of(e),
+        }
+    }
+
+    pub(crate) fn message(&self) -> String {
+        match self {
+            Self::Null(name) => format!("argument `{name}` is NULL"),
+            Self::BufferTooSmall { what, needed, found } => {
+                format!("{what}: buffer too small: {needed} bytes needed, {found} given")
+            }
+            Self::Core(e) => e.to_string(),
+        }
+    }
+}
