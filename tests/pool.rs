@@ -398,3 +398,25 @@ fn heap_and_pinned_assignments_agree() {
     assert_eq!(p.a(), h.a());
     assert_eq!(p.num_constraints(), 1 << 12);
 }
+
+#[test]
+fn absurd_checkouts_fail_at_once_without_overflow() {
+    // Something in use and something idle, so that sums with the request would overflow.
+    let pool = PinnedPool::heap(PoolConfig::default()); // waits up to 60 s when full
+    let _held = pool.checkout(PAGE).unwrap();
+    drop(pool.checkout(4 * PAGE).unwrap());
+    let start = Instant::now();
+    for bytes in [usize::MAX, usize::MAX - 3 * PAGE, isize::MAX as usize + 1] {
+        let err = pool.checkout(bytes).unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument(_)), "{bytes}: {err}");
+    }
+    // Addressable but far beyond any machine: the backend refuses, at once.
+    let err = pool.checkout(isize::MAX as usize - 2 * PAGE).unwrap_err();
+    assert!(matches!(err, Error::Allocation { .. }), "{err}");
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "no waiting for the impossible"
+    );
+    let s = pool.stats();
+    assert_eq!((s.bytes_in_use, s.bytes_idle), (PAGE, 4 * PAGE), "{s:?}");
+}

@@ -6,9 +6,12 @@
 //!   the H200 host, see README), unregistered and unmapped on free.
 //!
 //! Both are `PORTABLE`, so every context sees them as pinned. The calls run with the device's
-//! primary context current, the same context the kernels' runtime-API code uses.
+//! primary context current, the same context the kernels' runtime-API code uses: it is pushed
+//! on the calling thread's context stack for the call and popped after, so the caller's
+//! current context (none, or its own) is left exactly as it was.
 
 use std::ffi::c_void;
+use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use cust::sys as cu;
@@ -85,8 +88,33 @@ impl CudaPinnedAllocator {
         })
     }
 
-    fn make_current(&self) -> Result<()> {
-        cust::context::CurrentContext::set_current(&self._context).map_err(|e| cust_err("cuCtxSetCurrent", e))
+    /// Makes the primary context current for one driver call, on top of whatever the thread
+    /// had current; the guard restores that when it drops.
+    fn push_primary(&self) -> Result<Pushed> {
+        // SAFETY: the context is the device's primary context, retained by `self._context`
+        // for as long as this allocator lives.
+        cu_check("cuCtxPushCurrent", unsafe {
+            cu::cuCtxPushCurrent_v2(self._context.as_raw())
+        })?;
+        Ok(Pushed { _not_send: PhantomData })
+    }
+}
+
+/// The primary context pushed on this thread's context stack; popped on drop, which makes the
+/// caller's context (or none) current again. Not `Send`: it must pop on the pushing thread.
+struct Pushed {
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Drop for Pushed {
+    fn drop(&mut self) {
+        let mut popped: cu::CUcontext = std::ptr::null_mut();
+        // SAFETY: this guard exists only after a successful push on this same thread (it is
+        // not Send), and every driver call in between is balanced, so the top of the stack is
+        // the context pushed; `popped` is a valid out-pointer.
+        if let Err(e) = cu_check("cuCtxPopCurrent", unsafe { cu::cuCtxPopCurrent_v2(&mut popped) }) {
+            log::error!("pinned allocator: cannot restore the caller's CUDA context: {e}");
+        }
     }
 }
 
@@ -109,7 +137,7 @@ unsafe impl HostAllocator for CudaPinnedAllocator {
     }
 
     fn allocate(&self, bytes: usize) -> Result<NonNull<u8>> {
-        self.make_current()?;
+        let _primary = self.push_primary()?;
         match self.mode {
             PinMode::HostAlloc => {
                 let mut p: *mut c_void = std::ptr::null_mut();
@@ -141,9 +169,13 @@ unsafe impl HostAllocator for CudaPinnedAllocator {
     }
 
     unsafe fn free(&self, ptr: NonNull<u8>, bytes: usize) {
-        if let Err(e) = self.make_current() {
-            log::error!("pinned free of {bytes} bytes: {e}");
-        }
+        let _primary = match self.push_primary() {
+            Ok(p) => Some(p),
+            Err(e) => {
+                log::error!("pinned free of {bytes} bytes: {e}");
+                None
+            }
+        };
         match self.mode {
             PinMode::HostAlloc => {
                 // SAFETY: the caller guarantees ptr came from our cuMemHostAlloc.

@@ -301,13 +301,19 @@ impl PinnedPool {
     /// # Errors
     /// [`Error::PoolExhausted`] when the cap leaves no room (after waiting, if configured) and
     /// fallback is off; [`Error::Allocation`] when the backend fails and fallback is off;
-    /// [`Error::InvalidArgument`] for a request of 0 bytes.
+    /// [`Error::InvalidArgument`] for a request of 0 bytes or of more than `isize::MAX` bytes
+    /// (no buffer that large can be addressed).
     pub fn checkout(&self, bytes: usize) -> Result<PinnedBuffer> {
         if bytes == 0 {
             return Err(Error::InvalidArgument("pool checkout of 0 bytes".into()));
         }
         let capacity = backend::page_round(bytes)
-            .ok_or_else(|| Error::InvalidArgument(format!("pool checkout of {bytes} bytes overflows")))?;
+            .filter(|&c| isize::try_from(c).is_ok())
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "pool checkout of {bytes} bytes is larger than any buffer can be"
+                ))
+            })?;
         let cfg = &self.inner.config;
         let max_fit = ((bytes as f64) * cfg.max_reuse_factor.max(1.0)) as usize;
         let max_fit = max_fit.max(capacity);
@@ -333,7 +339,7 @@ impl PinnedPool {
             let fits_at_all = in_use.checked_add(capacity).is_some_and(|t| t <= cfg.max_bytes);
             if fits_at_all {
                 let mut to_free = Vec::new();
-                while state.pool_bytes() + capacity > cfg.max_bytes {
+                while state.pool_bytes().saturating_add(capacity) > cfg.max_bytes {
                     match state.take_largest_idle() {
                         Some(b) => to_free.push(b),
                         None => break,
@@ -368,7 +374,7 @@ impl PinnedPool {
                     }
                     if self.inner.returned.wait_until(&mut state, deadline).timed_out() {
                         // One last look after the timeout.
-                        if state.stats.bytes_in_use + capacity <= cfg.max_bytes
+                        if state.stats.bytes_in_use.saturating_add(capacity) <= cfg.max_bytes
                             || state.idle.range(bytes..=max_fit).next().is_some()
                         {
                             continue;
