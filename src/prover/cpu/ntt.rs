@@ -32,7 +32,8 @@ impl Domain {
     /// The domain of size 2^log_m.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when 2^log_m exceeds the field's two-adicity (2^32).
+    /// [`Error::InvalidArgument`] when 2^log_m exceeds the field's two-adicity (2^32);
+    /// [`Error::Allocation`] when there is no memory for the twiddle table (m − 1 scalars).
     pub fn new(log_m: u32) -> Result<Self> {
         if log_m > Scalar::S {
             return Err(Error::InvalidArgument(format!(
@@ -45,7 +46,12 @@ impl Domain {
         for _ in log_m..Scalar::S {
             omega = omega.square();
         }
-        let mut twiddles = vec![Scalar::ZERO; m.max(2) - 1];
+        let n = m.max(2) - 1;
+        let mut twiddles = Vec::new();
+        twiddles
+            .try_reserve_exact(n)
+            .map_err(|e| crate::pool::heap_error(n, std::mem::size_of::<Scalar>(), &e))?;
+        twiddles.resize(n, Scalar::ZERO);
         if m >= 2 {
             // The last stage (h = m/2) uses ω^j for j < m/2; earlier stages are strided views.
             let h = m / 2;
@@ -71,7 +77,11 @@ impl Domain {
     /// # Errors
     /// As [`Domain::new`].
     pub fn for_size(n: usize) -> Result<Self> {
-        Self::new(n.max(1).next_power_of_two().trailing_zeros())
+        let m = n
+            .max(1)
+            .checked_next_power_of_two()
+            .ok_or_else(|| Error::InvalidArgument(format!("no domain of 2^k ≥ {n} values")))?;
+        Self::new(m.trailing_zeros())
     }
 
     /// m.
@@ -354,6 +364,11 @@ mod tests {
     #[test]
     fn domain_beyond_two_adicity_is_an_error() {
         assert!(Domain::new(33).is_err());
+        assert!(Domain::new(u32::MAX).is_err());
+        assert!(Domain::for_size((1 << 32) + 1).is_err());
+        assert!(Domain::for_size(usize::MAX).is_err(), "no overflow panic");
+        assert_eq!(Domain::for_size(5).unwrap().size(), 8);
+        assert_eq!(Domain::for_size(0).unwrap().size(), 1);
     }
 
     #[test]
