@@ -9,8 +9,22 @@
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    cdylib_exports_only_the_c_abi();
     #[cfg(feature = "cuda")]
     cuda::build();
+}
+
+/// `libcuzk.so` exports only the C ABI (`cuzk_*`): a version script hides everything else
+/// (Rust's and the C dependencies' symbols), so a program that also links another Rust
+/// library, or blst, sees no clashes. `nm -D` checks it in CI.
+fn cdylib_exports_only_the_c_abi() {
+    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("linux") {
+        return;
+    }
+    let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let script = out.join("cuzk-exports.map");
+    std::fs::write(&script, "{\n  global: cuzk_*;\n  local: *;\n};\n").expect("write the version script");
+    println!("cargo:rustc-cdylib-link-arg=-Wl,--version-script={}", script.display());
 }
 
 #[cfg(feature = "cuda")]

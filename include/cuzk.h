@@ -221,7 +221,7 @@ typedef void (*cuzk_log_callback)(void *user_data,
                                   const char *message);
 
 // The sizes a set of parameters expects of a circuit.
-typedef struct cuzk_params_info {
+typedef struct cuzk_params_sizes {
   // Public inputs, the leading constant "one" included (so 1 + the inputs a verifier
   // passes).
   uint64_t num_inputs;
@@ -242,7 +242,7 @@ typedef struct cuzk_params_info {
   uint64_t verifying_key_bytes;
   // A process-unique id of these parameters.
   uint64_t id;
-} cuzk_params_info;
+} cuzk_params_sizes;
 
 // How a pool behaves. Start from `cuzk_pool_config_default` and change fields.
 typedef struct cuzk_pool_config {
@@ -256,13 +256,13 @@ typedef struct cuzk_pool_config {
   // (0: fail at once).
   uint64_t wait_ms;
   // Serve from unpinned memory when the cap or the allocator cannot (counted in
-  // `cuzk_pool_stats.fallbacks`, logged).
+  // `cuzk_pool_statistics.fallbacks`, logged).
   bool allow_fallback;
 } cuzk_pool_config;
 
 // A snapshot of a pool's counters. Every checkout is one of an allocation, a reuse or a
 // fallback: `allocations + reuses + fallbacks == checkouts`.
-typedef struct cuzk_pool_stats {
+typedef struct cuzk_pool_statistics {
   // Successful checkouts.
   uint64_t checkouts;
   // Checkouts served by a new allocation.
@@ -291,7 +291,7 @@ typedef struct cuzk_pool_stats {
   uint64_t alloc_ns;
   // Nanoseconds spent freeing.
   uint64_t free_ns;
-} cuzk_pool_stats;
+} cuzk_pool_statistics;
 
 // Where the time of a `cuzk_prove` call went, in nanoseconds, summed over the batch.
 typedef struct cuzk_timings {
@@ -459,7 +459,7 @@ void cuzk_params_free(struct cuzk_params *params);
 // # Safety
 // `params` is live; `out` writable; `err` NULL or writable.
 enum cuzk_status cuzk_params_info(const struct cuzk_params *params,
-                                  struct cuzk_params_info *out,
+                                  struct cuzk_params_sizes *out,
                                   char **err);
 
 // Writes the verifying key in bellperson's format (what `cuzk_verify` takes) to `out`,
@@ -541,7 +541,7 @@ void cuzk_buffer_checkin(struct cuzk_buffer *buffer);
 // # Safety
 // `pool` is a live pool; `out` writable; `err` NULL or writable.
 enum cuzk_status cuzk_pool_stats(const struct cuzk_pool *pool,
-                                 struct cuzk_pool_stats *out,
+                                 struct cuzk_pool_statistics *out,
                                  char **err);
 
 // Frees idle buffers, largest first, until at most `target_idle_bytes` are idle; `*out_freed`

@@ -160,7 +160,7 @@ fn prove_one(
 }
 
 fn vk_of(params: *const cuzk_params) -> Vec<u8> {
-    let mut info = cuzk_params_info::default();
+    let mut info = cuzk_params_sizes::default();
     ok(|e| unsafe { cuzk_params_info(params, &mut info, e) });
     let mut vk = vec![0u8; info.verifying_key_bytes as usize];
     let mut written = 0;
@@ -207,7 +207,7 @@ fn toy_circuit_proves_verifies_and_matches_bellperson() {
     let prover = cpu_prover(pool);
     let params = dev_params(r1cs, 42);
 
-    let mut info = cuzk_params_info::default();
+    let mut info = cuzk_params_sizes::default();
     ok(|e| unsafe { cuzk_params_info(params, &mut info, e) });
     assert_eq!((info.num_inputs, info.num_aux, info.domain_size), (2, 3, 8));
     assert_eq!(info.h_len, 7);
@@ -276,7 +276,7 @@ fn toy_circuit_proves_verifies_and_matches_bellperson() {
     assert_ne!(drawn, proof);
     assert!(verify(&vk, &drawn, y));
 
-    let mut stats = cuzk_pool_stats::default();
+    let mut stats = cuzk_pool_statistics::default();
     ok(|e| unsafe { cuzk_pool_stats(pool, &mut stats, e) });
     assert_eq!(stats.bytes_in_use, 0, "every buffer is back after proving");
     assert!(stats.checkouts > 0);
@@ -364,7 +364,7 @@ fn raw_assignment_gives_the_r1cs_route_bytes() {
     };
     let (status, _) = call(|e| unsafe { cuzk_assignment_new_raw(&raw, &mut asg, e) });
     assert_eq!(status, cuzk_status::InvalidArgument);
-    let mut stats = cuzk_pool_stats::default();
+    let mut stats = cuzk_pool_statistics::default();
     ok(|e| unsafe { cuzk_pool_stats(pool, &mut stats, e) });
     assert_eq!(stats.bytes_in_use, 0);
 

@@ -27,7 +27,7 @@ pub enum cuzk_point_check {
 #[allow(non_camel_case_types)]
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct cuzk_params_info {
+pub struct cuzk_params_sizes {
     /// Public inputs, the leading constant "one" included (so 1 + the inputs a verifier
     /// passes).
     pub num_inputs: u64,
@@ -136,7 +136,7 @@ pub unsafe extern "C" fn cuzk_params_free(params: *mut cuzk_params) {
 #[no_mangle]
 pub unsafe extern "C" fn cuzk_params_info(
     params: *const cuzk_params,
-    out: *mut cuzk_params_info,
+    out: *mut cuzk_params_sizes,
     err: *mut *mut c_char,
 ) -> cuzk_status {
     call(err, || {
@@ -144,7 +144,7 @@ pub unsafe extern "C" fn cuzk_params_info(
         let p = &unsafe { arg(params, "params") }?.inner;
         let out = Out::new(out, "out")?;
         let n = |v: usize| v as u64;
-        let info = cuzk_params_info {
+        let info = cuzk_params_sizes {
             num_inputs: n(p.num_inputs()),
             num_aux: n(p.num_aux()),
             domain_size: n(p.domain_size()),

@@ -34,7 +34,7 @@ pub struct cuzk_pool_config {
     /// (0: fail at once).
     pub wait_ms: u64,
     /// Serve from unpinned memory when the cap or the allocator cannot (counted in
-    /// `cuzk_pool_stats.fallbacks`, logged).
+    /// `cuzk_pool_statistics.fallbacks`, logged).
     pub allow_fallback: bool,
 }
 
@@ -43,7 +43,7 @@ pub struct cuzk_pool_config {
 #[allow(non_camel_case_types)]
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct cuzk_pool_stats {
+pub struct cuzk_pool_statistics {
     /// Successful checkouts.
     pub checkouts: u64,
     /// Checkouts served by a new allocation.
@@ -74,7 +74,7 @@ pub struct cuzk_pool_stats {
     pub free_ns: u64,
 }
 
-impl From<PoolStats> for cuzk_pool_stats {
+impl From<PoolStats> for cuzk_pool_statistics {
     fn from(s: PoolStats) -> Self {
         let n = |v: usize| v as u64;
         let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
@@ -248,7 +248,7 @@ pub unsafe extern "C" fn cuzk_buffer_checkin(buffer: *mut cuzk_buffer) {
 #[no_mangle]
 pub unsafe extern "C" fn cuzk_pool_stats(
     pool: *const cuzk_pool,
-    out: *mut cuzk_pool_stats,
+    out: *mut cuzk_pool_statistics,
     err: *mut *mut c_char,
 ) -> cuzk_status {
     call(err, || {
