@@ -28,9 +28,11 @@ fn tight(allow_fallback: bool, when_full: WhenFull) -> PinnedPool {
     })
 }
 
-/// More memory than any address space has: every allocator refuses it at once, without
-/// touching memory (even with overcommit).
+/// Scalars in more memory than any address space has (2^63 bytes, just under `isize::MAX`):
+/// every allocator refuses them at once, without touching memory (even with overcommit).
 const HUGE: usize = isize::MAX as usize / 32;
+/// The same for pool buffers, whose page rounding must stay within `isize::MAX` (2^62 bytes).
+const HUGE_POOLED: usize = HUGE / 2;
 
 #[test]
 fn growth_without_fallback_is_an_error_at_the_end_of_synthesis() {
@@ -168,11 +170,14 @@ fn host_out_of_memory_is_an_error_not_an_abort() {
             allow_fallback,
             ..PoolConfig::default()
         });
-        let err = PinnedVec::<Scalar>::with_capacity_in(&pool, HUGE).unwrap_err();
+        let err = PinnedVec::<Scalar>::with_capacity_in(&pool, HUGE_POOLED).unwrap_err();
         assert!(matches!(err, Error::Allocation { .. }), "{err}");
         let mut v = PinnedVec::<Scalar>::with_capacity_in(&pool, 1).unwrap();
-        let err = v.try_reserve(HUGE).unwrap_err();
+        let err = v.try_reserve(HUGE_POOLED).unwrap_err();
         assert!(matches!(err, Error::Allocation { .. }), "{err}");
+        // Past what any buffer can be: refused before the backend is asked.
+        let err = v.try_reserve(HUGE).unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
         drop(v);
         let s = pool.stats();
         assert_eq!((s.bytes_in_use, s.fallback_bytes_in_use), (0, 0), "{s:?}");
@@ -189,14 +194,14 @@ fn host_out_of_memory_is_an_error_not_an_abort() {
     let pool = PinnedPool::heap(PoolConfig::default());
     for hint in [
         CapacityHint {
-            constraints: HUGE,
+            constraints: HUGE_POOLED,
             inputs: 1,
             aux: 1,
         },
         CapacityHint {
             constraints: 1,
             inputs: 1,
-            aux: HUGE,
+            aux: HUGE_POOLED,
         },
         CapacityHint {
             constraints: 1,
