@@ -635,3 +635,32 @@ fn log_records_reach_the_callback() {
         cuzk_r1cs_free(r1cs);
     }
 }
+
+/// The toy proof for x = 3 under dev parameters from seed 42 with r = 11, s = 13. The Go
+/// package's test (examples/go) checks its raw and R1CS routes against these same bytes.
+const TOY_GOLDEN_PROOF: &str = concat!(
+    "84af86e7e877f02092e1cf5ea44d9f7f53219db213cb0e11f6aaa5e417a23bd8bf27ef407d3a6dbdd4bbecb272a2bd7cb7471c639d6387435c7853bc40d196e1",
+    "1f774e308bc22abc53c81a1a84b77ced25020f1847423eebbc1f81695d23ca6c12ee33238479d4870f4733c34182f447584c9bfe079e07c5bc4c64fa868e36bb",
+    "7bceca2b687919faa5985806fc35920db556602de14c1f8dd5995f814be2d78a0a3df75970e31df4f7aac655e78c8b74fcff2c6934297bf81866d6e44a6ab2bf",
+);
+
+#[test]
+fn toy_proof_bytes_are_pinned() {
+    let r1cs = toy_r1cs();
+    let params = dev_params(r1cs, 42);
+    let prover = cpu_prover(null());
+    let proof = prove_one(
+        prover,
+        params,
+        r1cs_assignment(r1cs, null(), 3),
+        Scalar::from(11),
+        Scalar::from(13),
+    );
+    let hex: String = proof.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, TOY_GOLDEN_PROOF);
+    unsafe {
+        cuzk_prover_free(prover);
+        cuzk_params_free(params);
+        cuzk_r1cs_free(r1cs);
+    }
+}

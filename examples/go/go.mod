@@ -1,0 +1,3 @@
+module cuzk
+
+go 1.19
