@@ -17,6 +17,8 @@
  * - Thread safety: pools, parameters, constraint systems and provers may be used from many
  *   threads at once; an assignment or a buffer has one owner at a time. No handle may be
  *   freed while another thread uses it.
+ * - Enum parameters must hold one of their enumerators (anything else is undefined
+ *   behaviour, as in Rust); size_t counts are element counts unless named bytes/len.
  * - NULL: a pointer parameter may be NULL only where its documentation says so (an array
  *   with a length of 0 may always be NULL); otherwise the call fails with
  *   CUZK_STATUS_NULL_ARGUMENT.

@@ -683,7 +683,11 @@ impl ProvingAssignment {
         let bad = |m: String| Err(Error::InvalidArgument(m));
         let (n, inputs, aux) = (a.len(), input_assignment.len(), aux_assignment.len());
         if b.len() != n || c.len() != n {
-            return bad(format!("a, b, c have {n}, {}, {} rows; expected equal", b.len(), c.len()));
+            return bad(format!(
+                "a, b, c have {n}, {}, {} rows; expected equal",
+                b.len(),
+                c.len()
+            ));
         }
         if input_assignment.first() != Some(&Scalar::ONE) {
             return bad("the first input must be the constant one".into());
@@ -701,7 +705,10 @@ impl ProvingAssignment {
         }
         for (i, value) in input_assignment.iter().enumerate() {
             let row = n - inputs + i;
-            if a.as_slice()[row] != *value || !bool::from(b.as_slice()[row].is_zero()) || !bool::from(c.as_slice()[row].is_zero()) {
+            if a.as_slice()[row] != *value
+                || !bool::from(b.as_slice()[row].is_zero())
+                || !bool::from(c.as_slice()[row].is_zero())
+            {
                 return bad(format!(
                     "row {row} must be input constraint {i} (A = input {i}, B = C = 0); found otherwise"
                 ));

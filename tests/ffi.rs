@@ -590,6 +590,24 @@ fn bad_arguments_are_errors_not_crashes() {
         assert_eq!(status, cuzk_status::NoGpu);
     }
 
+    // A pool at its cap: POOL_EXHAUSTED; a nonsensical reuse factor: INVALID_ARGUMENT.
+    let mut config = cuzk_pool_config_default();
+    config.memory = cuzk_pool_memory::Heap;
+    config.max_bytes = 1 << 16;
+    config.wait_ms = 0;
+    let mut capped = null_mut();
+    ok(|e| unsafe { cuzk_pool_new(&config, &mut capped, e) });
+    let (mut buf, mut ptr) = (null_mut(), null_mut());
+    let (status, msg) =
+        call(|e| unsafe { cuzk_pool_checkout(capped, 1 << 20, &mut buf, &mut ptr, null_mut(), null_mut(), e) });
+    assert_eq!(status, cuzk_status::PoolExhausted, "{msg}");
+    assert!(buf.is_null() && ptr.is_null());
+    config.max_reuse_factor = 0.5;
+    let mut p2 = null_mut();
+    let (status, _) = call(|e| unsafe { cuzk_pool_new(&config, &mut p2, e) });
+    assert_eq!(status, cuzk_status::InvalidArgument);
+    unsafe { cuzk_pool_free(capped) };
+
     // Frees accept NULL.
     unsafe {
         cuzk_pool_free(null_mut());

@@ -375,7 +375,7 @@ fn abc_from_buffer(buf: &PinnedBuffer, n: usize, name: &str) -> AbiResult<Pinned
         )));
     }
     let mut v = PinnedVec::with_capacity_in(buf.pool(), n)?;
-    v.extend_from_slice(values);
+    v.try_extend_from_slice(values)?;
     Ok(v)
 }
 
@@ -446,7 +446,7 @@ pub unsafe extern "C" fn cuzk_assignment_new_raw(
         inputs.push(<Scalar as ff::Field>::ONE);
         inputs.extend_from_slice(&public);
         let mut aux_vec = PinnedVec::with_capacity_in(&pool, aux.len().max(1))?;
-        aux_vec.extend_from_slice(&aux);
+        aux_vec.try_extend_from_slice(&aux)?;
         let inner = ProvingAssignment::from_raw_parts(a_vec, b_vec, c_vec, inputs, aux_vec, a_aux, b_in, b_aux)?;
         // SAFETY: non-NULL, writable per the contract.
         unsafe { out.write(into_handle(cuzk_assignment { inner })) };
