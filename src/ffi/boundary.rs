@@ -171,3 +171,65 @@ pub(crate) unsafe fn take_handle<T>(p: *mut T) -> Option<Box<T>> {
     // SAFETY: per the contract, a live Box allocation of T (or NULL).
     (!p.is_null()).then(|| unsafe { Box::from_raw(p) })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(err: *mut c_char) -> String {
+        assert!(!err.is_null());
+        // SAFETY: a message made by `c_string`, freed once here.
+        let s = unsafe { CStr::from_ptr(err) }.to_string_lossy().into_owned();
+        // SAFETY: as above.
+        drop(unsafe { CString::from_raw(err) });
+        s
+    }
+
+    #[test]
+    fn a_panic_becomes_a_status_with_its_message() {
+        let mut err = std::ptr::null_mut();
+        let status = call(&mut err, || panic!("deliberate {}", 42));
+        assert_eq!(status, cuzk_status::Panic);
+        assert!(message(err).contains("deliberate 42"));
+        // Without a message slot the status still comes back.
+        assert_eq!(call(std::ptr::null_mut(), || panic!("quiet")), cuzk_status::Panic);
+        assert_eq!(call_value(7, || panic!("value")), 7);
+        call_void(|| panic!("void"));
+    }
+
+    #[test]
+    fn success_leaves_the_message_slot_alone_and_errors_fill_it() {
+        let mut err = std::ptr::null_mut();
+        assert_eq!(call(&mut err, || Ok(())), cuzk_status::Ok);
+        assert!(err.is_null());
+        let status = call(&mut err, || Err(AbiError::Null("thing")));
+        assert_eq!(status, cuzk_status::NullArgument);
+        assert_eq!(message(err), "argument `thing` is NULL");
+        // NULs inside a message do not truncate it.
+        let status = call(&mut err, || Err(AbiError::invalid("a\0b")));
+        assert_eq!(status, cuzk_status::InvalidArgument);
+        assert!(message(err).ends_with("a\u{FFFD}b"));
+    }
+
+    #[test]
+    fn slices_check_null_and_length() {
+        // SAFETY: NULL with length 0 is the documented empty case; NULL with a length is refused
+        // before any dereference.
+        unsafe {
+            assert!(slice::<u8>(std::ptr::null(), 0, "p").unwrap().is_empty());
+            assert!(matches!(
+                slice::<u8>(std::ptr::null(), 3, "p"),
+                Err(AbiError::Null("p"))
+            ));
+            let big = usize::MAX / 2;
+            assert!(matches!(
+                slice::<u64>(8 as *const u64, big, "p"),
+                Err(AbiError::Core(_))
+            ));
+        }
+        assert!(matches!(
+            Out::<u8>::new(std::ptr::null_mut(), "out"),
+            Err(AbiError::Null("out"))
+        ));
+    }
+}
