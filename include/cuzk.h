@@ -409,7 +409,7 @@ enum cuzk_status cuzk_assignment_new_raw(const struct cuzk_raw_assignment *raw,
                                          char **err);
 
 // Frees an assignment that will not be proved; its buffers go back to their pool. NULL is
-// accepted.
+// accepted. Called by the assignment's one owner (no other thread may use it).
 //
 // # Safety
 // `assignment` is NULL or from this library, not freed or consumed by `cuzk_prove` before.
@@ -532,7 +532,7 @@ enum cuzk_status cuzk_pool_checkout(const struct cuzk_pool *pool,
                                     char **err);
 
 // Returns a buffer to its pool. NULL is accepted. The buffer's memory must not be used
-// afterwards.
+// afterwards. Called by the buffer's one owner (no other thread may use it).
 //
 // # Safety
 // `buffer` is NULL or a buffer from `cuzk_pool_checkout` not checked in or handed over.

@@ -323,3 +323,33 @@ func TestBadInputIsAnErrorNotACrash(t *testing.T) {
 		t.Errorf("unknown pool memory: %v", err)
 	}
 }
+
+func TestLogRecordsReachTheLogger(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	must(t, SetLogger(func(level LogLevel, target, message string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if level == LogWarn {
+			got = append(got, target+": "+message)
+		}
+	}, LogWarn))
+	r, err := Toy()
+	must(t, err)
+	defer r.Close()
+	p, err := GenerateInsecureDevelopmentParams(r, 5)
+	must(t, err)
+	must(t, p.Close())
+	must(t, SetLogger(nil, LogOff))
+	mu.Lock()
+	defer mu.Unlock()
+	found := false
+	for _, m := range got {
+		if bytes.Contains([]byte(m), []byte("INSECURE")) {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no warning about insecure parameters in %q", got)
+	}
+}

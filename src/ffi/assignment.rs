@@ -455,7 +455,7 @@ pub unsafe extern "C" fn cuzk_assignment_new_raw(
 }
 
 /// Frees an assignment that will not be proved; its buffers go back to their pool. NULL is
-/// accepted.
+/// accepted. Called by the assignment's one owner (no other thread may use it).
 ///
 /// # Safety
 /// `assignment` is NULL or from this library, not freed or consumed by `cuzk_prove` before.

@@ -231,7 +231,7 @@ pub unsafe extern "C" fn cuzk_pool_checkout(
 }
 
 /// Returns a buffer to its pool. NULL is accepted. The buffer's memory must not be used
-/// afterwards.
+/// afterwards. Called by the buffer's one owner (no other thread may use it).
 ///
 /// # Safety
 /// `buffer` is NULL or a buffer from `cuzk_pool_checkout` not checked in or handed over.
