@@ -24,7 +24,8 @@ out="$(pwd)/.gpu/abi"
 rm -rf "$out"
 mkdir -p "$out"
 
-extra_libs=""
+stubs=""
+features=""
 go_tags=""
 expect_backend="cpu"
 if [ "$cuda" = 1 ]; then
@@ -34,14 +35,14 @@ if [ "$cuda" = 1 ]; then
   }
   export CUZK_CUDA_ARCHS="${CUZK_CUDA_ARCHS:-90}"
   echo "== cargo build --release --features cuda --lib (CUZK_CUDA_ARCHS=$CUZK_CUDA_ARCHS)"
-  cargo build --release --features cuda --lib
+  features="--features cuda"
+  cargo build --release $features --lib
   # libcuda at link time: the driver's where there is one, else the toolkit's stub (the GPU
   # machine's real libcuda.so.1 is used at run time).
   cuda_root="${CUDA_PATH:-$(dirname "$(dirname "$(command -v nvcc)")")}"
   for d in "$cuda_root/lib64/stubs" "$cuda_root/lib/stubs" "$cuda_root/targets/x86_64-linux/lib/stubs"; do
-    if [ -e "$d/libcuda.so" ]; then extra_libs="-L$d"; break; fi
+    if [ -e "$d/libcuda.so" ]; then stubs="-L$d"; break; fi
   done
-  extra_libs="$extra_libs -lcuda -lstdc++"
   go_tags="-tags cuda"
   expect_backend="cuda"
 else
@@ -49,15 +50,21 @@ else
   cargo build --release --lib
 fi
 
+# What the static library needs from the system (for a cuda build: -lcuda -lstdc++ ...), as
+# rustc reports it.
+native="$(cargo rustc --release $features --lib --crate-type staticlib -- --print native-static-libs 2>&1 |
+  sed -n 's/.*native-static-libs: //p' | tail -1)"
+[ -n "$native" ] || { echo "rustc did not report the static library's native libraries" >&2; exit 1; }
+echo "   native libraries: $native"
+
 echo "== C toy example"
-cc -O2 -Wall -Wextra -Werror -std=c11 -Iinclude examples/c/toy.c "$lib/libcuzk.a" $extra_libs \
-  -lpthread -ldl -lrt -lm -o "$out/toy"
+cc -O2 -Wall -Wextra -Werror -std=c11 -Iinclude examples/c/toy.c "$lib/libcuzk.a" $stubs $native -o "$out/toy"
 strip "$out/toy"
 
 echo "== Go test binary and toy command"
 (
   cd examples/go
-  export CGO_LDFLAGS="-L$lib $extra_libs"
+  export CGO_LDFLAGS="-L$lib $stubs"
   go vet $go_tags ./...
   go test -c $go_tags -ldflags="-s -w" -o "$out/cuzk-go.test" .
   go build $go_tags -ldflags="-s -w" -o "$out/go-toy" ./cmd/toy
@@ -69,6 +76,7 @@ cat >"$out/run.sh" <<RUN
 #!/usr/bin/env bash
 # Runs the C ABI checks built by examples/abi-gpu-build.sh (at $rev,
 # $( [ "$cuda" = 1 ] && echo "cuda build, CUZK_CUDA_ARCHS=$CUZK_CUDA_ARCHS" || echo "no cuda")). No toolchain needed. Expects the $expect_backend backend.
+# Linked statically with libcuzk.a and: $native
 set -euo pipefail
 cd "\$(dirname "\$0")"
 command -v nvidia-smi >/dev/null && nvidia-smi -L || true
