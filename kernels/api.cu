@@ -5,6 +5,7 @@
 #include <new>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 #include <algorithm>
 #include <cuda.h>
@@ -20,6 +21,11 @@ namespace cuzk {
 namespace {
 std::mutex g_mu;
 std::vector<dev_ctx *> g_ctx;  // never freed (process lifetime)
+#ifdef CUZK_FAULT_INJECTION
+std::mutex g_fault_mu;
+std::once_flag g_break_once;
+int g_fault_phase = 0, g_fault_index = -1, g_fault_code = 0, g_fault_left = 0, g_fault_fired = 0;
+#endif
 
 knobs read_knobs()
 {
@@ -30,6 +36,15 @@ knobs read_knobs()
     if (e && *e && atol(e) > 0) k.max_part = (size_t)atol(e);
     e = getenv("CUZK_K_PROFILE");
     k.profile = e && *e && *e != '0';
+#ifdef CUZK_FAULT_INJECTION
+    std::call_once(g_break_once, [] {
+        const char *b = getenv("CUZK_K_FAULT_BREAK");
+        if (b && !strcmp(b, "sync")) g_break_sync = true;
+        if (b && !strcmp(b, "clear")) g_break_clear = true;
+        if (g_break_sync || g_break_clear)
+            fprintf(stderr, "cuzk kernels: CUZK_K_FAULT_BREAK=%s: the call contract is broken on purpose\n", b);
+    });
+#endif
     return k;
 }
 
@@ -38,13 +53,11 @@ __global__ void k_probe(uint32_t *out, uint32_t v)
     if (threadIdx.x == 0 && blockIdx.x == 0) *out = v ^ 0x5a5a5a5au;
 }
 
-#ifdef CUZK_FAULT_INJECTION
-std::mutex g_fault_mu;
-int g_fault_phase = 0, g_fault_index = -1, g_fault_code = 0, g_fault_left = 0, g_fault_fired = 0;
-#endif
 }  // namespace
 
 #ifdef CUZK_FAULT_INJECTION
+bool g_break_sync = false, g_break_clear = false;
+
 bool fault_hit(int phase, int index, cudaError_t *code)
 {
     std::lock_guard<std::mutex> lk(g_fault_mu);
@@ -87,7 +100,7 @@ cuzk_kresult get_ctx(int device, dev_ctx **out)
             e = cudaMemPoolSetAttribute(c->pool, cudaMemPoolAttrReleaseThreshold, &thr);
         }
         if (e != cudaSuccess) {
-            (void)cudaGetLastError();
+            CUZK_CLEAR_LAST_ERROR();
             if (c->s_comp) cudaStreamDestroy(c->s_comp);
             if (c->s_copy) cudaStreamDestroy(c->s_copy);
             if (c->pool) cudaMemPoolDestroy(c->pool);
@@ -107,7 +120,7 @@ cuzk_kresult get_ctx(int device, dev_ctx **out)
 template <class Body>
 cuzk_kresult run_on(int device, Body body)
 {
-    (void)cudaGetLastError();
+    CUZK_CLEAR_LAST_ERROR();
     int count = 0;
     CUZK_CK(cudaGetDeviceCount(&count));  // initialises the driver
     if (device < 0 || device >= count) return arg_err(CUZK_K_ERR_BAD_DEVICE, "no such CUDA device");
@@ -117,7 +130,7 @@ cuzk_kresult run_on(int device, Body body)
         CUcontext c;
         ~restore_ctx()
         {
-            (void)cudaGetLastError();
+            CUZK_CLEAR_LAST_ERROR();
             cuCtxSetCurrent(c);
         }
     } restore{saved};
@@ -127,15 +140,15 @@ cuzk_kresult run_on(int device, Body body)
     std::lock_guard<std::mutex> lk(ctx->mu);
     ctx->phase = ctx->index = 0;
     cuzk_kresult r = body(ctx);
-    cudaError_t e1 = cudaStreamSynchronize(ctx->s_copy);
-    cudaError_t e2 = cudaStreamSynchronize(ctx->s_comp);
+    cudaError_t e1 = CUZK_SYNC_ON_EXIT() ? cudaStreamSynchronize(ctx->s_copy) : cudaSuccess;
+    cudaError_t e2 = CUZK_SYNC_ON_EXIT() ? cudaStreamSynchronize(ctx->s_comp) : cudaSuccess;
     if (r.code == 0 && e1 != cudaSuccess) r = cuda_err(e1);
     if (r.code == 0 && e2 != cudaSuccess) r = cuda_err(e2);
     if (r.code != 0) {
         r.phase = ctx->phase;
         r.index = ctx->index;
     }
-    (void)cudaGetLastError();
+    CUZK_CLEAR_LAST_ERROR();
     return r;
 }
 
@@ -183,7 +196,7 @@ cuzk_kresult bases_upload(int device, int group, size_t elem, const void *host, 
         size_t bytes = std::max<size_t>(n * elem, 256);
         cudaError_t e = cudaMalloc(&d, bytes);
         if (e == cudaErrorMemoryAllocation) {  // our pool may hold freed memory: give it back, retry
-            (void)cudaGetLastError();
+            CUZK_CLEAR_LAST_ERROR();
             CUZK_TRY(trim_pool(ctx));
             e = cudaMalloc(&d, bytes);
         }
@@ -443,6 +456,20 @@ cuzk_kresult cuzk_k_fault_arm(int phase, int index, int code, int count)
     g_fault_code = code;
     g_fault_left = count;
     return ok();
+}
+
+int cuzk_k_fault_streams_busy(int device)
+{
+    dev_ctx *ctx = nullptr;
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        if (device < 0 || (size_t)device >= g_ctx.size() || !g_ctx[device]) return 0;
+        ctx = g_ctx[device];
+    }
+    std::lock_guard<std::mutex> lk(ctx->mu);
+    bool busy = cudaStreamQuery(ctx->s_copy) == cudaErrorNotReady || cudaStreamQuery(ctx->s_comp) == cudaErrorNotReady;
+    (void)cudaGetLastError();
+    return busy ? 1 : 0;
 }
 
 int cuzk_k_fault_fired(void)

@@ -13,13 +13,28 @@ inline cuzk_kresult ok() { return cuzk_kresult{0, "ok"}; }
 inline cuzk_kresult cuda_err(cudaError_t e) { return cuzk_kresult{(int32_t)e, cudaGetErrorString(e)}; }
 inline cuzk_kresult arg_err(int32_t code, const char *msg) { return cuzk_kresult{code, msg}; }
 
+// Contract breakers, for proving that the fault tests catch a broken contract: fault-injection
+// builds only, set from CUZK_K_FAULT_BREAK=sync|clear at context creation. `sync`: calls no
+// longer wait for their streams before returning; `clear`: failed calls leave CUDA's last error.
+#ifdef CUZK_FAULT_INJECTION
+extern bool g_break_sync, g_break_clear;
+#define CUZK_CLEAR_LAST_ERROR()                                        \
+    do {                                                               \
+        if (!::cuzk::g_break_clear) (void)cudaGetLastError();          \
+    } while (0)
+#define CUZK_SYNC_ON_EXIT() (!::cuzk::g_break_sync)
+#else
+#define CUZK_CLEAR_LAST_ERROR() ((void)cudaGetLastError())
+#define CUZK_SYNC_ON_EXIT() true
+#endif
+
 // A failed runtime call also records itself as the thread's "last error"; clearing it here
 // means a later cudaGetLastError (after a kernel launch) never reports this old failure.
 #define CUZK_CK(call)                                                  \
     do {                                                               \
         cudaError_t e_ = (call);                                       \
         if (e_ != cudaSuccess) {                                       \
-            (void)cudaGetLastError();                                  \
+            CUZK_CLEAR_LAST_ERROR();                                   \
             return ::cuzk::cuda_err(e_);                               \
         }                                                              \
     } while (0)
@@ -110,7 +125,7 @@ struct copy_join {
     bool on = true;
     ~copy_join()
     {
-        if (on) cudaStreamSynchronize(sc);
+        if (on && CUZK_SYNC_ON_EXIT()) cudaStreamSynchronize(sc);
     }
 };
 

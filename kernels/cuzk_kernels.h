@@ -161,6 +161,7 @@ cuzk_kresult cuzk_k_device_release_caches(int device);
 #ifdef CUZK_FAULT_INJECTION
 cuzk_kresult cuzk_k_fault_arm(int phase, int index, int code, int count); /* count 0 disarms */
 int cuzk_k_fault_fired(void);                                  /* faults fired so far */
+int cuzk_k_fault_streams_busy(int device); /* 1 if work is still queued on cuzk's streams */
 #endif
 
 #ifdef __cplusplus

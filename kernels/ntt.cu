@@ -243,7 +243,7 @@ cuzk_kresult get_tables(dev_ctx *ctx, uint32_t L, ntt_tables **out)
     if (e == cudaSuccess) e = cudaMalloc(&t->cs_br, m * sizeof(fr_t));
     if (e == cudaSuccess) e = cudaMalloc(&t->ics, m * sizeof(fr_t));
     if (e == cudaSuccess) e = cudaMalloc(&t->consts, 160 * sizeof(fr_t));
-    if (e != cudaSuccess) { (void)cudaGetLastError(); destroy_tables(t); return cuda_err(e); }
+    if (e != cudaSuccess) { CUZK_CLEAR_LAST_ERROR(); destroy_tables(t); return cuda_err(e); }
     int sms = ctx->sm_count;
     k_consts<<<1, 1, 0, s>>>(t->consts, (int)L);
     e = cudaGetLastError();
@@ -264,7 +264,7 @@ cuzk_kresult get_tables(dev_ctx *ctx, uint32_t L, ntt_tables **out)
         e = cudaGetLastError();
     }
     if (e == cudaSuccess) e = cudaStreamSynchronize(s);
-    if (e != cudaSuccess) { (void)cudaGetLastError(); destroy_tables(t); return cuda_err(e); }
+    if (e != cudaSuccess) { CUZK_CLEAR_LAST_ERROR(); destroy_tables(t); return cuda_err(e); }
     ctx->tables[L] = t;
     *out = t;
     return ok();

@@ -42,7 +42,14 @@
 //!   [`Error::Allocation`], never an abort; a circuit's misuse of the constraint system (a
 //!   variable it never allocated, a change after synthesis) is an error, never a panic.
 //! - Every pool byte is counted once: in use or idle.
-//! - After `prove` returns (success or error), every a/b/c buffer is back in its pool.
+//! - After `prove` returns (success or error), every a/b/c buffer is back in its pool, and no
+//!   device copy still reads it: every kernel call waits for its streams on every exit path.
+//! - A failed GPU call leaves no pending CUDA error, no scratch device memory, and the calling
+//!   thread's CUDA context as it was. Out of device memory frees caches and idle parameter sets
+//!   and retries once; a sticky error makes the backend report [`Error::DeviceLost`] for good,
+//!   and `Auto` provers go on on the CPU.
+//! - One CUDA backend per device (`BackendChoice::Gpu(n)` and `Auto` share it): one upload per
+//!   parameter set, made outside the residency lock; sets in use by proofs are never evicted.
 //! - Parameters are immutable and carry a process-unique id, so a device-resident copy can
 //!   never go stale.
 //! - Unsafe code lives in `pool::backend`, `pool::vec`, `pool::PinnedBuffer`, `pool::cuda`

@@ -1,4 +1,5 @@
-//! cuzk's CPU proofs are byte-for-byte bellperson's, and bellperson's verifier accepts them.
+//! cuzk's proofs are byte-for-byte bellperson's, and bellperson's verifier accepts them. The
+//! provers are `Auto`: in a `cuda` build on a machine with a GPU, these are GPU proofs.
 
 mod common;
 
@@ -75,6 +76,7 @@ fn check_circuit<C: Circuit<Scalar> + Clone + Send>(label: &str, circuit: C, pub
         let proofs = prover
             .prove_with_randomness(vec![circuit.clone()], &params, &[r], &[s])
             .unwrap();
+        eprintln!("{label}: round {round} proved on the {} backend", prover.backend_name());
         let ours = proofs[0].to_bytes();
         assert_eq!(
             ours.as_slice(),

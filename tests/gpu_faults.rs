@@ -165,10 +165,15 @@ fn every_phase_fails_cleanly_and_the_next_proof_is_right() {
         ];
         for (code, count, must_fail) in runs {
             let label = format!("{:?}/{} code {code} x{count}", case.phase, case.index);
+            backend.release_device_memory().unwrap(); // so that the upload runs again
             let fired = fault::fired();
             fault::arm(case.phase, case.index, code, count);
             let result = prove(&prover, st);
+            // Checked before anything else runs on the device: the failed call waited for
+            // its copies and kernels before it returned.
+            let busy = fault::streams_busy(0);
             fault::disarm();
+            assert!(!busy, "{label}: the call returned with work still queued on the device");
             assert_eq!(fault::fired() - fired, count, "{label}: the fault did not fire as armed");
             match result {
                 Err(e) => {
@@ -220,15 +225,20 @@ fn a_real_out_of_memory_leaves_no_stale_error() {
     let prover = Prover::new().with_backend(BackendChoice::Gpu(0)).unwrap();
     assert_eq!(prove(&prover, st).unwrap(), st.expected);
     let baseline = free_after_release(&backend);
-    // A 2^31 domain needs ~ 7.5 · 32 · 2^31 bytes ≈ 515 GB: a real cudaMalloc failure.
+    // A 2^30 domain: its NTT tables (96 GiB) fit on the H200, the a/b/c buffers after them do
+    // not, so the stream-ordered allocator itself fails (a real out-of-memory, not injected).
     let tiny = vec![Scalar::ONE; 4];
-    let err = cuda::compute_h_once(0, &tiny, &tiny, &tiny, 31).unwrap_err();
+    let err = cuda::compute_h_once(0, &tiny, &tiny, &tiny, 30).unwrap_err();
     assert!(
         matches!(err, Error::Cuda { code: 2, .. }),
         "expected out of memory, got {err}"
     );
-    // Before the fix, the next kernel launch read that failure back from cudaGetLastError.
+    backend.release_device_memory().unwrap();
+    // Before the fix, the next kernel launch read that failure back from cudaGetLastError:
+    // the proof failed, or (with the out-of-memory retry) needed a retry it should not need.
+    let retries = backend.oom_retries();
     assert_eq!(prove(&prover, st).unwrap(), st.expected, "the next proof is wrong");
+    assert_eq!(backend.oom_retries(), retries, "the next proof saw a stale out-of-memory error");
     let free = free_after_release(&backend);
     assert!(
         free + SLACK >= baseline,

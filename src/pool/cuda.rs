@@ -80,7 +80,16 @@ impl CudaPinnedAllocator {
         cust::init(cust::CudaFlags::empty()).map_err(|e| cust_err("cuInit", e))?;
         let ordinal = u32::try_from(device).map_err(|_| Error::InvalidArgument(format!("device {device}")))?;
         let dev = cust::device::Device::get_device(ordinal).map_err(|e| cust_err("cuDeviceGet", e))?;
-        let context = cust::context::Context::new(dev).map_err(|e| cust_err("cuDevicePrimaryCtxRetain", e))?;
+        // cust's Context::new retains the primary context and also makes it current on this
+        // thread: put back whatever the caller had current (or none).
+        let mut before: cu::CUcontext = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer; the driver is initialised above.
+        cu_check("cuCtxGetCurrent", unsafe { cu::cuCtxGetCurrent(&mut before) })?;
+        let context = cust::context::Context::new(dev);
+        // SAFETY: `before` is the context that was current (or null for none); it is still
+        // alive, since nothing here could have destroyed it.
+        cu_check("cuCtxSetCurrent", unsafe { cu::cuCtxSetCurrent(before) })?;
+        let context = context.map_err(|e| cust_err("cuDevicePrimaryCtxRetain", e))?;
         Ok(Self {
             mode,
             heap: HeapAllocator,

@@ -66,6 +66,8 @@ extern "C" {
     pub fn cuzk_k_fault_arm(phase: c_int, index: c_int, code: c_int, count: c_int) -> KResult;
     #[cfg(feature = "fault-injection")]
     pub fn cuzk_k_fault_fired() -> c_int;
+    #[cfg(feature = "fault-injection")]
+    pub fn cuzk_k_fault_streams_busy(device: c_int) -> c_int;
     pub fn cuzk_k_msm_batch(jobs: *const KMsmJob, count: usize) -> KResult;
     pub fn cuzk_k_device_count(out: *mut c_int) -> KResult;
     pub fn cuzk_k_bases_upload_g1(

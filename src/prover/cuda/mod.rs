@@ -224,6 +224,13 @@ pub mod fault {
         unsafe { ffi::cuzk_k_fault_arm(0, -1, 0, 0) };
     }
 
+    /// Whether work is still queued on cuzk's streams of `device` (without waiting for it).
+    /// Right after any call has returned, this must be false: no call outlives its inputs.
+    pub fn streams_busy(device: usize) -> bool {
+        // SAFETY: a plain ordinal; an unknown device answers 0.
+        unsafe { ffi::cuzk_k_fault_streams_busy(device as i32) != 0 }
+    }
+
     /// Faults fired so far in this process.
     pub fn fired() -> i32 {
         // SAFETY: no arguments; reads a counter under the kernels' mutex.
@@ -452,6 +459,7 @@ pub struct CudaBackend {
     max_resident_bytes: usize,
     batched_msms: bool,
     lost: AtomicBool,
+    oom_retries: AtomicUsize,
     /// Least recently used first.
     slots: Mutex<Vec<Arc<Slot>>>,
     /// Device bytes of every uploaded set not yet dropped (evicted ones still in use included).
@@ -494,6 +502,7 @@ impl CudaBackend {
             info,
             batched_msms: true,
             lost: AtomicBool::new(false),
+            oom_retries: AtomicUsize::new(0),
             slots: Mutex::new(Vec::new()),
             live: Arc::new(AtomicUsize::new(0)),
         })
@@ -549,6 +558,11 @@ impl CudaBackend {
     /// Number of parameter sets resident (evicted ones still in use not included).
     pub fn resident_sets(&self) -> usize {
         self.slots.lock().iter().filter(|s| s.state.lock().is_some()).count()
+    }
+
+    /// How many times a call ran out of device memory and was retried after freeing caches.
+    pub fn oom_retries(&self) -> usize {
+        self.oom_retries.load(Ordering::Acquire)
     }
 
     /// Whether a sticky CUDA error has made this device unusable.
@@ -655,6 +669,7 @@ impl CudaBackend {
     fn with_oom_retry<T>(&self, keep: Option<u64>, mut call: impl FnMut() -> Result<T>) -> Result<T> {
         match call() {
             Err(e) if is_out_of_memory(&e) => {
+                self.oom_retries.fetch_add(1, Ordering::AcqRel);
                 self.free_idle(keep);
                 call().map_err(|e| self.classify(e))
             }
