@@ -194,6 +194,41 @@ fn dev_params(r1cs: *const cuzk_r1cs, seed: u64) -> *mut cuzk_params {
 }
 
 #[test]
+fn status_values_are_the_documented_ones() {
+    // Part of the ABI: changing one breaks every compiled caller.
+    let expected = [
+        (cuzk_status::Ok, 0),
+        (cuzk_status::Panic, 1),
+        (cuzk_status::NullArgument, 2),
+        (cuzk_status::BufferTooSmall, 3),
+        (cuzk_status::InvalidArgument, 4),
+        (cuzk_status::PoolExhausted, 10),
+        (cuzk_status::Allocation, 11),
+        (cuzk_status::ParamsIo, 20),
+        (cuzk_status::ParamsTruncated, 21),
+        (cuzk_status::ParamsCorrupt, 22),
+        (cuzk_status::UnsafeParameters, 23),
+        (cuzk_status::CircuitMismatch, 30),
+        (cuzk_status::Synthesis, 31),
+        (cuzk_status::MalformedProof, 40),
+        (cuzk_status::Cuda, 50),
+        (cuzk_status::DeviceLost, 51),
+        (cuzk_status::NoGpu, 52),
+        (cuzk_status::Unknown, 99),
+    ];
+    for (status, value) in expected {
+        assert_eq!(status as i32, value, "{status:?}");
+    }
+    let lost = cuzk::Error::DeviceLost {
+        device: 0,
+        code: 700,
+        message: "illegal address".into(),
+    };
+    assert_eq!(cuzk_status::of(&lost), cuzk_status::DeviceLost);
+    assert_eq!(cuzk_status::of(&cuzk::Error::NoGpu("none".into())), cuzk_status::NoGpu);
+}
+
+#[test]
 fn versions() {
     assert_eq!(cuzk_abi_version(), CUZK_ABI_VERSION);
     let v = unsafe { CStr::from_ptr(cuzk_version()) }.to_str().unwrap();
