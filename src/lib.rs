@@ -53,8 +53,9 @@
 //! - Parameters are immutable and carry a process-unique id, so a device-resident copy can
 //!   never go stale.
 //! - Unsafe code lives in `pool::backend`, `pool::vec`, `pool::PinnedBuffer`, `pool::cuda`
-//!   (driver calls), `prover::cpu::msm` (the blst calls) and `prover::cuda` (the kernel FFI),
-//!   each block with a `SAFETY:` comment.
+//!   (driver calls), `prover::cpu::msm` (the blst calls), `prover::cuda` (the kernel FFI) and
+//!   `ffi` (pointers from C, checked by the helpers in `ffi::boundary`), each block with a
+//!   `SAFETY:` comment.
 
 #![warn(missing_docs)]
 
