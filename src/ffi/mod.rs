@@ -11,7 +11,7 @@
 //! - handles are opaque, made by `cuzk_*_new` (or a `*_load` / `*_generate_*`) and destroyed
 //!   by `cuzk_*_free`, which accepts NULL; a `const` handle parameter is not mutated;
 //! - NULL and length arguments are checked; no panic crosses the boundary (each entry point
-//!   runs inside [`boundary::call`], which turns a panic into `CUZK_STATUS_PANIC`);
+//!   runs inside `boundary::call`, which turns a panic into `CUZK_STATUS_PANIC`);
 //! - scalars are 32 bytes little-endian canonical (blstrs' `to_bytes_le`), except inside pool
 //!   buffers given to `cuzk_assignment_new_raw`, which hold the in-memory Montgomery form
 //!   ([`scalar`] converts).
