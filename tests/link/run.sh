@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The C ABI from C, as CI runs it:  tests/link/run.sh LIBDIR
 # LIBDIR holds libcuzk.a and libcuzk.so (e.g. target/release). Checks, in order:
+#   0. include/cuzk.h compiles as pedantic C99 and as C++11;
 #   1. libcuzk.so exports only cuzk_* symbols (nm -D);
 #   2. examples/c/toy.c builds against include/cuzk.h + libcuzk.a and runs;
 #   3. the same program against libcuzk.so runs;
@@ -17,6 +18,11 @@ mkdir -p "$WORK"
 CC="${CC:-cc}"
 CFLAGS="-O2 -g -Wall -Wextra -Werror -std=c11 -Iinclude"
 LIBS="-lpthread -ldl -lrt -lm"
+
+echo "-- 0. include/cuzk.h compiles as C99 (pedantic) and as C++11"
+printf '#include "cuzk.h"\nint main(void) { return cuzk_abi_version() == CUZK_ABI_VERSION ? 0 : 1; }\n' >"$WORK/header.c"
+$CC -std=c99 -pedantic -Wall -Wextra -Werror -fsyntax-only -Iinclude "$WORK/header.c"
+if command -v c++ >/dev/null; then c++ -std=c++11 -Wall -Wextra -Werror -fsyntax-only -x c++ -Iinclude "$WORK/header.c"; fi
 
 echo "-- 1. libcuzk.so exports only cuzk_*"
 nm -D --defined-only "$LIB/libcuzk.so" | awk '{print $NF}' | sort >"$WORK/exports"
