@@ -229,6 +229,16 @@ fn status_values_are_the_documented_ones() {
 }
 
 #[test]
+fn default_pool_config_is_the_documented_one() {
+    let c = cuzk_pool_config_default();
+    assert_eq!(c.memory, cuzk_pool_memory::BestAvailable);
+    assert_eq!(
+        (c.max_bytes, c.max_reuse_factor, c.wait_ms, c.allow_fallback),
+        (0, 2.0, 60_000, false)
+    );
+}
+
+#[test]
 fn versions() {
     assert_eq!(cuzk_abi_version(), CUZK_ABI_VERSION);
     let v = unsafe { CStr::from_ptr(cuzk_version()) }.to_str().unwrap();

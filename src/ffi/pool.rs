@@ -3,7 +3,7 @@
 use std::ffi::c_char;
 use std::time::Duration;
 
-use super::boundary::{arg, call, call_void, into_handle, take_handle, Out};
+use super::boundary::{arg, call, call_value, call_void, into_handle, take_handle, Out};
 use super::status::{cuzk_status, AbiError};
 use crate::pool::{PinnedBuffer, PinnedPool, PoolConfig, PoolStats, WhenFull};
 
@@ -115,17 +115,26 @@ pub struct cuzk_buffer {
 /// no fallback. Thread-safe.
 #[no_mangle]
 pub extern "C" fn cuzk_pool_config_default() -> cuzk_pool_config {
-    let d = PoolConfig::default();
-    cuzk_pool_config {
+    const DOCUMENTED: cuzk_pool_config = cuzk_pool_config {
         memory: cuzk_pool_memory::BestAvailable,
         max_bytes: 0,
-        max_reuse_factor: d.max_reuse_factor,
-        wait_ms: match d.when_full {
-            WhenFull::Wait(t) => u64::try_from(t.as_millis()).unwrap_or(u64::MAX),
-            WhenFull::Fail => 0,
-        },
-        allow_fallback: d.allow_fallback,
-    }
+        max_reuse_factor: 2.0,
+        wait_ms: 60_000,
+        allow_fallback: false,
+    };
+    call_value(DOCUMENTED, || {
+        let d = PoolConfig::default();
+        cuzk_pool_config {
+            memory: cuzk_pool_memory::BestAvailable,
+            max_bytes: 0,
+            max_reuse_factor: d.max_reuse_factor,
+            wait_ms: match d.when_full {
+                WhenFull::Wait(t) => u64::try_from(t.as_millis()).unwrap_or(u64::MAX),
+                WhenFull::Fail => 0,
+            },
+            allow_fallback: d.allow_fallback,
+        }
+    })
 }
 
 /// Makes a pool. `config` NULL means `cuzk_pool_config_default()`. On success `*out` holds
