@@ -276,7 +276,12 @@ impl cuzk::Circuit<Scalar> for AuxOnlyInC {
             cs.enforce(|| format!("mul {i}"), |lc| lc + prev, |lc| lc + x, |lc| lc + prod);
             let k = i % ins.len();
             let copy = cs.alloc(|| format!("copy {i}"), || Ok(self.inputs[k]))?;
-            cs.enforce(|| format!("in {i}"), |lc| lc + CS::one(), |lc| lc + ins[k], |lc| lc + copy);
+            cs.enforce(
+                || format!("in {i}"),
+                |lc| lc + CS::one(),
+                |lc| lc + ins[k],
+                |lc| lc + copy,
+            );
             prev = x;
             prev_v = *v;
         }
@@ -292,20 +297,21 @@ fn gpu_matches_cpu_on_padded_domains_many_inputs_batches_and_2_22() {
     let mut rng = common::rng("gpu_shapes");
     let gpu = gpu_prover();
     let cpu = cpu_prover();
-    let same = |label: &str, circuits: Vec<Synthetic>, params: &cuzk::Parameters, rng: &mut rand_chacha::ChaCha20Rng| {
-        let n = circuits.len();
-        let r: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut *rng)).collect();
-        let s: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut *rng)).collect();
-        let start = Instant::now();
-        let g = gpu.prove_with_randomness(circuits.clone(), params, &r, &s).unwrap();
-        let gpu_ms = start.elapsed().as_secs_f64() * 1e3;
-        let c = cpu.prove_with_randomness(circuits, params, &r, &s).unwrap();
-        assert_eq!(g.len(), n);
-        for i in 0..n {
-            assert_eq!(g[i].to_bytes(), c[i].to_bytes(), "{label}: proof {i} differs");
-        }
-        eprintln!("{label}: {n} proofs, GPU {gpu_ms:.0} ms, bytes equal");
-    };
+    let same =
+        |label: &str, circuits: Vec<Synthetic>, params: &cuzk::Parameters, rng: &mut rand_chacha::ChaCha20Rng| {
+            let n = circuits.len();
+            let r: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut *rng)).collect();
+            let s: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut *rng)).collect();
+            let start = Instant::now();
+            let g = gpu.prove_with_randomness(circuits.clone(), params, &r, &s).unwrap();
+            let gpu_ms = start.elapsed().as_secs_f64() * 1e3;
+            let c = cpu.prove_with_randomness(circuits, params, &r, &s).unwrap();
+            assert_eq!(g.len(), n);
+            for i in 0..n {
+                assert_eq!(g[i].to_bytes(), c[i].to_bytes(), "{label}: proof {i} differs");
+            }
+            eprintln!("{label}: {n} proofs, GPU {gpu_ms:.0} ms, bytes equal");
+        };
     // Padded domain (2^14 with 5000 constraints missing) and 70 public inputs.
     let padded = Synthetic {
         public_inputs: 70,
@@ -332,7 +338,9 @@ fn gpu_matches_cpu_on_padded_domains_many_inputs_batches_and_2_22() {
     };
     let params = random_parameters(circuit.clone(), rng.gen()).unwrap();
     let (r, s) = ([Scalar::random(&mut rng)], [Scalar::random(&mut rng)]);
-    let g = gpu.prove_with_randomness(vec![circuit.clone()], &params, &r, &s).unwrap();
+    let g = gpu
+        .prove_with_randomness(vec![circuit.clone()], &params, &r, &s)
+        .unwrap();
     let c = cpu.prove_with_randomness(vec![circuit], &params, &r, &s).unwrap();
     assert_eq!(g[0].to_bytes(), c[0].to_bytes(), "aux only in C: bytes differ");
     assert_eq!(gpu.pool().unwrap().stats().bytes_in_use, 0);
@@ -344,14 +352,19 @@ fn gpu_matches_cpu_on_padded_domains_many_inputs_batches_and_2_22() {
 fn eight_threads_two_parameter_sets_one_gpu() {
     let _serial = serial();
     let mut rng = common::rng("gpu_threads");
-    let circuits = [Synthetic::new(12).with_seed(rng.gen()), Synthetic::new(15).with_seed(rng.gen())];
+    let circuits = [
+        Synthetic::new(12).with_seed(rng.gen()),
+        Synthetic::new(15).with_seed(rng.gen()),
+    ];
     let params: Vec<cuzk::Parameters> = circuits
         .iter()
         .map(|c| random_parameters(c.clone(), rng.gen()).unwrap())
         .collect();
     // Expected bytes for (set, round) from the CPU.
     let rounds = 3;
-    let rs: Vec<(Scalar, Scalar)> = (0..rounds).map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
+    let rs: Vec<(Scalar, Scalar)> = (0..rounds)
+        .map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng)))
+        .collect();
     let cpu = cpu_prover();
     let expected: Vec<Vec<_>> = (0..2)
         .map(|k| {
@@ -372,7 +385,10 @@ fn eight_threads_two_parameter_sets_one_gpu() {
             let (circuits, params, expected, rs, pool) = (&circuits, &params, &expected, &rs, pool.clone());
             scope.spawn(move || {
                 // Each thread makes its own prover: Gpu(0) must still mean one backend.
-                let prover = Prover::new().with_backend(BackendChoice::Gpu(0)).unwrap().with_pool(pool);
+                let prover = Prover::new()
+                    .with_backend(BackendChoice::Gpu(0))
+                    .unwrap()
+                    .with_pool(pool);
                 for round in 0..rounds {
                     let k = (t + round) % 2;
                     let (r, s) = rs[round];
@@ -411,8 +427,13 @@ fn proving_leaves_the_callers_cuda_context_alone() {
     std::thread::spawn(move || {
         let prover = Prover::new().with_backend(BackendChoice::Gpu(0)).unwrap();
         assert!(current().is_null(), "a fresh thread has no context");
-        prover.prove_with_randomness(vec![circuit.clone()], &params, &one, &one).unwrap();
-        assert!(current().is_null(), "proving left a context current on a thread that had none");
+        prover
+            .prove_with_randomness(vec![circuit.clone()], &params, &one, &one)
+            .unwrap();
+        assert!(
+            current().is_null(),
+            "proving left a context current on a thread that had none"
+        );
 
         // The caller's own (non-primary) context stays current across a proof.
         let mut dev: cu::CUdevice = 0;
@@ -423,7 +444,9 @@ fn proving_leaves_the_callers_cuda_context_alone() {
             assert_eq!(cu::cuCtxCreate_v2(&mut mine, 0, dev), cu::cudaError_enum::CUDA_SUCCESS);
         }
         assert_eq!(current(), mine);
-        prover.prove_with_randomness(vec![circuit], &params, &one, &one).unwrap();
+        prover
+            .prove_with_randomness(vec![circuit], &params, &one, &one)
+            .unwrap();
         assert_eq!(current(), mine, "proving replaced the caller's context");
         // SAFETY: `mine` was created above and is not used afterwards.
         unsafe { cu::cuCtxDestroy_v2(mine) };
@@ -440,5 +463,8 @@ fn probe_reports_the_device() {
     eprintln!("{info:?}, built for sm_{{{}}}", cuda::BUILT_ARCHS);
     assert!(info.total_bytes >= info.free_bytes && info.free_bytes >= cuda::MIN_FREE_BYTES);
     assert!(info.binary_version > 0, "the driver found code for the GPU");
-    assert!(cuda::probe(1 << 20).is_err(), "a device that does not exist fails the probe");
+    assert!(
+        cuda::probe(1 << 20).is_err(),
+        "a device that does not exist fails the probe"
+    );
 }

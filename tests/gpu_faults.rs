@@ -174,7 +174,11 @@ fn every_phase_fails_cleanly_and_the_next_proof_is_right() {
             let busy = fault::streams_busy(0);
             fault::disarm();
             assert!(!busy, "{label}: the call returned with work still queued on the device");
-            assert_eq!(fault::fired() - fired, count, "{label}: the fault did not fire as armed");
+            assert_eq!(
+                fault::fired() - fired,
+                count,
+                "{label}: the fault did not fire as armed"
+            );
             match result {
                 Err(e) => {
                     assert!(must_fail, "{label}: failed although the retry should succeed: {e}");
@@ -183,7 +187,10 @@ fn every_phase_fails_cleanly_and_the_next_proof_is_right() {
                         matches!(e, Error::Cuda { code: c, .. } if c == code),
                         "{label}: expected CUDA error {code}, got {text}"
                     );
-                    assert!(text.contains(case.names), "{label}: the error does not name the phase: {text}");
+                    assert!(
+                        text.contains(case.names),
+                        "{label}: the error does not name the phase: {text}"
+                    );
                 }
                 Ok(bytes) => {
                     assert!(!must_fail, "{label}: the proof succeeded through an armed fault");
@@ -211,8 +218,15 @@ fn every_phase_fails_cleanly_and_the_next_proof_is_right() {
                 free >> 20,
                 baseline >> 20
             );
-            assert_eq!(prove(&prover, st).unwrap(), st.expected, "{label}: the next proof is wrong");
-            eprintln!("{label}: ok ({} MiB below baseline)", baseline.saturating_sub(free) >> 20);
+            assert_eq!(
+                prove(&prover, st).unwrap(),
+                st.expected,
+                "{label}: the next proof is wrong"
+            );
+            eprintln!(
+                "{label}: ok ({} MiB below baseline)",
+                baseline.saturating_sub(free) >> 20
+            );
         }
     }
 }
@@ -238,7 +252,11 @@ fn a_real_out_of_memory_leaves_no_stale_error() {
     // the proof failed, or (with the out-of-memory retry) needed a retry it should not need.
     let retries = backend.oom_retries();
     assert_eq!(prove(&prover, st).unwrap(), st.expected, "the next proof is wrong");
-    assert_eq!(backend.oom_retries(), retries, "the next proof saw a stale out-of-memory error");
+    assert_eq!(
+        backend.oom_retries(),
+        retries,
+        "the next proof saw a stale out-of-memory error"
+    );
     let free = free_after_release(&backend);
     assert!(
         free + SLACK >= baseline,
@@ -262,7 +280,17 @@ fn a_sticky_error_loses_the_device_and_auto_goes_on_on_the_cpu() {
     fault::arm(Phase::HMsm, 0, fault::ILLEGAL_ADDRESS, 1);
     let err = prove(&auto, st).unwrap_err();
     fault::disarm();
-    assert!(matches!(err, Error::DeviceLost { device: 0, code: 700, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::DeviceLost {
+                device: 0,
+                code: 700,
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert!(gpu.is_device_lost());
 
     // Auto's policy: the next proofs run on the CPU, with the same bytes.

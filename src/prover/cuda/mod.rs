@@ -446,7 +446,15 @@ struct Slot {
 }
 
 /// Names of the batched MSM jobs, in order, for error messages.
-const BATCH_JOBS: [&str; 7] = ["L", "A (inputs)", "A (aux)", "B_G1 (inputs)", "B_G1 (aux)", "B_G2 (inputs)", "B_G2 (aux)"];
+const BATCH_JOBS: [&str; 7] = [
+    "L",
+    "A (inputs)",
+    "A (aux)",
+    "B_G1 (inputs)",
+    "B_G1 (aux)",
+    "B_G2 (inputs)",
+    "B_G2 (aux)",
+];
 
 /// Proves on one CUDA device.
 ///
@@ -879,18 +887,17 @@ impl Backend for CudaBackend {
         self.with_oom_retry(keep, || {
             let [l_out, a_in, a_aux_out, b1_in, b1_aux] = &mut g1;
             let [b2_in, b2_aux] = &mut g2;
-            let job = |bases: &DeviceBases,
-                       offset: usize,
-                       scalars: &[Scalar],
-                       density: Option<&[u64]>,
-                       out: *mut c_void| ffi::KMsmJob {
-                bases: bases.raw,
-                base_offset: offset,
-                host_scalars: scalars.as_ptr().cast::<c_void>(),
-                n: scalars.len(),
-                density_bits: density.map_or(std::ptr::null(), <[u64]>::as_ptr),
-                out_jacobian: out,
-            };
+            let job =
+                |bases: &DeviceBases, offset: usize, scalars: &[Scalar], density: Option<&[u64]>, out: *mut c_void| {
+                    ffi::KMsmJob {
+                        bases: bases.raw,
+                        base_offset: offset,
+                        host_scalars: scalars.as_ptr().cast::<c_void>(),
+                        n: scalars.len(),
+                        density_bits: density.map_or(std::ptr::null(), <[u64]>::as_ptr),
+                        out_jacobian: out,
+                    }
+                };
             let p1 = |p: &mut G1Projective| (p.as_mut() as *mut blst::blst_p1).cast::<c_void>();
             let p2 = |p: &mut G2Projective| (p.as_mut() as *mut blst::blst_p2).cast::<c_void>();
             let jobs = [
