@@ -396,10 +396,7 @@ enum cuzk_status cuzk_assignment_new_r1cs(const struct cuzk_r1cs *r1cs,
 // three different buffers); the caller must not touch, check in or free them afterwards.
 // They go back to their pool when the assignment is proved or freed. The other arrays are
 // only read during the call. On success `*out` holds the assignment. Thread-safe.
-//
-// (The values are currently copied into fresh buffers of the same pool, and the given
-// buffers returned at once; a later version moves them without a copy. Either way the
-// pool's bytes in use return to zero once assignments are proved or freed.)
+// The buffers become the assignment's a/b/c as they are: no copy.
 //
 // # Safety
 // `raw` is readable, its buffers live handles (or NULL), its arrays as documented; `out`

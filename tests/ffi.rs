@@ -380,7 +380,13 @@ fn raw_assignment_gives_the_r1cs_route_bytes() {
         b_aux_density: &b_aux,
     };
     let mut asg = null_mut();
+    let mut before = cuzk_pool_statistics::default();
+    ok(|e| unsafe { cuzk_pool_stats(pool, &mut before, e) });
     ok(|e| unsafe { cuzk_assignment_new_raw(&raw, &mut asg, e) });
+    let mut after = cuzk_pool_statistics::default();
+    ok(|e| unsafe { cuzk_pool_stats(pool, &mut after, e) });
+    // The three buffers become a/b/c as they are: the only new checkout is the aux vector.
+    assert_eq!(after.checkouts, before.checkouts + 1, "a/b/c were copied, not moved");
     let (r, s) = (Scalar::from(11), Scalar::from(13));
     let raw_proof = prove_one(prover, params, asg, r, s);
     let r1cs_proof = prove_one(prover, params, r1cs_assignment(r1cs, pool, 5), r, s);

@@ -353,9 +353,9 @@ unsafe fn density(words: *const u64, bits: usize, name: &'static str) -> AbiResu
     Ok(d)
 }
 
-/// The first `n` scalars of a caller-filled buffer, checked reduced, copied into a vector of
-/// the buffer's pool.
-fn abc_from_buffer(buf: &PinnedBuffer, n: usize, name: &str) -> AbiResult<PinnedVec<Scalar>> {
+/// The first `n` scalars of a caller-filled buffer, checked reduced, as a vector over that
+/// same buffer (no copy).
+fn abc_from_buffer(buf: PinnedBuffer, n: usize, name: &str) -> AbiResult<PinnedVec<Scalar>> {
     let bytes = n
         .checked_mul(CUZK_SCALAR_BYTES)
         .ok_or_else(|| AbiError::invalid(format!("{n} rows overflow")))?;
@@ -374,9 +374,9 @@ fn abc_from_buffer(buf: &PinnedBuffer, n: usize, name: &str) -> AbiResult<Pinned
             "{name}[{i}] is not a reduced Montgomery scalar (use cuzk_scalars_to_montgomery)"
         )));
     }
-    let mut v = PinnedVec::with_capacity_in(buf.pool(), n)?;
-    v.try_extend_from_slice(values)?;
-    Ok(v)
+    // SAFETY: the first n scalars were just read as valid (and reduced) values; the buffer
+    // moves into the vector, no copy.
+    Ok(unsafe { PinnedVec::from_buffer(buf, n) }?)
 }
 
 /// Makes an assignment from a/b/c buffers the caller checked out of a pool and filled, plus
@@ -386,10 +386,7 @@ fn abc_from_buffer(buf: &PinnedBuffer, n: usize, name: &str) -> AbiResult<Pinned
 /// three different buffers); the caller must not touch, check in or free them afterwards.
 /// They go back to their pool when the assignment is proved or freed. The other arrays are
 /// only read during the call. On success `*out` holds the assignment. Thread-safe.
-///
-/// (The values are currently copied into fresh buffers of the same pool, and the given
-/// buffers returned at once; a later version moves them without a copy. Either way the
-/// pool's bytes in use return to zero once assignments are proved or freed.)
+/// The buffers become the assignment's a/b/c as they are: no copy.
 ///
 /// # Safety
 /// `raw` is readable, its buffers live handles (or NULL), its arrays as documented; `out`
@@ -437,11 +434,10 @@ pub unsafe extern "C" fn cuzk_assignment_new_raw(
             )
         };
         let n = raw.num_constraints;
-        let a_vec = abc_from_buffer(&a.inner, n, "a")?;
-        let b_vec = abc_from_buffer(&b.inner, n, "b")?;
-        let c_vec = abc_from_buffer(&c.inner, n, "c")?;
         let pool = a.inner.pool().clone();
-        drop((a, b, c));
+        let a_vec = abc_from_buffer(a.inner, n, "a")?;
+        let b_vec = abc_from_buffer(b.inner, n, "b")?;
+        let c_vec = abc_from_buffer(c.inner, n, "c")?;
         let mut inputs = Vec::with_capacity(public.len() + 1);
         inputs.push(<Scalar as ff::Field>::ONE);
         inputs.extend_from_slice(&public);

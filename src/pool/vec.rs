@@ -148,6 +148,33 @@ impl<T: Copy> PinnedVec<T> {
         })
     }
 
+    /// A vector over a buffer someone filled already: its first `len` elements are the
+    /// buffer's first `len · size_of::<T>()` bytes. No copy; the buffer goes back to its
+    /// pool when the vector is released or dropped, and growth works as for any pool vector.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `len` elements do not fit in the buffer, or `T` needs
+    /// more alignment than a page.
+    ///
+    /// # Safety
+    /// The first `len · size_of::<T>()` bytes of `buf` must hold `len` valid values of `T`.
+    pub unsafe fn from_buffer(buf: PinnedBuffer, len: usize) -> crate::Result<Self> {
+        let bytes = Self::bytes_for(len)?;
+        if bytes > buf.capacity() || align_of::<T>() > PAGE_SIZE {
+            return Err(Error::InvalidArgument(format!(
+                "a buffer of {} bytes cannot hold {len} elements of {} bytes",
+                buf.capacity(),
+                Self::ELEM
+            )));
+        }
+        Ok(Self {
+            storage: Storage::Pool(buf),
+            len,
+            error: None,
+            _marker: PhantomData,
+        })
+    }
+
     fn bytes_for(elements: usize) -> crate::Result<usize> {
         elements
             .checked_mul(Self::ELEM)
