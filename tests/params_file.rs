@@ -192,3 +192,22 @@ fn asking_for_a_gpu_without_the_cuda_feature_is_an_error() {
     let auto = Prover::new().with_backend(cuzk::BackendChoice::Auto).unwrap();
     assert_eq!(auto.backend_name(), "cpu");
 }
+
+/// Cloning parameters shares their query vectors (tens of GiB for a Filecoin partition): no
+/// copy, same id, same contents.
+#[test]
+fn clones_share_the_query_vectors() {
+    let params = cuzk::testing::random_parameters(Synthetic::new(12), 3).unwrap();
+    let copy = params.clone();
+    assert_eq!(copy.id(), params.id());
+    for (x, y) in [
+        (copy.h().as_ptr(), params.h().as_ptr()),
+        (copy.l().as_ptr(), params.l().as_ptr()),
+        (copy.a().as_ptr(), params.a().as_ptr()),
+        (copy.b_g1().as_ptr(), params.b_g1().as_ptr()),
+    ] {
+        assert_eq!(x, y, "a G1 query vector was copied");
+    }
+    assert_eq!(copy.b_g2().as_ptr(), params.b_g2().as_ptr(), "B_G2 was copied");
+    assert!(copy == params);
+}

@@ -348,7 +348,7 @@ fn first_synthesis_is_pinned_and_the_hint_sizes_the_next_one() {
     assert!(grown > 4, "growth took more buffers: {grown}");
     drop(first);
 
-    let hint = prover.hints().get(std::any::type_name::<Synthetic>()).unwrap();
+    let hint = prover.hints().get(std::any::type_name::<Synthetic>(), None).unwrap();
     assert_eq!(hint.constraints, 1 << 14);
     let page_round = |b: usize| b.div_ceil(PAGE) * PAGE;
     let expected_bytes = 3 * ((1 << 14) * 32) + page_round(hint.aux * 32);
@@ -419,4 +419,50 @@ fn absurd_checkouts_fail_at_once_without_overflow() {
     );
     let s = pool.stats();
     assert_eq!((s.bytes_in_use, s.bytes_idle), (PAGE, 4 * PAGE), "{s:?}");
+}
+
+/// One circuit type at two sizes (as Filecoin's Winning and Window PoSt share one): each size
+/// is synthesized with its own hint, so the small one is not pinned at the large size and the
+/// large one does not grow again after the small one.
+#[test]
+fn hints_are_kept_per_circuit_type_and_size() {
+    let small = Synthetic::new(10);
+    let large = Synthetic::new(14);
+    let small_params = cuzk::testing::random_parameters(small.clone(), 1).unwrap();
+    let large_params = cuzk::testing::random_parameters(large.clone(), 2).unwrap();
+    let pool = PinnedPool::with_backend(Box::new(FakePinned::default()), PoolConfig::default());
+    let prover = Prover::new().with_pool(pool.clone());
+    // First of each size: unhinted for that size (may grow).
+    drop(prover.synthesize_for(large.clone(), &large_params).unwrap());
+    drop(prover.synthesize_for(small.clone(), &small_params).unwrap());
+    let hints = prover.hints();
+    let key = std::any::type_name::<Synthetic>();
+    assert_eq!(hints.get(key, Some(1 << 10)).unwrap().constraints, 1 << 10);
+    assert_eq!(hints.get(key, Some(1 << 14)).unwrap().constraints, 1 << 14);
+    assert_eq!(hints.get(key, None).unwrap().constraints, 1 << 10, "the last size");
+    for round in 0..3 {
+        for (circuit, params, log) in [(&large, &large_params, 14), (&small, &small_params, 10)] {
+            let before = pool.stats();
+            let cs = prover.synthesize_for(circuit.clone(), params).unwrap();
+            let after = pool.stats();
+            assert_eq!(
+                after.checkouts - before.checkouts,
+                4,
+                "round {round}, 2^{log}: one buffer each for a, b, c, aux (no growth)"
+            );
+            // The large one within 2× of its a/b/c/aux; the small one well below the large
+            // one's a/b/c (it never gets below the unhinted start of 4096 constraints).
+            let bound = if log == 14 {
+                2 * 4 * (1usize << 14) * 32 + 4 * PAGE
+            } else {
+                3 * (1usize << 14) * 32 / 2
+            };
+            assert!(
+                after.bytes_in_use <= bound,
+                "round {round}, 2^{log}: {} bytes pinned for a 2^{log} circuit (bound {bound})",
+                after.bytes_in_use
+            );
+            drop(cs);
+        }
+    }
 }

@@ -15,6 +15,7 @@ mod dev;
 
 use std::io::Write;
 use std::path::Path;
+use std::sync::Arc;
 
 use blstrs::{G1Affine, G2Affine};
 use group::prime::PrimeCurveAffine;
@@ -48,16 +49,17 @@ pub struct VerifyingKey {
 /// Groth16 proving parameters: the verifying key and the five query vectors.
 ///
 /// Immutable once made, and identified by a process-unique id, so a device-resident copy
-/// (CUDA backend) can never go stale. Clones share the id (same contents).
+/// (CUDA backend) can never go stale. Cheap to clone: clones share the query vectors (tens of
+/// GiB for a Filecoin partition) and the id.
 #[derive(Debug, Clone)]
 pub struct Parameters {
     id: u64,
     vk: VerifyingKey,
-    h: Vec<G1Affine>,
-    l: Vec<G1Affine>,
-    a: Vec<G1Affine>,
-    b_g1: Vec<G1Affine>,
-    b_g2: Vec<G2Affine>,
+    h: Arc<Vec<G1Affine>>,
+    l: Arc<Vec<G1Affine>>,
+    a: Arc<Vec<G1Affine>>,
+    b_g1: Arc<Vec<G1Affine>>,
+    b_g2: Arc<Vec<G2Affine>>,
 }
 
 impl PartialEq for Parameters {
@@ -366,11 +368,11 @@ impl Parameters {
         let params = Self {
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             vk,
-            h,
-            l,
-            a,
-            b_g1,
-            b_g2,
+            h: Arc::new(h),
+            l: Arc::new(l),
+            a: Arc::new(a),
+            b_g1: Arc::new(b_g1),
+            b_g2: Arc::new(b_g2),
         };
         params.check_shape()?;
         Ok(params)
@@ -429,7 +431,7 @@ impl Parameters {
             }
         }
         write_len(&mut w, self.b_g2.len())?;
-        for p in &self.b_g2 {
+        for p in self.b_g2.iter() {
             w.write_all(&p.to_uncompressed())?;
         }
         Ok(())

@@ -324,15 +324,30 @@ impl Prover {
     }
 
     /// Synthesizes `circuit` into a new assignment (pinned when the prover has a pool, sized
-    /// by the hint of the circuit's type) and records the sizes as the next hint.
+    /// by the hint of the circuit's type — the last size synthesized — when there is one) and
+    /// records its sizes as the next hint. Prefer [`Prover::synthesize_for`] when the
+    /// parameters are known: a type that comes in several sizes then gets each size's hint.
     ///
     /// # Errors
     /// The circuit's own [`SynthesisError`](bellpepper_core::SynthesisError), a malformed
     /// circuit, or a pool that cannot serve.
     pub fn synthesize<C: Circuit<Scalar>>(&self, circuit: C) -> Result<ProvingAssignment> {
+        self.synthesize_sized(circuit, None)
+    }
+
+    /// As [`Prover::synthesize`], sized by the hint of the circuit's type at the domain size of
+    /// `params` (the size it will be proved at).
+    ///
+    /// # Errors
+    /// As [`Prover::synthesize`].
+    pub fn synthesize_for<C: Circuit<Scalar>>(&self, circuit: C, params: &Parameters) -> Result<ProvingAssignment> {
+        self.synthesize_sized(circuit, Some(params.domain_size()))
+    }
+
+    fn synthesize_sized<C: Circuit<Scalar>>(&self, circuit: C, domain: Option<usize>) -> Result<ProvingAssignment> {
         let key = std::any::type_name::<C>();
         let mut cs = match &self.pool {
-            Some(pool) => ProvingAssignment::new_with_pinned(pool, self.hints.get(key))?,
+            Some(pool) => ProvingAssignment::new_with_pinned(pool, self.hints.get(key, domain))?,
             None => ProvingAssignment::new_heap(),
         };
         cs.start()?;
@@ -393,7 +408,7 @@ impl Prover {
         let start = Instant::now();
         let assignments = circuits
             .into_par_iter()
-            .map(|c| self.synthesize(c))
+            .map(|c| self.synthesize_for(c, params))
             .collect::<Result<Vec<_>>>()?;
         let synthesis = start.elapsed();
         let (proofs, mut t) = self.prove_synthesized(assignments, params, r, s)?;
