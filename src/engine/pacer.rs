@@ -1,0 +1,822 @@
+//! The dispatch pacer: when may the next partition's synthesis start?
+//!
+//! Partitions walk `dispatch → synthesis → waiting → GPU`. Dispatching them in a burst makes
+//! every synthesis ask for pinned buffers at once (the "burst dispatch" failure in
+//! `CONTEXT.md`: 474 allocations for 12 reuses); dispatching too slowly leaves the GPU idle.
+//! The [`Pacer`] keeps the number of synthesized partitions **waiting** for a GPU near a target
+//! depth, in one of two modes:
+//!
+//! - [`PacerMode::Pi`]: a PI controller. Feed-forward: the GPUs' drain rate, `gpu_workers /
+//!   EMA(GPU time per partition)`. Feedback: the normalised error `e = (target − waiting) /
+//!   target`, so the dispatch rate is `drain × clamp(1 + kp·e + ki·∫e dt, min_rate,
+//!   max_rate)`, and its interval is clamped to `[min_interval, max_interval]`. The integral is
+//!   clamped (anti-windup). Before the first GPU time is known it dispatches at most `target`
+//!   partitions, one per `initial_interval` — never all at once.
+//! - [`PacerMode::BoundedQueue`]: the plain mode, for comparison: dispatch whenever
+//!   `waiting + in synthesis < depth`.
+//!
+//! In both modes a hard cap holds at every moment: `waiting + in synthesis ≤ in-flight cap`
+//! (in PI mode `target + gpu_workers` unless configured otherwise).
+//!
+//! The pacer is pure logic: no threads, no sleeps, no clock of its own. The driver owns the
+//! clock and passes every time in as a [`Duration`] since an arbitrary start of its choosing
+//! (the same start for every call), reports each event (`on_dispatch`, `on_synthesis_done`,
+//! `on_gpu_start`, `on_gpu_done`) and asks [`Pacer::next_dispatch_at`] when to dispatch next.
+//!
+//! ## The defaults, and why
+//! They are the Curio engine's constants, kept because the simulated runs in this module's
+//! tests (GPU time 0.5–2 s, one to three GPU workers, synthesis 0.3–3 s, target 2–4) settle
+//! within ±1 of the target with them, without sustained oscillation, and re-settle after step
+//! changes in GPU or synthesis speed and after long GPU or synthesis stalls:
+//! - `kp = 0.5`: an empty queue (`e = 1`) dispatches 1.5× the drain rate; the depth then
+//!   closes on the target with a time constant of `target · gpu_time / (gpu_workers · kp)`,
+//!   longer than a synthesis, so the synthesis delay does not make it ring.
+//! - `ki = 0.001` per second of normalised error, integral clamped to `[−20, 100]`: at most
+//!   +10% / −2% of the drain rate. Feed-forward and P do the work; the integral only trims a
+//!   steady bias (GPU workers that idle between partitions) and, clamped, cannot wind up
+//!   during a stall.
+//! - `gpu_time_alpha = 0.2`: a GPU-time step is 90% tracked after ten partitions.
+//! - rate factor `[0.3, 3]`, interval `[50 ms, 60 s]`: never stop dispatching entirely, never
+//!   more than three times the drain rate, never faster than 20 dispatches a second.
+
+use std::time::Duration;
+
+use crate::{Error, Result};
+
+/// Constants of the PI mode. Build with `PiConfig::default()` and change fields.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct PiConfig {
+    /// Synthesized partitions that should be waiting for a GPU (at least 1). Default 2: each of
+    /// two GPU workers finds a partition ready when it finishes, and no more than two
+    /// partitions' pinned buffers sit idle.
+    pub target_depth: usize,
+    /// Proportional gain on the normalised error (≥ 0). Default 0.5.
+    pub kp: f64,
+    /// Integral gain, per second of normalised error (≥ 0). Default 0.001.
+    pub ki: f64,
+    /// Smoothing factor of the EMA of GPU time per partition, in (0, 1]. Default 0.2.
+    pub gpu_time_alpha: f64,
+    /// Lower clamp of the integral (≤ 0). Default −20.
+    pub integral_min: f64,
+    /// Upper clamp of the integral (≥ 0). Default 100.
+    pub integral_max: f64,
+    /// Lower clamp of the rate factor that multiplies the drain rate (> 0). Default 0.3.
+    pub min_rate: f64,
+    /// Upper clamp of the rate factor (≥ `min_rate`). Default 3.
+    pub max_rate: f64,
+    /// Shortest interval between two dispatches (> 0). Default 50 ms.
+    pub min_interval: Duration,
+    /// Longest interval between two dispatches (≥ `min_interval`). Default 60 s.
+    pub max_interval: Duration,
+    /// Interval between dispatches before the first GPU time is known (> 0). Default 1 s:
+    /// fills a target of 2 in a second, small next to a first synthesis of seconds.
+    pub initial_interval: Duration,
+    /// Most partitions between dispatch and GPU start (waiting + in synthesis). `None` (the
+    /// default): `target_depth + gpu_workers`. An engine whose synthesis takes longer than a
+    /// GPU proof needs more in synthesis than that to keep the GPUs busy (about
+    /// `gpu_workers × synthesis time / GPU time`) and sets it here (≥ `target_depth`).
+    pub in_flight_cap: Option<usize>,
+}
+
+impl Default for PiConfig {
+    fn default() -> Self {
+        PiConfig {
+            target_depth: 2,
+            kp: 0.5,
+            ki: 0.001,
+            gpu_time_alpha: 0.2,
+            integral_min: -20.0,
+            integral_max: 100.0,
+            min_rate: 0.3,
+            max_rate: 3.0,
+            min_interval: Duration::from_millis(50),
+            max_interval: Duration::from_secs(60),
+            initial_interval: Duration::from_secs(1),
+            in_flight_cap: None,
+        }
+    }
+}
+
+impl PiConfig {
+    fn validate(&self) -> Result<()> {
+        let bad = |what: String| Err(Error::InvalidArgument(format!("pacer: {what}")));
+        let finite_nonneg = |x: f64| x.is_finite() && x >= 0.0;
+        if self.target_depth == 0 {
+            return bad("target_depth must be at least 1, found 0".into());
+        }
+        if !finite_nonneg(self.kp) || !finite_nonneg(self.ki) {
+            return bad(format!(
+                "kp and ki must be finite and ≥ 0, found kp {} ki {}",
+                self.kp, self.ki
+            ));
+        }
+        if !(self.gpu_time_alpha > 0.0 && self.gpu_time_alpha <= 1.0) {
+            return bad(format!(
+                "gpu_time_alpha must be in (0, 1], found {}",
+                self.gpu_time_alpha
+            ));
+        }
+        if !(self.integral_min.is_finite() && self.integral_max.is_finite())
+            || self.integral_min > 0.0
+            || self.integral_max < 0.0
+        {
+            return bad(format!(
+                "integral clamp must satisfy min ≤ 0 ≤ max, found [{}, {}]",
+                self.integral_min, self.integral_max
+            ));
+        }
+        if !(self.min_rate > 0.0 && self.max_rate.is_finite() && self.min_rate <= self.max_rate) {
+            return bad(format!(
+                "rate clamp must satisfy 0 < min ≤ max < ∞, found [{}, {}]",
+                self.min_rate, self.max_rate
+            ));
+        }
+        if self.min_interval.is_zero() || self.min_interval > self.max_interval || self.initial_interval.is_zero() {
+            return bad(format!(
+                "intervals must satisfy 0 < min ≤ max and initial > 0, found [{:?}, {:?}], initial {:?}",
+                self.min_interval, self.max_interval, self.initial_interval
+            ));
+        }
+        if let Some(cap) = self.in_flight_cap {
+            if cap < self.target_depth {
+                return bad(format!(
+                    "in_flight_cap must be ≥ target_depth {}, found {cap}",
+                    self.target_depth
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How the [`Pacer`] decides.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum PacerMode {
+    /// The PI controller (see the module docs).
+    Pi(PiConfig),
+    /// Dispatch whenever fewer than `depth` partitions are waiting or in synthesis.
+    BoundedQueue {
+        /// Most partitions waiting or in synthesis (at least 1).
+        depth: usize,
+    },
+}
+
+/// A snapshot of the pacer, for statistics and logs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct PacerState {
+    /// The target depth (PI) or the bound (bounded queue).
+    pub target_depth: usize,
+    /// The most partitions allowed between dispatch and GPU start.
+    pub in_flight_cap: usize,
+    /// Synthesized partitions waiting for a GPU.
+    pub waiting: usize,
+    /// Partitions dispatched and not yet synthesized.
+    pub in_synthesis: usize,
+    /// Partitions dispatched since the start.
+    pub dispatched: u64,
+    /// EMA of GPU time per partition; `None` until a GPU time is known, always in the bounded
+    /// queue mode.
+    pub gpu_time_ema: Option<Duration>,
+    /// The PI integral (0 in the bounded queue mode).
+    pub integral: f64,
+    /// The clamped factor that multiplies the drain rate (1 before any GPU time is known and in
+    /// the bounded queue mode).
+    pub rate_factor: f64,
+    /// Dispatches per second the pacer is aiming at; `None` when it does not pace by rate
+    /// (bounded queue mode, or no GPU time known yet).
+    pub dispatch_rate: Option<f64>,
+}
+
+/// Decides when the next partition may be dispatched; see the module docs.
+#[derive(Debug, Clone)]
+pub struct Pacer {
+    mode: PacerMode,
+    gpu_workers: usize,
+    in_flight_cap: usize,
+    waiting: usize,
+    in_synthesis: usize,
+    dispatched: u64,
+    last_dispatch: Option<Duration>,
+    gpu_time_ema: Option<f64>,
+    integral: f64,
+    integrated_to: Duration,
+}
+
+impl Pacer {
+    /// A pacer for `gpu_workers` GPU workers (at least 1).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for zero workers, a zero depth, or PI constants outside the
+    /// ranges their fields document.
+    pub fn new(mode: PacerMode, gpu_workers: usize) -> Result<Self> {
+        if gpu_workers == 0 {
+            return Err(Error::InvalidArgument(
+                "pacer: gpu_workers must be at least 1, found 0".into(),
+            ));
+        }
+        let in_flight_cap = match mode {
+            PacerMode::Pi(config) => {
+                config.validate()?;
+                config.in_flight_cap.unwrap_or(config.target_depth + gpu_workers)
+            }
+            PacerMode::BoundedQueue { depth: 0 } => {
+                return Err(Error::InvalidArgument(
+                    "pacer: bounded queue depth must be at least 1, found 0".into(),
+                ))
+            }
+            PacerMode::BoundedQueue { depth } => depth,
+        };
+        Ok(Pacer {
+            mode,
+            gpu_workers,
+            in_flight_cap,
+            waiting: 0,
+            in_synthesis: 0,
+            dispatched: 0,
+            last_dispatch: None,
+            gpu_time_ema: None,
+            integral: 0.0,
+            integrated_to: Duration::ZERO,
+        })
+    }
+
+    /// The earliest time at which the next dispatch may happen: `now` or earlier means "now";
+    /// `None` means "not until an event" (the in-flight cap is reached, or, at the start, the
+    /// target is dispatched and no GPU time is known yet). Ask again after every event.
+    pub fn next_dispatch_at(&self, now: Duration) -> Option<Duration> {
+        if self.waiting + self.in_synthesis >= self.in_flight_cap {
+            return None;
+        }
+        let PacerMode::Pi(config) = self.mode else {
+            return Some(now);
+        };
+        let interval = match self.dispatch_rate(&config) {
+            // A rate so low that its interval overflows a Duration is clamped like any other.
+            Some(rate) => Duration::try_from_secs_f64(1.0 / rate)
+                .unwrap_or(config.max_interval)
+                .clamp(config.min_interval, config.max_interval),
+            None if self.dispatched >= config.target_depth as u64 => return None,
+            None => config.initial_interval,
+        };
+        Some(
+            self.last_dispatch
+                .map_or(now, |last| last.checked_add(interval).unwrap_or(Duration::MAX)),
+        )
+    }
+
+    /// Whether a dispatch may happen at `now`.
+    pub fn may_dispatch(&self, now: Duration) -> bool {
+        self.next_dispatch_at(now).is_some_and(|at| at <= now)
+    }
+
+    /// A partition was dispatched (its synthesis starts). The driver should have asked
+    /// [`may_dispatch`](Self::may_dispatch); the pacer counts it either way.
+    pub fn on_dispatch(&mut self, now: Duration) {
+        self.integrate(now);
+        self.in_synthesis += 1;
+        self.dispatched += 1;
+        self.last_dispatch = Some(now);
+    }
+
+    /// A partition's synthesis finished: it now waits for a GPU.
+    pub fn on_synthesis_done(&mut self, now: Duration) {
+        self.integrate(now);
+        self.in_synthesis = self.in_synthesis.saturating_sub(1);
+        self.waiting += 1;
+    }
+
+    /// A partition's synthesis failed: it leaves the pipeline.
+    pub fn on_synthesis_failed(&mut self, now: Duration) {
+        self.integrate(now);
+        self.in_synthesis = self.in_synthesis.saturating_sub(1);
+    }
+
+    /// A GPU worker took a waiting partition.
+    pub fn on_gpu_start(&mut self, now: Duration) {
+        self.integrate(now);
+        self.waiting = self.waiting.saturating_sub(1);
+    }
+
+    /// A GPU worker finished a partition that took `gpu_time` on the GPU (failed partitions
+    /// may report their time too, or nothing).
+    pub fn on_gpu_done(&mut self, now: Duration, gpu_time: Duration) {
+        self.integrate(now);
+        if let PacerMode::Pi(config) = self.mode {
+            let t = gpu_time.as_secs_f64();
+            let alpha = config.gpu_time_alpha;
+            self.gpu_time_ema = Some(self.gpu_time_ema.map_or(t, |ema| alpha * t + (1.0 - alpha) * ema));
+        }
+    }
+
+    /// A snapshot of the pacer's state.
+    pub fn state(&self) -> PacerState {
+        let (target_depth, rate_factor, dispatch_rate) = match self.mode {
+            PacerMode::Pi(config) => {
+                let factor = if self.gpu_time_ema.is_some() {
+                    self.rate_factor(&config)
+                } else {
+                    1.0
+                };
+                (config.target_depth, factor, self.dispatch_rate(&config))
+            }
+            PacerMode::BoundedQueue { depth } => (depth, 1.0, None),
+        };
+        PacerState {
+            target_depth,
+            in_flight_cap: self.in_flight_cap,
+            waiting: self.waiting,
+            in_synthesis: self.in_synthesis,
+            dispatched: self.dispatched,
+            gpu_time_ema: self
+                .gpu_time_ema
+                .map(|ema| Duration::try_from_secs_f64(ema).unwrap_or(Duration::MAX)),
+            integral: self.integral,
+            rate_factor,
+            dispatch_rate,
+        }
+    }
+
+    fn error(&self, config: &PiConfig) -> f64 {
+        let target = config.target_depth as f64;
+        (target - self.waiting as f64) / target
+    }
+
+    /// `1 + kp·e + ki·∫e`, clamped to `[min_rate, max_rate]`.
+    fn rate_factor(&self, config: &PiConfig) -> f64 {
+        let factor = 1.0 + config.kp * self.error(config) + config.ki * self.integral;
+        factor.clamp(config.min_rate, config.max_rate)
+    }
+
+    /// Dispatches per second: the GPUs' drain rate times the rate factor; `None` before any
+    /// GPU time is known.
+    fn dispatch_rate(&self, config: &PiConfig) -> Option<f64> {
+        let ema = self.gpu_time_ema?;
+        // A zero GPU time would mean an infinite drain rate; the interval clamp bounds it anyway.
+        let drain = self.gpu_workers as f64 / ema.max(1e-9);
+        Some(drain * self.rate_factor(config))
+    }
+
+    /// Integrates the error, constant since the last event, up to `now`. The controller runs
+    /// only once a GPU time is known, so the start does not wind the integral up.
+    fn integrate(&mut self, now: Duration) {
+        let dt = now.saturating_sub(self.integrated_to).as_secs_f64();
+        self.integrated_to = self.integrated_to.max(now);
+        if let (PacerMode::Pi(config), Some(_)) = (self.mode, self.gpu_time_ema) {
+            self.integral = (self.integral + self.error(&config) * dt).clamp(config.integral_min, config.integral_max);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! A discrete-event simulator: `synthesis_workers` synthesis workers and `gpu_workers` GPU
+    //! workers, per-partition times given as functions of the dispatch (or GPU start) time, the
+    //! pacer deciding dispatches. Time jumps from event to event; nothing sleeps.
+
+    use super::*;
+
+    fn secs(s: f64) -> Duration {
+        Duration::from_secs_f64(s)
+    }
+
+    /// The sim's own view after each instant's events, counted independently of the pacer.
+    #[derive(Debug, Clone, Copy)]
+    struct Sample {
+        at: Duration,
+        waiting: usize,
+    }
+
+    struct Sim {
+        pacer: Pacer,
+        now: Duration,
+        synthesis_workers: usize,
+        synthesis_time: Box<dyn Fn(Duration) -> Duration>,
+        gpu_time: Box<dyn Fn(Duration) -> Duration>,
+        /// GPU workers start nothing inside these windows.
+        gpu_paused: Vec<(Duration, Duration)>,
+        in_synthesis: Vec<Duration>,
+        waiting: usize,
+        gpus: Vec<Option<(Duration, Duration)>>,
+        samples: Vec<Sample>,
+        dispatches: Vec<Duration>,
+        first_gpu_done: Option<Duration>,
+        max_in_flight: usize,
+        gpu_busy: Vec<(Duration, Duration)>,
+    }
+
+    impl Sim {
+        fn new(mode: PacerMode, gpu_workers: usize, synthesis_workers: usize, synthesis_s: f64, gpu_s: f64) -> Sim {
+            Sim {
+                pacer: Pacer::new(mode, gpu_workers).unwrap(),
+                now: Duration::ZERO,
+                synthesis_workers,
+                synthesis_time: Box::new(move |_| secs(synthesis_s)),
+                gpu_time: Box::new(move |_| secs(gpu_s)),
+                gpu_paused: Vec::new(),
+                in_synthesis: Vec::new(),
+                waiting: 0,
+                gpus: vec![None; gpu_workers],
+                samples: Vec::new(),
+                dispatches: Vec::new(),
+                first_gpu_done: None,
+                max_in_flight: 0,
+                gpu_busy: Vec::new(),
+            }
+        }
+
+        fn pi(config: PiConfig, gpu_workers: usize, synthesis_workers: usize, synthesis_s: f64, gpu_s: f64) -> Sim {
+            Sim::new(
+                PacerMode::Pi(config),
+                gpu_workers,
+                synthesis_workers,
+                synthesis_s,
+                gpu_s,
+            )
+        }
+
+        fn gpu_paused_at(&self, t: Duration) -> bool {
+            self.gpu_paused.iter().any(|&(a, b)| a <= t && t < b)
+        }
+
+        fn check_in_flight(&mut self) {
+            let in_flight = self.waiting + self.in_synthesis.len();
+            self.max_in_flight = self.max_in_flight.max(in_flight);
+            let cap = self.pacer.state().in_flight_cap;
+            assert!(in_flight <= cap, "{in_flight} in flight > cap {cap} at {:?}", self.now);
+        }
+
+        fn run_until(&mut self, end_s: f64) {
+            let end = secs(end_s);
+            loop {
+                let now = self.now;
+                let (done, busy): (Vec<_>, Vec<_>) = self.in_synthesis.iter().partition(|&&t| t <= now);
+                self.in_synthesis = busy;
+                for _ in done {
+                    self.waiting += 1;
+                    self.pacer.on_synthesis_done(now);
+                }
+                for gpu in self.gpus.iter_mut() {
+                    if let Some((start, until)) = *gpu {
+                        if until <= now {
+                            *gpu = None;
+                            self.pacer.on_gpu_done(now, until - start);
+                            self.gpu_busy.push((start, until));
+                            self.first_gpu_done.get_or_insert(now);
+                        }
+                    }
+                }
+                if !self.gpu_paused_at(now) {
+                    for i in 0..self.gpus.len() {
+                        if self.gpus[i].is_none() && self.waiting > 0 {
+                            self.waiting -= 1;
+                            self.pacer.on_gpu_start(now);
+                            self.gpus[i] = Some((now, now + (self.gpu_time)(now)));
+                        }
+                    }
+                }
+                while self.in_synthesis.len() < self.synthesis_workers && self.pacer.may_dispatch(now) {
+                    self.pacer.on_dispatch(now);
+                    self.dispatches.push(now);
+                    self.in_synthesis.push(now + (self.synthesis_time)(now));
+                    self.check_in_flight();
+                }
+                self.check_in_flight();
+                let state = self.pacer.state();
+                assert_eq!(
+                    (state.waiting, state.in_synthesis),
+                    (self.waiting, self.in_synthesis.len())
+                );
+                self.samples.push(Sample {
+                    at: now,
+                    waiting: self.waiting,
+                });
+
+                let pause_end = self.gpu_paused.iter().map(|&(_, b)| b).filter(|&b| b > now);
+                let dispatch = (self.in_synthesis.len() < self.synthesis_workers)
+                    .then(|| self.pacer.next_dispatch_at(now))
+                    .flatten();
+                let next = self
+                    .in_synthesis
+                    .iter()
+                    .copied()
+                    .chain(self.gpus.iter().flatten().map(|&(_, until)| until))
+                    .chain(pause_end)
+                    .chain(dispatch)
+                    .min();
+                match next {
+                    Some(t) if t <= end => {
+                        assert!(t > now, "no progress at {now:?}");
+                        self.now = t;
+                    }
+                    _ => {
+                        self.now = end;
+                        return;
+                    }
+                }
+            }
+        }
+
+        fn samples_in(&self, from_s: f64, to_s: f64) -> impl Iterator<Item = Sample> + '_ {
+            let (from, to) = (secs(from_s), secs(to_s));
+            self.samples.iter().copied().filter(move |s| from <= s.at && s.at < to)
+        }
+
+        /// The waiting depth over `[from, to)`: every sample within ±1 of the target, and the
+        /// time-weighted mean of each 20 s window within ±0.5 (no slow swing either).
+        fn assert_settled(&self, from_s: f64, to_s: f64, target: usize) {
+            let samples: Vec<Sample> = self.samples_in(from_s, to_s).collect();
+            assert!(samples.len() > 10, "too few events in [{from_s}, {to_s})");
+            let (min, max) = samples
+                .iter()
+                .fold((usize::MAX, 0), |(lo, hi), s| (lo.min(s.waiting), hi.max(s.waiting)));
+            assert!(
+                target.abs_diff(min) <= 1 && target.abs_diff(max) <= 1,
+                "waiting in [{min}, {max}] over [{from_s}, {to_s}), target {target}"
+            );
+            let mut window = from_s;
+            while window + 20.0 <= to_s {
+                let mean = self.mean_waiting(window, window + 20.0);
+                assert!(
+                    (mean - target as f64).abs() <= 0.5,
+                    "mean waiting {mean} over [{window}, +20), target {target}"
+                );
+                window += 20.0;
+            }
+        }
+
+        fn mean_waiting(&self, from_s: f64, to_s: f64) -> f64 {
+            let (from, to) = (secs(from_s), secs(to_s));
+            let mut sum = 0.0;
+            let mut last = self
+                .samples
+                .iter()
+                .rev()
+                .find(|s| s.at <= from)
+                .expect("a sample before the window");
+            for s in self
+                .samples
+                .iter()
+                .filter(|s| from < s.at && s.at < to)
+                .chain(std::iter::once(&Sample { at: to, waiting: 0 }))
+            {
+                sum += last.waiting as f64 * (s.at - last.at.max(from)).as_secs_f64();
+                last = s;
+            }
+            sum / (to_s - from_s)
+        }
+
+        fn gpu_busy_fraction(&self, from_s: f64, to_s: f64) -> f64 {
+            let (from, to) = (secs(from_s), secs(to_s));
+            let busy: f64 = self
+                .gpu_busy
+                .iter()
+                .chain(self.gpus.iter().flatten()) // partitions still on a GPU count up to `to`
+                .map(|&(a, b)| b.min(to).saturating_sub(a.max(from)).as_secs_f64())
+                .sum();
+            busy / ((to_s - from_s) * self.gpus.len() as f64)
+        }
+    }
+
+    fn config(target_depth: usize) -> PiConfig {
+        PiConfig {
+            target_depth,
+            ..PiConfig::default()
+        }
+    }
+
+    #[test]
+    fn steady_state_settles_at_the_target_without_oscillating() {
+        for (gpu_workers, synthesis_s, gpu_s, target) in [(2, 0.8, 1.0, 4), (1, 0.3, 0.5, 2), (3, 1.5, 2.0, 3)] {
+            let mut sim = Sim::pi(config(target), gpu_workers, 8, synthesis_s, gpu_s);
+            sim.run_until(400.0);
+            sim.assert_settled(200.0, 400.0, target);
+            let busy = sim.gpu_busy_fraction(200.0, 400.0);
+            assert!(busy > 0.99, "GPU busy {busy}");
+        }
+    }
+
+    #[test]
+    fn gpu_speed_steps_re_settle() {
+        // GPU time 1 s, halves to 0.5 s, doubles back to 1 s, doubles again to 2 s.
+        let mut sim = Sim::pi(config(4), 2, 8, 0.4, 1.0);
+        sim.gpu_time = Box::new(|t| match t.as_secs() {
+            0..200 => secs(1.0),
+            200..400 => secs(0.5),
+            400..600 => secs(1.0),
+            _ => secs(2.0),
+        });
+        sim.run_until(800.0);
+        for phase in [0.0, 200.0, 400.0, 600.0] {
+            sim.assert_settled(phase + 100.0, phase + 200.0, 4);
+            let busy = sim.gpu_busy_fraction(phase + 100.0, phase + 200.0);
+            assert!(busy > 0.99, "GPU busy {busy} after the step at {phase} s");
+        }
+    }
+
+    #[test]
+    fn synthesis_speed_steps_re_settle() {
+        // Synthesis 0.3 s, slows to 0.9 s, speeds up to 0.2 s (GPU 1 s, two GPU workers).
+        let mut sim = Sim::pi(config(4), 2, 8, 0.3, 1.0);
+        sim.synthesis_time = Box::new(|t| match t.as_secs() {
+            0..200 => secs(0.3),
+            200..400 => secs(0.9),
+            _ => secs(0.2),
+        });
+        sim.run_until(600.0);
+        for phase in [0.0, 200.0, 400.0] {
+            sim.assert_settled(phase + 100.0, phase + 200.0, 4);
+        }
+        // Synthesis three times slower than the GPU: the cap must leave room for the
+        // partitions in synthesis (2 workers × 3 s / 1 s = 6), so the engine raises it.
+        let cap = PiConfig {
+            in_flight_cap: Some(4 + 2 + 6),
+            ..config(4)
+        };
+        let mut sim = Sim::pi(cap, 2, 8, 0.5, 1.0);
+        sim.synthesis_time = Box::new(|t| if t < secs(200.0) { secs(0.5) } else { secs(3.0) });
+        sim.run_until(400.0);
+        sim.assert_settled(100.0, 200.0, 4);
+        sim.assert_settled(300.0, 400.0, 4);
+    }
+
+    #[test]
+    fn never_more_than_target_plus_gpu_workers_in_flight() {
+        // Fast synthesis, many synthesis workers, a GPU stall: the cap is what binds. The sim
+        // checks the cap after every dispatch and every instant (`check_in_flight`).
+        for (target, gpu_workers) in [(4, 2), (2, 1), (3, 3)] {
+            let mut sim = Sim::pi(config(target), gpu_workers, 32, 0.1, 1.0);
+            sim.gpu_paused.push((secs(50.0), secs(150.0)));
+            sim.run_until(300.0);
+            assert_eq!(
+                sim.max_in_flight,
+                target + gpu_workers,
+                "the cap was never reached: the test proves nothing"
+            );
+        }
+    }
+
+    #[test]
+    fn the_start_is_paced_not_a_burst() {
+        let initial = Duration::from_millis(50);
+        let mut sim = Sim::pi(
+            PiConfig {
+                initial_interval: initial,
+                ..config(4)
+            },
+            2,
+            32,
+            0.5,
+            2.0,
+        );
+        sim.run_until(100.0);
+        let first_gpu_done = sim.first_gpu_done.unwrap();
+        let early: Vec<Duration> = sim.dispatches.iter().copied().filter(|&t| t < first_gpu_done).collect();
+        assert!(
+            early.len() <= 4,
+            "{} dispatched before the first GPU time was known, target 4",
+            early.len()
+        );
+        for pair in early.windows(2) {
+            assert!(
+                pair[1] - pair[0] >= initial,
+                "dispatches at {:?} and {:?}",
+                pair[0],
+                pair[1]
+            );
+        }
+        sim.assert_settled(50.0, 100.0, 4);
+    }
+
+    #[test]
+    fn bounded_queue_keeps_its_bound() {
+        let mut sim = Sim::new(PacerMode::BoundedQueue { depth: 6 }, 2, 32, 0.1, 1.0);
+        sim.gpu_paused.push((secs(50.0), secs(150.0)));
+        sim.run_until(300.0);
+        assert_eq!(sim.max_in_flight, 6);
+        // For comparison with the PI mode: it fills its bound in one burst at the start.
+        assert_eq!(sim.dispatches.iter().filter(|&&t| t == Duration::ZERO).count(), 6);
+    }
+
+    #[test]
+    fn long_stalls_do_not_wind_the_integral_up() {
+        // A GPU stall of 1000 s: the depth sits above the target (negative error); without the
+        // integral clamp the pacer would then starve the GPU for minutes.
+        let mut sim = Sim::pi(config(4), 2, 8, 0.4, 1.0);
+        sim.gpu_paused.push((secs(100.0), secs(1100.0)));
+        sim.run_until(1300.0);
+        assert_eq!(sim.pacer.state().integral.max(-20.0), sim.pacer.state().integral);
+        sim.assert_settled(1150.0, 1300.0, 4);
+        let busy = sim.gpu_busy_fraction(1100.0, 1300.0);
+        assert!(busy > 0.97, "GPU busy {busy} after the stall");
+
+        // A synthesis stall of 1000 s: nothing waits (error +1); without the clamp the pacer
+        // would then hold the depth at the cap, above the target, for a long time.
+        let mut sim = Sim::pi(config(4), 2, 8, 0.4, 1.0);
+        sim.synthesis_time = Box::new(|t| {
+            if secs(100.0) <= t && t < secs(110.0) {
+                secs(1000.0)
+            } else {
+                secs(0.4)
+            }
+        });
+        sim.run_until(1400.0);
+        sim.assert_settled(1250.0, 1400.0, 4);
+    }
+
+    #[test]
+    fn bad_configs_are_refused() {
+        let bad = [
+            PiConfig {
+                target_depth: 0,
+                ..PiConfig::default()
+            },
+            PiConfig {
+                kp: -1.0,
+                ..PiConfig::default()
+            },
+            PiConfig {
+                ki: f64::NAN,
+                ..PiConfig::default()
+            },
+            PiConfig {
+                gpu_time_alpha: 0.0,
+                ..PiConfig::default()
+            },
+            PiConfig {
+                integral_min: 1.0,
+                ..PiConfig::default()
+            },
+            PiConfig {
+                min_rate: 0.0,
+                ..PiConfig::default()
+            },
+            PiConfig {
+                min_rate: 4.0,
+                ..PiConfig::default()
+            },
+            PiConfig {
+                min_interval: Duration::ZERO,
+                ..PiConfig::default()
+            },
+            PiConfig {
+                in_flight_cap: Some(1),
+                ..PiConfig::default()
+            },
+        ];
+        for config in bad {
+            assert!(
+                matches!(Pacer::new(PacerMode::Pi(config), 1), Err(Error::InvalidArgument(_))),
+                "{config:?}"
+            );
+        }
+        assert!(matches!(
+            Pacer::new(PacerMode::BoundedQueue { depth: 0 }, 1),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            Pacer::new(PacerMode::Pi(PiConfig::default()), 0),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(Pacer::new(PacerMode::Pi(PiConfig::default()), 1).is_ok());
+    }
+
+    #[test]
+    fn extreme_times_do_not_panic() {
+        let mut pacer = Pacer::new(PacerMode::Pi(PiConfig::default()), 1).unwrap();
+        pacer.on_gpu_start(Duration::ZERO); // misuse: nothing waiting
+        pacer.on_dispatch(Duration::MAX);
+        pacer.on_gpu_done(Duration::ZERO, Duration::MAX);
+        assert_eq!(pacer.next_dispatch_at(Duration::MAX), Some(Duration::MAX));
+        pacer.on_gpu_done(Duration::ZERO, Duration::ZERO);
+        assert!(pacer.state().dispatch_rate.unwrap().is_finite());
+    }
+
+    #[test]
+    fn rate_and_interval_are_clamped() {
+        let config = PiConfig { kp: 10.0, ..config(4) };
+        let mut pacer = Pacer::new(PacerMode::Pi(config), 2).unwrap();
+        pacer.on_gpu_done(secs(1.0), secs(1.0));
+        // Nothing waits: 1 + kp·1 = 11, clamped to 3 × the drain rate of 2 per second.
+        let state = pacer.state();
+        assert_eq!(state.rate_factor, 3.0);
+        assert_eq!(state.dispatch_rate, Some(6.0));
+        pacer.on_dispatch(secs(1.0));
+        assert_eq!(
+            pacer.next_dispatch_at(secs(1.0)),
+            Some(secs(1.0) + Duration::from_secs_f64(1.0 / 6.0))
+        );
+        // Ten waiting (over the target): 1 + 10·(−1.5) clamped to 0.3; a 1 ms GPU time would
+        // mean 600 dispatches a second, clamped to one per 50 ms.
+        for _ in 0..10 {
+            pacer.on_synthesis_done(secs(1.0));
+        }
+        assert_eq!(pacer.state().rate_factor, 0.3);
+        let mut pacer = Pacer::new(PacerMode::Pi(config), 2).unwrap();
+        pacer.on_gpu_done(secs(1.0), Duration::from_millis(1));
+        pacer.on_dispatch(secs(1.0));
+        assert_eq!(pacer.next_dispatch_at(secs(1.0)), Some(secs(1.05)));
+    }
+}
