@@ -506,7 +506,7 @@ fn check_params(params: &Parameters) -> Result<()> {
 }
 
 /// Checks that an assignment has exactly the shape the parameters were made for.
-fn check_assignment(a: &ProvingAssignment, params: &Parameters) -> Result<()> {
+pub(crate) fn check_assignment(a: &ProvingAssignment, params: &Parameters) -> Result<()> {
     if a.is_abc_released() {
         return Err(Error::InvalidArgument(
             "assignment's a/b/c were released; synthesize again".into(),

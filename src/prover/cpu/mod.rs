@@ -10,7 +10,7 @@ use ff::Field;
 
 use super::{Backend, Commitments, Timings};
 use crate::assignment::ProvingAssignment;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::params::Parameters;
 
 /// Proves on the host's cores.
@@ -43,7 +43,8 @@ impl CpuBackend {
         t: &mut Timings,
     ) -> Result<Commitments> {
         let start = Instant::now();
-        check_shape(assignment, params)?;
+        // The prover checked already; the backend can also be called directly.
+        super::check_assignment(assignment, params)?;
         let domain = ntt::Domain::new(params.domain_size().trailing_zeros())?;
         let m = domain.size();
         let padded = |v: &[Scalar]| -> Result<Vec<Scalar>> {
@@ -76,10 +77,11 @@ impl CpuBackend {
         };
         let h = timed(&mut t.msm_h, &|| msm::msm::<msm::G1>(params.h(), &h, None))?;
         let l = timed(&mut t.msm_l, &|| msm::msm::<msm::G1>(params.l(), aux, None))?;
-        // check_shape made sure each query has at least these many points.
-        let (a_in, a_aux) = split(params.a(), num_inputs, "A")?;
-        let (b1_in, b1_aux) = split(params.b_g1(), b_inputs, "B_G1")?;
-        let (b2_in, b2_aux) = split(params.b_g2(), b_inputs, "B_G2")?;
+        // check_assignment: A holds the inputs then the A-dense aux, B the B-dense inputs then
+        // aux, so these splits are in range.
+        let (a_in, a_aux) = params.a().split_at(num_inputs);
+        let (b1_in, b1_aux) = params.b_g1().split_at(b_inputs);
+        let (b2_in, b2_aux) = params.b_g2().split_at(b_inputs);
         let a = timed(&mut t.msm_a, &|| {
             let inputs_part = msm::msm::<msm::G1>(a_in, inputs, None)?;
             let aux_part = msm::msm::<msm::G1>(a_aux, aux, Some(assignment.a_aux_density()))?;
@@ -96,40 +98,4 @@ impl CpuBackend {
         t.msm_b_g2 += s.elapsed();
         Ok(Commitments { h, l, a, b_g1, b_g2 })
     }
-}
-
-/// `points[..n]` and `points[n..]`, or an error when there are fewer than `n` points.
-fn split<'p, P>(points: &'p [P], n: usize, what: &str) -> Result<(&'p [P], &'p [P])> {
-    if n > points.len() {
-        return Err(Error::CircuitMismatch(format!(
-            "{what} has {} points; the circuit needs at least {n}",
-            points.len()
-        )));
-    }
-    Ok(points.split_at(n))
-}
-
-/// What the CPU backend needs of an assignment, checked here too since the backend can be
-/// called directly (the prover checks the full shape before).
-fn check_shape(a: &ProvingAssignment, params: &Parameters) -> Result<()> {
-    if a.is_abc_released() {
-        return Err(Error::InvalidArgument(
-            "assignment's a/b/c were released; synthesize again".into(),
-        ));
-    }
-    let m = params.domain_size();
-    let n = a.a().len();
-    if a.b().len() != n || a.c().len() != n {
-        return Err(Error::InvalidArgument(format!(
-            "a, b, c have {n}, {}, {} values; expected equal",
-            a.b().len(),
-            a.c().len()
-        )));
-    }
-    if n > m {
-        return Err(Error::CircuitMismatch(format!(
-            "{n} constraints do not fit the parameters' domain of {m}"
-        )));
-    }
-    Ok(())
 }

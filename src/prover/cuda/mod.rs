@@ -565,7 +565,9 @@ impl CudaBackend {
 
     /// Number of parameter sets resident (evicted ones still in use not included).
     pub fn resident_sets(&self) -> usize {
-        self.slots.lock().iter().filter(|s| s.state.lock().is_some()).count()
+        // A snapshot first: an uploading caller holds its slot's lock and may want the list's.
+        let slots: Vec<Arc<Slot>> = self.slots.lock().clone();
+        slots.iter().filter(|s| s.state.lock().is_some()).count()
     }
 
     /// How many times a call ran out of device memory and was retried after freeing caches.
