@@ -14,7 +14,9 @@ struct cuzk_k_bases {
     int device;
     int group;  // 1 = G1, 2 = G2
     size_t n;
-    void *d;
+    void *d;                  // device copy (resident), or nullptr when streamed from h
+    const void *h = nullptr;  // streamed: the caller's host points
+    bool registered = false;  // h was page-locked by us (cudaHostRegister), unregister on free
 };
 
 namespace cuzk {
@@ -174,6 +176,26 @@ profiler::~profiler()
     for (int i = 0; i < n; i++) cudaEventDestroy(ev[i]);
 }
 
+cudaError_t counted_malloc(dev_ctx *ctx, void **p, size_t bytes)
+{
+    *p = nullptr;
+    cudaError_t e = ctx->mem.take(bytes);
+    if (e != cudaSuccess) return e;
+    e = cudaMalloc(p, bytes);
+    if (e != cudaSuccess) {
+        ctx->mem.give(bytes);
+        *p = nullptr;
+    }
+    return e;
+}
+
+void counted_free(dev_ctx *ctx, void *p, size_t bytes)
+{
+    if (!p) return;
+    cudaFree(p);
+    ctx->mem.give(bytes);
+}
+
 namespace {
 
 cuzk_kresult trim_pool(dev_ctx *ctx)
@@ -194,23 +216,59 @@ cuzk_kresult bases_upload(int device, int group, size_t elem, const void *host, 
         ctx->phase = CUZK_K_PHASE_UPLOAD;
         void *d = nullptr;
         size_t bytes = std::max<size_t>(n * elem, 256);
-        cudaError_t e = cudaMalloc(&d, bytes);
+        cudaError_t e = counted_malloc(ctx, &d, bytes);
         if (e == cudaErrorMemoryAllocation) {  // our pool may hold freed memory: give it back, retry
             CUZK_CLEAR_LAST_ERROR();
             CUZK_TRY(trim_pool(ctx));
-            e = cudaMalloc(&d, bytes);
+            e = counted_malloc(ctx, &d, bytes);
         }
         CUZK_CK(e);
         struct free_on_error {
+            dev_ctx *ctx;
             void *d;
-            ~free_on_error() { if (d) cudaFree(d); }
-        } guard{d};
+            size_t bytes;
+            ~free_on_error() { counted_free(ctx, d, bytes); }
+        } guard{ctx, d, bytes};
         if (n) CUZK_CK(cudaMemcpy(d, host, n * elem, cudaMemcpyHostToDevice));
         CUZK_PHASE(ctx, CUZK_K_PHASE_UPLOAD, 0);
         *out = new cuzk_k_bases{device, group, n, d};
         guard.d = nullptr;
         return ok();
     });
+}
+
+// Streamed bases: the caller's host points, page-locked here once (cudaHostRegister) so the
+// chunk copies run at full PCIe speed. Memory some other handle already registered is used
+// as it is (and left registered on free).
+cuzk_kresult bases_host(int device, int group, size_t elem, const void *host, size_t n, cuzk_k_bases **out)
+{
+    if (!out) return arg_err(CUZK_K_ERR_NULL_ARG, "bases_host: out is NULL");
+    *out = nullptr;
+    if (!host && n) return arg_err(CUZK_K_ERR_NULL_ARG, "bases_host: host_points is NULL");
+    if (n > 0x7fffffffu) return arg_err(CUZK_K_ERR_TOO_LARGE, "bases_host: more than 2^31-1 points");
+    return run_on(device, [&](dev_ctx *) -> cuzk_kresult {
+        bool registered = false;
+        if (n) {
+            cudaError_t e = cudaHostRegister(const_cast<void *>(host), n * elem, cudaHostRegisterPortable);
+            if (e == cudaErrorHostMemoryAlreadyRegistered) {
+                CUZK_CLEAR_LAST_ERROR();
+            } else {
+                CUZK_CK(e);
+                registered = true;
+            }
+        }
+        *out = new cuzk_k_bases{device, group, n, nullptr, host, registered};
+        return ok();
+    });
+}
+
+// Scalars to the device (on the compute stream) for a streamed MSM.
+cuzk_kresult scalars_to_device(dev_ctx *ctx, const void *h, size_t n, dbuf &d)
+{
+    if (!n) return ok();
+    CUZK_CK(d.alloc(ctx, n * 32));
+    CUZK_CK(cudaMemcpyAsync(d.p, h, n * 32, cudaMemcpyHostToDevice, ctx->s_comp));
+    return ok();
 }
 
 template <class F>
@@ -222,7 +280,10 @@ cuzk_kresult msm_api(int group, const cuzk_k_bases *bases, size_t base_offset, c
     if (bases->group != group) return arg_err(CUZK_K_ERR_WRONG_GROUP, "msm: bases of the other group");
     return run_on(bases->device, [&](dev_ctx *ctx) -> cuzk_kresult {
         CUZK_PHASE(ctx, CUZK_K_PHASE_MSM, 0);
-        return msm_run<F>(ctx, bases->d, bases->n, base_offset, nullptr, scalars, n, density, out);
+        if (!bases->h) return msm_run<F>(ctx, bases->d, bases->n, base_offset, nullptr, scalars, n, density, out, nullptr);
+        dbuf d_sc;
+        CUZK_TRY(scalars_to_device(ctx, scalars, n, d_sc));
+        return msm_stream<F>(ctx, bases->h, bases->n, base_offset, d_sc.p, n, density, out);
     });
 }
 
@@ -247,9 +308,13 @@ cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count)
             ~ev_guard() { for (int i = 0; i < 3; i++) if (e[i]) cudaEventDestroy(e[i]); }
         } guard{ev};
         for (int k = 0; k < 3; k++) CUZK_CK(cudaEventCreateWithFlags(&ev[k], cudaEventDisableTiming));
-        // queue the copy of job i's scalars into buf[i % 2] on the copy stream
+        // queue the copy of job i's scalars into buf[i % 2] on the copy stream. A job over
+        // streamed bases is not fetched ahead (its chunks need the device memory): its
+        // scalars are copied when it starts.
+        std::vector<bool> fetched(count + 1, false);
         auto prefetch = [&](size_t i) -> cuzk_kresult {
-            if (i >= count || jobs[i].n == 0) return ok();
+            if (i >= count || jobs[i].n == 0 || fetched[i]) return ok();
+            fetched[i] = true;
             dbuf &b = buf[i % 2];
             CUZK_CK(b.alloc(ctx, jobs[i].n * 32));
             CUZK_CK(cudaEventRecord(ev[2], s));
@@ -262,15 +327,23 @@ cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count)
         CUZK_TRY(prefetch(0));
         for (size_t i = 0; i < count; i++) {
             const cuzk_k_msm_job &j = jobs[i];
-            CUZK_TRY(prefetch(i + 1));
+            CUZK_TRY(prefetch(i));  // a streamed job's own scalars, not fetched ahead
+            if (i + 1 < count && !jobs[i + 1].bases->h && !j.bases->h) CUZK_TRY(prefetch(i + 1));
             CUZK_PHASE(ctx, CUZK_K_PHASE_MSM_JOB, (int)i);
             if (j.n) CUZK_CK(cudaStreamWaitEvent(s, ev[i % 2], 0));
             const void *d = j.n ? buf[i % 2].p : nullptr;
             const void *h = j.n ? nullptr : j.host_scalars;
-            if (j.bases->group == 1)
-                CUZK_TRY(msm_run<fp_t>(ctx, j.bases->d, j.bases->n, j.base_offset, d, h, j.n, j.density_bits, j.out_jacobian));
-            else
-                CUZK_TRY(msm_run<fp2_t>(ctx, j.bases->d, j.bases->n, j.base_offset, d, h, j.n, j.density_bits, j.out_jacobian));
+            if (j.bases->h) {
+                if (j.bases->group == 1)
+                    CUZK_TRY(msm_stream<fp_t>(ctx, j.bases->h, j.bases->n, j.base_offset, d, j.n, j.density_bits, j.out_jacobian));
+                else
+                    CUZK_TRY(msm_stream<fp2_t>(ctx, j.bases->h, j.bases->n, j.base_offset, d, j.n, j.density_bits, j.out_jacobian));
+                buf[i % 2].release();  // streamed jobs leave the device memory to their chunks
+            } else if (j.bases->group == 1) {
+                CUZK_TRY(msm_run<fp_t>(ctx, j.bases->d, j.bases->n, j.base_offset, d, h, j.n, j.density_bits, j.out_jacobian, nullptr));
+            } else {
+                CUZK_TRY(msm_run<fp2_t>(ctx, j.bases->d, j.bases->n, j.base_offset, d, h, j.n, j.density_bits, j.out_jacobian, nullptr));
+            }
         }
         CUZK_CK(cudaStreamSynchronize(sc));
         return ok();
@@ -374,14 +447,27 @@ cuzk_kresult cuzk_k_bases_free(cuzk_k_bases *bases)
 {
     if (!bases) return ok();
     API_GUARD({
-        cuzk_kresult r = run_on(bases->device, [&](dev_ctx *) -> cuzk_kresult {
-            CUZK_CK(cudaFree(bases->d));
+        cuzk_kresult r = run_on(bases->device, [&](dev_ctx *ctx) -> cuzk_kresult {
+            if (bases->registered) CUZK_CK(cudaHostUnregister(const_cast<void *>(bases->h)));
+            if (bases->d) counted_free(ctx, bases->d, std::max<size_t>(bases->n * (bases->group == 1 ? 96 : 192), 256));
             return ok();
         });
         delete bases;
         return r;
     })
 }
+
+cuzk_kresult cuzk_k_bases_host_g1(int device, const void *host_points, size_t n, cuzk_k_bases **out)
+{
+    API_GUARD(return bases_host(device, 1, sizeof(affine_t<fp_t>), host_points, n, out);)
+}
+
+cuzk_kresult cuzk_k_bases_host_g2(int device, const void *host_points, size_t n, cuzk_k_bases **out)
+{
+    API_GUARD(return bases_host(device, 2, sizeof(affine_t<fp2_t>), host_points, n, out);)
+}
+
+int cuzk_k_bases_streamed(const cuzk_k_bases *bases) { return bases && bases->h ? 1 : 0; }
 
 size_t cuzk_k_bases_len(const cuzk_k_bases *bases) { return bases ? bases->n : 0; }
 int cuzk_k_bases_device(const cuzk_k_bases *bases) { return bases ? bases->device : -1; }
@@ -430,8 +516,47 @@ cuzk_kresult cuzk_k_compute_h_msm(const cuzk_k_bases *h_bases, const void *a, co
             dbuf d_h;
             CUZK_TRY(compute_h_dev(ctx, a, b, c, n, log_m, d_h, h_out));
             CUZK_PHASE(ctx, CUZK_K_PHASE_H_MSM, 0);
-            return msm_run<fp_t>(ctx, h_bases->d, h_bases->n, 0, d_h.p, nullptr, m - 1, nullptr, out_jacobian);
+            if (h_bases->h)
+                return msm_stream<fp_t>(ctx, h_bases->h, h_bases->n, 0, d_h.p, m - 1, nullptr, out_jacobian);
+            return msm_run<fp_t>(ctx, h_bases->d, h_bases->n, 0, d_h.p, nullptr, m - 1, nullptr, out_jacobian, nullptr);
         });
+    })
+}
+
+cuzk_kresult cuzk_k_device_set_limit(int device, size_t limit_bytes, size_t stream_chunk_points)
+{
+    API_GUARD({
+        return run_on(device, [&](dev_ctx *ctx) -> cuzk_kresult {
+            ctx->mem.limit = limit_bytes;
+            ctx->mem.chunk_points = stream_chunk_points;
+            return ok();
+        });
+    })
+}
+
+cuzk_kresult cuzk_k_device_mem_stats(int device, int reset_peak, cuzk_k_mem_stats *out)
+{
+    if (!out) return arg_err(CUZK_K_ERR_NULL_ARG, "device_mem_stats: out is NULL");
+    API_GUARD({
+        cuzk_k_mem_stats st = {};
+        cuzk_kresult r = run_on(device, [&](dev_ctx *ctx) -> cuzk_kresult {
+            st.limit = ctx->mem.limit;
+            st.used = ctx->mem.used;
+            st.peak = ctx->mem.peak;
+            cuuint64_t v = 0;
+            CUZK_CK(cudaMemPoolGetAttribute(ctx->pool, cudaMemPoolAttrReservedMemCurrent, &v));
+            st.pool_reserved = (size_t)v;
+            CUZK_CK(cudaMemPoolGetAttribute(ctx->pool, cudaMemPoolAttrReservedMemHigh, &v));
+            st.pool_reserved_high = (size_t)v;
+            if (reset_peak) {
+                ctx->mem.peak = ctx->mem.used;
+                v = 0;
+                CUZK_CK(cudaMemPoolSetAttribute(ctx->pool, cudaMemPoolAttrReservedMemHigh, &v));
+            }
+            return ok();
+        });
+        if (r.code == 0) *out = st;
+        return r;
     })
 }
 

@@ -75,6 +75,24 @@ struct knobs {
     bool profile = false; // CUZK_K_PROFILE: print phase times to stderr
 };
 
+// Device memory cuzk holds on one device, counted by cuzk itself (pool buffers in use, NTT
+// tables, resident bases), and the limit it keeps to (cuzk_k_device_set_limit). Guarded by the
+// context's `mu` (every call holds it).
+struct mem_account {
+    size_t limit = 0;         // 0 = none (the device's own memory is the limit)
+    size_t chunk_points = 0;  // streamed MSMs: force this many bases per chunk (0 = from the limit)
+    size_t used = 0, peak = 0;
+    // Reserve `bytes` (cudaErrorMemoryAllocation past the limit, as a full device would say).
+    cudaError_t take(size_t bytes)
+    {
+        if (limit && (bytes > limit || used > limit - bytes)) return cudaErrorMemoryAllocation;
+        used += bytes;
+        if (used > peak) peak = used;
+        return cudaSuccess;
+    }
+    void give(size_t bytes) { used = bytes > used ? 0 : used - bytes; }
+};
+
 // One per device; `mu` serialises all work on the device.
 struct dev_ctx {
     std::mutex mu;
@@ -86,7 +104,12 @@ struct dev_ctx {
     knobs k;
     int phase = 0, index = 0;       // where the running call is (CUZK_PHASE)
     ntt_tables *tables[32] = {};    // NTT tables per log_m (ntt.cu owns them)
+    mem_account mem;
 };
+
+// cudaMalloc / cudaFree counted in ctx->mem (for memory that outlives a call: tables, bases).
+cudaError_t counted_malloc(dev_ctx *ctx, void **p, size_t bytes);
+void counted_free(dev_ctx *ctx, void *p, size_t bytes);
 
 // Look up (create on first use) the context of `device`. Does not change the thread's
 // current device: run_on() does that, and puts it back.
@@ -95,24 +118,41 @@ cuzk_kresult get_ctx(int device, dev_ctx **out);
 // A stream-ordered device buffer from the context's pool, allocated and freed on the compute
 // stream. Anything the copy stream writes into one must be joined (copy_join) before the
 // buffer is destroyed.
+// Counted in ctx->mem from alloc to release.
 struct dbuf {
     void *p = nullptr;
     cudaStream_t s = nullptr;
+    dev_ctx *owner = nullptr;
+    size_t bytes = 0;
     dbuf() = default;
     dbuf(const dbuf &) = delete;
     dbuf &operator=(const dbuf &) = delete;
     ~dbuf() { release(); }
-    cudaError_t alloc(dev_ctx *ctx, size_t bytes)
+    cudaError_t alloc(dev_ctx *ctx, size_t n)
     {
         release();
+        if (n == 0) n = 256;
+        cudaError_t e = ctx->mem.take(n);
+        if (e != cudaSuccess) return e;
         s = ctx->s_comp;
-        if (bytes == 0) bytes = 256;
-        return cudaMallocFromPoolAsync(&p, bytes, ctx->pool, s);
+        e = cudaMallocFromPoolAsync(&p, n, ctx->pool, s);
+        if (e != cudaSuccess) {
+            ctx->mem.give(n);
+            p = nullptr;
+            return e;
+        }
+        owner = ctx;
+        bytes = n;
+        return cudaSuccess;
     }
     void release()
     {
-        if (p) cudaFreeAsync(p, s);
+        if (p) {
+            cudaFreeAsync(p, s);
+            owner->mem.give(bytes);
+        }
         p = nullptr;
+        bytes = 0;
     }
     template <class T> T *as() const { return static_cast<T *>(p); }
 };
@@ -131,11 +171,20 @@ struct copy_join {
 
 // MSM over device-resident data (msm_g1.cu / msm_g2.cu). d_scalars: device Montgomery
 // scalars, or nullptr with h_scalars set (host, copied in chunks overlapping the scan).
-// d_density: device bitmap or nullptr. out: host Jacobian (blst_p1 / blst_p2).
+// h_density: host bitmap or nullptr. out: host Jacobian (blst_p1 / blst_p2); or, when d_acc
+// (a device xyzz_t<F>) is not null, the result is added to *d_acc and out is not written.
 template <class F>
 cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases, size_t bases_len, size_t base_offset,
                      const void *d_scalars, const void *h_scalars, size_t n,
-                     const uint64_t *h_density, void *out_jacobian);
+                     const uint64_t *h_density, void *out_jacobian, void *d_acc);
+
+// MSM over bases kept in (registered) host memory: h_bases[base_offset ..] go to the device
+// in chunks, double-buffered on the copy stream, each chunk's MSM added up on the device.
+// d_scalars: n device scalars. Same selection semantics as msm_run.
+template <class F>
+cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases, size_t bases_len, size_t base_offset,
+                        const void *d_scalars, size_t n, const uint64_t *h_density,
+                        void *out_jacobian);
 
 // H computation (ntt.cu). Leaves h (m-1 scalars, natural order, Montgomery) in *d_h, which
 // the caller owns (allocated on ctx->s_comp). If h_out != nullptr, copies h there too.

@@ -91,7 +91,18 @@ cuzk_kresult cuzk_k_device_mem_info(int device, size_t *free_bytes, size_t *tota
  * them there. n may be 0. *out receives the handle (NULL on error). */
 cuzk_kresult cuzk_k_bases_upload_g1(int device, const void *host_points, size_t n, cuzk_k_bases **out);
 cuzk_kresult cuzk_k_bases_upload_g2(int device, const void *host_points, size_t n, cuzk_k_bases **out);
-/* Free (NULL is allowed). */
+/* Streamed bases, for a GPU that cannot hold them: the handle keeps only the caller's host
+ * pointer (which must stay valid and unchanged until cuzk_k_bases_free), page-locks that memory
+ * once (cudaHostRegister; memory already registered elsewhere is used as it is), and every MSM
+ * over it copies the points it needs to the device in chunks, double-buffered on the copy stream
+ * while the previous chunk computes. Results are identical to resident bases. The chunk size
+ * follows from the device's memory limit (cuzk_k_device_set_limit) or, without one, its free
+ * memory. */
+cuzk_kresult cuzk_k_bases_host_g1(int device, const void *host_points, size_t n, cuzk_k_bases **out);
+cuzk_kresult cuzk_k_bases_host_g2(int device, const void *host_points, size_t n, cuzk_k_bases **out);
+/* 1 for streamed bases, 0 for resident ones (and NULL). */
+int cuzk_k_bases_streamed(const cuzk_k_bases *bases);
+/* Free (NULL is allowed); streamed bases unregister the host memory they registered. */
 cuzk_kresult cuzk_k_bases_free(cuzk_k_bases *bases);
 /* Number of points (0 for NULL). */
 size_t cuzk_k_bases_len(const cuzk_k_bases *bases);
@@ -140,6 +151,21 @@ cuzk_kresult cuzk_k_compute_h(int device, const void *a, const void *b, const vo
 cuzk_kresult cuzk_k_compute_h_msm(const cuzk_k_bases *h_bases, const void *a, const void *b,
                                   const void *c, size_t n, uint32_t log_m, void *h_out,
                                   void *out_jacobian);
+
+/* Device memory accounting. cuzk counts the device memory it holds on each device (scratch
+ * buffers in use, NTT tables, resident bases) and, with a limit set, fails an allocation past it
+ * with cudaErrorMemoryAllocation, as a GPU with that much memory would. limit_bytes 0 = none.
+ * stream_chunk_points > 0 forces the number of bases per chunk of streamed MSMs (tests). */
+cuzk_kresult cuzk_k_device_set_limit(int device, size_t limit_bytes, size_t stream_chunk_points);
+typedef struct cuzk_k_mem_stats {
+    size_t limit;               /* 0 = none */
+    size_t used;                /* counted bytes held now */
+    size_t peak;                /* highest `used` since the last reset */
+    size_t pool_reserved;       /* bytes cuzk's memory pool holds from the device now */
+    size_t pool_reserved_high;  /* its high-water mark since the last reset */
+} cuzk_k_mem_stats;
+/* Fills *out; reset_peak != 0 then restarts both high-water marks from now. */
+cuzk_kresult cuzk_k_device_mem_stats(int device, int reset_peak, cuzk_k_mem_stats *out);
 
 /* Free the per-device caches of `device`: NTT twiddle / coset tables and every byte cuzk's
  * memory pool keeps in reserve. Resident bases (cuzk_k_bases) are freed only by

@@ -358,7 +358,7 @@ __global__ void k_add_windows(xyzz_t<F> *win, const xyzz_t<F> *part, int nwin)
 
 template <class F>
 __global__ void k_final(const xyzz_t<F> *win, int nwin, int c, const xyzz_t<F> *ones,
-                        jac_t<F> *out)
+                        jac_t<F> *out, xyzz_t<F> *acc)
 {
 #ifdef __CUDA_ARCH__
     if (threadIdx.x != 0 || blockIdx.x != 0) return;
@@ -372,7 +372,16 @@ __global__ void k_final(const xyzz_t<F> *win, int nwin, int c, const xyzz_t<F> *
         }
     }
     if (ones) xyzz_add(res, *ones);
-    *out = xyzz_to_jac(res);
+    if (acc) xyzz_add(*acc, res);
+    else *out = xyzz_to_jac(res);
+#endif
+}
+
+template <class F>
+__global__ void k_xyzz_to_jac(const xyzz_t<F> *p, jac_t<F> *out)
+{
+#ifdef __CUDA_ARCH__
+    if (threadIdx.x == 0 && blockIdx.x == 0) *out = xyzz_to_jac(*p);
 #endif
 }
 
@@ -414,7 +423,7 @@ template <class F> constexpr int red_tpb() { return sizeof(F) == 48 ? 128 : 64; 
 template <class F>
 cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size_t base_offset,
                      const void *d_scalars, const void *h_scalars, size_t n,
-                     const uint64_t *h_density, void *out_jacobian)
+                     const uint64_t *h_density, void *out_jacobian, void *d_acc)
 {
     constexpr int TPB = red_tpb<F>();
     cudaStream_t s = ctx->s_comp, sc = ctx->s_copy;
@@ -436,7 +445,7 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
     if (base_offset > bases_len || nsel > bases_len - base_offset)
         return arg_err(CUZK_K_ERR_RANGE, "msm: base_offset + selected scalars > bases_len");
     if (n == 0 || nsel == 0) {
-        memset(out_jacobian, 0, sizeof(jac_t<F>));  // Z = 0: infinity
+        if (!d_acc) memset(out_jacobian, 0, sizeof(jac_t<F>));  // Z = 0: infinity
         return ok();
     }
 
@@ -453,7 +462,7 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
     CUZK_CK(d_big_idx.alloc(ctx, n * 4));
     CUZK_CK(d_big_sc.alloc(ctx, n * 32));
     CUZK_CK(d_cnt.alloc(ctx, 16));
-    CUZK_CK(d_out.alloc(ctx, sizeof(jac_t<F>)));
+    if (!d_acc) CUZK_CK(d_out.alloc(ctx, sizeof(jac_t<F>)));
     copy_join join{sc, !d_scalars};  // the chunked scalar copies below write d_sc on the copy stream
     CUZK_CK(cudaMemsetAsync(d_cnt.p, 0, 16, s));
 
@@ -652,11 +661,125 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
         d_big_idx.release();
     }
     k_final<F><<<1, 1, 0, s>>>(nbig ? d_win.as<xyzz_t<F>>() : nullptr, nwin, c,
-                               n1 ? d_ones_res.as<xyzz_t<F>>() : nullptr, d_out.as<jac_t<F>>());
+                               n1 ? d_ones_res.as<xyzz_t<F>>() : nullptr, d_out.as<jac_t<F>>(),
+                               static_cast<xyzz_t<F> *>(d_acc));
+    CUZK_CKL();
+    if (!d_acc) CUZK_CK(cudaMemcpyAsync(out_jacobian, d_out.p, sizeof(jac_t<F>), cudaMemcpyDeviceToHost, s));
+    CUZK_CK(cudaStreamSynchronize(s));
+    prof.mark("final");
+    return ok();
+}
+
+// Device bytes a streamed chunk needs per base (and per scalar, up to 4 scalars a base): two
+// staging copies of the base, the classified scalar lists (40 bytes a scalar) and the sort's
+// keys and values (4 arrays x 4 bytes x 16 windows at c = 16).
+template <class F> constexpr size_t stream_bytes_per_base() { return 2 * sizeof(affine_t<F>) + 4 * 40 + 256; }
+
+template <class F>
+cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases_v, size_t bases_len, size_t base_offset,
+                        const void *d_scalars, size_t n, const uint64_t *h_density,
+                        void *out_jacobian)
+{
+    cudaStream_t s = ctx->s_comp, sc = ctx->s_copy;
+    const affine_t<F> *h_bases = static_cast<const affine_t<F> *>(h_bases_v);
+    if (n > 0x7fffffffu || bases_len > 0x7fffffffu)
+        return arg_err(CUZK_K_ERR_TOO_LARGE, "msm: more than 2^31-1 scalars or bases");
+    const size_t nwords = (n + 63) / 64;
+    auto word_sel = [&](size_t w) -> size_t {
+        if (!h_density) return std::min<size_t>(64, n - w * 64);
+        uint64_t v = h_density[w];
+        if (w == nwords - 1 && (n & 63)) v &= (1ull << (n & 63)) - 1;
+        return (size_t)__builtin_popcountll(v);
+    };
+    size_t nsel = 0;
+    for (size_t w = 0; w < nwords; w++) nsel += word_sel(w);
+    if (base_offset > bases_len || nsel > bases_len - base_offset)
+        return arg_err(CUZK_K_ERR_RANGE, "msm: base_offset + selected scalars > bases_len");
+    if (nsel == 0) {
+        memset(out_jacobian, 0, sizeof(jac_t<F>));
+        return ok();
+    }
+
+    // Chunk size: what the memory limit (or the device) leaves, less a reserve for the bucket
+    // arrays and cub's scratch; at least 2^12 bases. CUZK's chunk_points setting forces it.
+    size_t chunk = ctx->mem.chunk_points;
+    if (!chunk) {
+        size_t avail;
+        if (ctx->mem.limit) {
+            avail = ctx->mem.limit > ctx->mem.used ? ctx->mem.limit - ctx->mem.used : 0;
+        } else {
+            size_t fr = 0, tot = 0;
+            CUZK_CK(cudaMemGetInfo(&fr, &tot));
+            avail = fr;
+        }
+        const size_t reserve = (size_t)768 << 20;
+        chunk = avail > reserve ? (avail - reserve) / stream_bytes_per_base<F>() : 0;
+    }
+    chunk = std::max<size_t>(chunk & ~(size_t)63, 4096);
+    chunk = std::min<size_t>(chunk, (nsel + 63) & ~(size_t)63);
+
+    // Chunks: ranges of whole density words, each selecting at most `chunk` bases and holding
+    // at most 4 * chunk scalars.
+    struct piece { size_t i0, cnt, b0, nb; };
+    std::vector<piece> plan;
+    {
+        piece cur{0, 0, 0, 0};
+        size_t before = 0;
+        for (size_t w = 0; w < nwords; w++) {
+            size_t sw = word_sel(w), cw = std::min<size_t>(64, n - w * 64);
+            if (cur.cnt && (cur.nb + sw > chunk || cur.cnt + cw > 4 * chunk)) {
+                plan.push_back(cur);
+                cur = piece{w * 64, 0, before, 0};
+            }
+            cur.cnt += cw;
+            cur.nb += sw;
+            before += sw;
+        }
+        if (cur.cnt) plan.push_back(cur);
+    }
+
+    profiler prof(sizeof(F) == 48 ? "msm_stream_g1" : "msm_stream_g2", s, ctx->k.profile);
+    size_t stage_pts = 0;
+    for (const piece &p : plan) stage_pts = std::max(stage_pts, p.nb);
+    dbuf stage[2], d_acc, d_out;
+    CUZK_CK(stage[0].alloc(ctx, stage_pts * sizeof(affine_t<F>)));
+    if (plan.size() > 1) CUZK_CK(stage[1].alloc(ctx, stage_pts * sizeof(affine_t<F>)));
+    CUZK_CK(d_acc.alloc(ctx, sizeof(xyzz_t<F>)));
+    CUZK_CK(d_out.alloc(ctx, sizeof(jac_t<F>)));
+    CUZK_CK(cudaMemsetAsync(d_acc.p, 0, sizeof(xyzz_t<F>), s));  // ZZ = 0: infinity
+    copy_join join{sc};  // the staging buffers are written on the copy stream
+    event_list evs;
+    cudaEvent_t e_alloc, e_copied[2];
+    CUZK_CK(evs.add(&e_alloc));
+    CUZK_CK(evs.add(&e_copied[0]));
+    CUZK_CK(evs.add(&e_copied[1]));
+    CUZK_CK(cudaEventRecord(e_alloc, s));
+    CUZK_CK(cudaStreamWaitEvent(sc, e_alloc, 0));
+    auto queue_copy = [&](size_t k) -> cuzk_kresult {
+        if (k >= plan.size() || plan[k].nb == 0) return ok();
+        const piece &p = plan[k];
+        CUZK_CK(cudaMemcpyAsync(stage[k % 2].p, h_bases + base_offset + p.b0, p.nb * sizeof(affine_t<F>),
+                                cudaMemcpyHostToDevice, sc));
+        CUZK_CK(cudaEventRecord(e_copied[k % 2], sc));
+        return ok();
+    };
+    CUZK_TRY(queue_copy(0));
+    for (size_t k = 0; k < plan.size(); k++) {
+        // Chunk k-1's MSM has returned (msm_run ends with a synchronize): its staging buffer
+        // is free for chunk k+1's bases, which now copy while chunk k computes.
+        CUZK_TRY(queue_copy(k + 1));
+        const piece &p = plan[k];
+        if (p.nb == 0) continue;
+        CUZK_CK(cudaStreamWaitEvent(s, e_copied[k % 2], 0));
+        CUZK_TRY(msm_run<F>(ctx, stage[k % 2].p, p.nb, 0, static_cast<const fr_t *>(d_scalars) + p.i0,
+                            nullptr, p.cnt, h_density ? h_density + p.i0 / 64 : nullptr, nullptr,
+                            d_acc.p));
+    }
+    prof.mark("chunks");
+    k_xyzz_to_jac<F><<<1, 1, 0, s>>>(d_acc.as<xyzz_t<F>>(), d_out.as<jac_t<F>>());
     CUZK_CKL();
     CUZK_CK(cudaMemcpyAsync(out_jacobian, d_out.p, sizeof(jac_t<F>), cudaMemcpyDeviceToHost, s));
     CUZK_CK(cudaStreamSynchronize(s));
-    prof.mark("final");
     return ok();
 }
 

@@ -21,9 +21,15 @@ struct ntt_tables {
     uint32_t log_m = 0;
     fr_t *tw = nullptr;     // omega^k, k < m/2
     fr_t *itw = nullptr;    // omega^-k, k < m/2
-    fr_t *cs_br = nullptr;  // g^brev(j) / m, j < m
-    fr_t *ics = nullptr;    // g^-i / m, i < m
+    // Coset factors as two-level tables (v = hi[e >> lo_log] * lo[e & mask]): m/2^lo_log +
+    // 2^lo_log values instead of m, one extra multiplication per element.
+    //   coset scale g^brev(j) / m:  cs_hi (with the 1/m), cs_lo
+    //   inverse coset g^-i / m:     ics_hi (with the 1/m), ics_lo
+    int lo_log = 0;
+    fr_t *small = nullptr;  // one allocation holding the four tables
+    fr_t *cs_hi = nullptr, *cs_lo = nullptr, *ics_hi = nullptr, *ics_lo = nullptr;
     fr_t *consts = nullptr; // see k_consts
+    size_t bytes = 0;       // device bytes of this set (counted in the context)
 };
 
 namespace {
@@ -160,11 +166,15 @@ __global__ void __launch_bounds__(GC << (GK - 1)) k_ntt_group(fr_t *x, const fr_
 #endif
 }
 
-__global__ void k_mul_table(fr_t *x, const fr_t *t, size_t m)
+// x[j] *= hi[e >> lo_log] * lo[e & mask], e = brev_L(j): the coset scale g^brev(j) / m.
+__global__ void k_coset_scale(fr_t *x, const fr_t *hi, const fr_t *lo, int lo_log, int L, size_t m)
 {
 #ifdef __CUDA_ARCH__
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += (size_t)gridDim.x * blockDim.x)
-        x[i] = x[i] * t[i];
+    const uint32_t mask = (1u << lo_log) - 1;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t e = __brev((uint32_t)i) >> (32 - L);
+        x[i] = x[i] * (hi[e >> lo_log] * lo[e & mask]);
+    }
 #endif
 }
 
@@ -177,11 +187,14 @@ __global__ void k_pointwise(fr_t *a, const fr_t *b, const fr_t *c, const fr_t *z
 #endif
 }
 
-__global__ void k_gather_out(fr_t *h, const fr_t *x, const fr_t *ics, int L, size_t count)
+// h[i] = x[brev(i)] * g^-i / m, the factor from the two-level tables.
+__global__ void k_gather_out(fr_t *h, const fr_t *x, const fr_t *hi, const fr_t *lo, int lo_log, int L,
+                             size_t count)
 {
 #ifdef __CUDA_ARCH__
+    const uint32_t mask = (1u << lo_log) - 1;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (size_t)gridDim.x * blockDim.x)
-        h[i] = x[__brev((uint32_t)i) >> (32 - L)] * ics[i];
+        h[i] = x[__brev((uint32_t)i) >> (32 - L)] * (hi[(uint32_t)i >> lo_log] * lo[(uint32_t)i & mask]);
 #endif
 }
 
@@ -223,10 +236,14 @@ cuzk_kresult ntt_dit(dev_ctx *ctx, fr_t *x, const fr_t *tw, int L)
     return ok();
 }
 
-void destroy_tables(ntt_tables *t)
+void destroy_tables(dev_ctx *ctx, ntt_tables *t)
 {
     if (!t) return;
-    cudaFree(t->tw); cudaFree(t->itw); cudaFree(t->cs_br); cudaFree(t->ics); cudaFree(t->consts);
+    size_t m = (size_t)1 << t->log_m;
+    counted_free(ctx, t->tw, (m / 2) * sizeof(fr_t));
+    counted_free(ctx, t->itw, (m / 2) * sizeof(fr_t));
+    counted_free(ctx, t->small, (2 * ((m >> t->lo_log) + ((size_t)1 << t->lo_log))) * sizeof(fr_t));
+    counted_free(ctx, t->consts, 160 * sizeof(fr_t));
     delete t;
 }
 
@@ -237,13 +254,18 @@ cuzk_kresult get_tables(dev_ctx *ctx, uint32_t L, ntt_tables **out)
     size_t m = (size_t)1 << L;
     ntt_tables *t = new ntt_tables;
     t->log_m = L;
+    t->lo_log = (int)(L + 1) / 2;
+    const size_t nlo = (size_t)1 << t->lo_log, nhi = m >> t->lo_log;
     cudaError_t e = cudaSuccess;
-    if (e == cudaSuccess) e = cudaMalloc(&t->tw, (m / 2) * sizeof(fr_t));
-    if (e == cudaSuccess) e = cudaMalloc(&t->itw, (m / 2) * sizeof(fr_t));
-    if (e == cudaSuccess) e = cudaMalloc(&t->cs_br, m * sizeof(fr_t));
-    if (e == cudaSuccess) e = cudaMalloc(&t->ics, m * sizeof(fr_t));
-    if (e == cudaSuccess) e = cudaMalloc(&t->consts, 160 * sizeof(fr_t));
-    if (e != cudaSuccess) { CUZK_CLEAR_LAST_ERROR(); destroy_tables(t); return cuda_err(e); }
+    if (e == cudaSuccess) e = counted_malloc(ctx, (void **)&t->tw, (m / 2) * sizeof(fr_t));
+    if (e == cudaSuccess) e = counted_malloc(ctx, (void **)&t->itw, (m / 2) * sizeof(fr_t));
+    if (e == cudaSuccess) e = counted_malloc(ctx, (void **)&t->small, 2 * (nhi + nlo) * sizeof(fr_t));
+    if (e == cudaSuccess) e = counted_malloc(ctx, (void **)&t->consts, 160 * sizeof(fr_t));
+    if (e != cudaSuccess) { CUZK_CLEAR_LAST_ERROR(); destroy_tables(ctx, t); return cuda_err(e); }
+    t->cs_hi = t->small;
+    t->cs_lo = t->cs_hi + nhi;
+    t->ics_hi = t->cs_lo + nlo;
+    t->ics_lo = t->ics_hi + nhi;
     int sms = ctx->sm_count;
     k_consts<<<1, 1, 0, s>>>(t->consts, (int)L);
     e = cudaGetLastError();
@@ -255,16 +277,27 @@ cuzk_kresult get_tables(dev_ctx *ctx, uint32_t L, ntt_tables **out)
         k_pow_table<<<grid_for(m / 2, 256, sms), 256, 0, s>>>(t->itw, m / 2, t->consts + 32, nullptr, (int)L, false);
         e = cudaGetLastError();
     }
+    // hi[j] = g^(j * 2^lo_log) / m (powers g^(2^(t + lo_log))), lo[j] = g^j; and with g^-1.
+    const fr_t *minv = t->consts + 128;
+    const int lo = t->lo_log;
     if (e == cudaSuccess) {
-        k_pow_table<<<grid_for(m, 256, sms), 256, 0, s>>>(t->cs_br, m, t->consts + 64, t->consts + 128, (int)L, true);
+        k_pow_table<<<grid_for(nhi, 256, sms), 256, 0, s>>>(t->cs_hi, nhi, t->consts + 64 + lo, minv, (int)L, false);
         e = cudaGetLastError();
     }
     if (e == cudaSuccess) {
-        k_pow_table<<<grid_for(m, 256, sms), 256, 0, s>>>(t->ics, m, t->consts + 96, t->consts + 128, (int)L, false);
+        k_pow_table<<<grid_for(nlo, 256, sms), 256, 0, s>>>(t->cs_lo, nlo, t->consts + 64, nullptr, (int)L, false);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess) {
+        k_pow_table<<<grid_for(nhi, 256, sms), 256, 0, s>>>(t->ics_hi, nhi, t->consts + 96 + lo, minv, (int)L, false);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess) {
+        k_pow_table<<<grid_for(nlo, 256, sms), 256, 0, s>>>(t->ics_lo, nlo, t->consts + 96, nullptr, (int)L, false);
         e = cudaGetLastError();
     }
     if (e == cudaSuccess) e = cudaStreamSynchronize(s);
-    if (e != cudaSuccess) { CUZK_CLEAR_LAST_ERROR(); destroy_tables(t); return cuda_err(e); }
+    if (e != cudaSuccess) { CUZK_CLEAR_LAST_ERROR(); destroy_tables(ctx, t); return cuda_err(e); }
     ctx->tables[L] = t;
     *out = t;
     return ok();
@@ -274,7 +307,7 @@ cuzk_kresult get_tables(dev_ctx *ctx, uint32_t L, ntt_tables **out)
 
 void free_ntt_tables(dev_ctx *ctx)
 {
-    for (auto &t : ctx->tables) { destroy_tables(t); t = nullptr; }
+    for (auto &t : ctx->tables) { destroy_tables(ctx, t); t = nullptr; }
 }
 
 cuzk_kresult compute_h_dev(dev_ctx *ctx, const void *a, const void *b, const void *c, size_t n,
@@ -317,7 +350,7 @@ cuzk_kresult compute_h_dev(dev_ctx *ctx, const void *a, const void *b, const voi
         CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 3 * k);
         CUZK_TRY(ntt_dif(ctx, x, T->itw, L));
         CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 3 * k + 1);
-        k_mul_table<<<grid_for(m, 256, sms), 256, 0, s>>>(x, T->cs_br, m);
+        k_coset_scale<<<grid_for(m, 256, sms), 256, 0, s>>>(x, T->cs_hi, T->cs_lo, T->lo_log, L, m);
         CUZK_CKL();
         CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 3 * k + 2);
         CUZK_TRY(ntt_dit(ctx, x, T->tw, L));
@@ -334,8 +367,8 @@ cuzk_kresult compute_h_dev(dev_ctx *ctx, const void *a, const void *b, const voi
     CUZK_CK(d_h.alloc(ctx, (m - 1) * sizeof(fr_t)));
     CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 11);
     if (m > 1) {
-        k_gather_out<<<grid_for(m - 1, 256, sms), 256, 0, s>>>(d_h.as<fr_t>(), dx[0].as<fr_t>(),
-                                                               T->ics, L, m - 1);
+        k_gather_out<<<grid_for(m - 1, 256, sms), 256, 0, s>>>(d_h.as<fr_t>(), dx[0].as<fr_t>(), T->ics_hi,
+                                                               T->ics_lo, T->lo_log, L, m - 1);
         CUZK_CKL();
     }
     prof.mark("pointwise+intt+gather");

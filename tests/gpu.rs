@@ -33,6 +33,18 @@ fn cpu_prover() -> Prover {
     Prover::new().with_backend(BackendChoice::Cpu).unwrap()
 }
 
+/// Puts the device's memory limit and streaming chunk back to none when dropped (a panic
+/// included), so the next test sees the whole device.
+struct LimitGuard(std::sync::Arc<cuda::CudaBackend>);
+
+impl Drop for LimitGuard {
+    fn drop(&mut self) {
+        if let Err(e) = self.0.set_memory_limit(None) {
+            eprintln!("resetting the device memory limit: {e}");
+        }
+    }
+}
+
 #[test]
 fn gpu_proofs_are_the_cpu_proofs() {
     let _serial = serial();
@@ -76,16 +88,24 @@ fn after_a_failure_buffers_are_back_and_the_next_proof_works() {
     let pool = PinnedPool::cuda(0, PinMode::default(), PoolConfig::default()).unwrap();
     let circuit = Synthetic::new(12).with_seed(3);
     let params = random_parameters(circuit.clone(), 9).unwrap();
-    // A residency cap too small for the parameters: the proof fails before any GPU work.
-    let capped = cuda::CudaBackend::new(0).unwrap().with_max_resident_bytes(1 << 10);
+    // A device memory limit too small even for streamed parameters: the H phase runs out of
+    // device memory, the backend frees what it can, retries once and fails.
+    let capped = std::sync::Arc::new(cuda::CudaBackend::new(0).unwrap());
+    let reset = LimitGuard(capped.clone());
+    capped.set_memory_limit(Some(64 << 10)).unwrap();
     let failing = Prover::new()
-        .with_custom_backend(std::sync::Arc::new(capped))
+        .with_custom_backend(capped.clone())
         .with_pool(pool.clone());
     let one = [Scalar::ONE];
     let err = failing
         .prove_with_randomness(vec![circuit.clone()], &params, &one, &one)
         .unwrap_err();
-    assert!(err.to_string().contains("residency cap"), "{err}");
+    assert!(err.to_string().contains("out of memory"), "{err}");
+    assert!(
+        capped.oom_retries() > 0,
+        "the backend retried once after freeing caches"
+    );
+    drop(reset);
     assert_eq!(
         pool.stats().bytes_in_use,
         0,
@@ -466,5 +486,139 @@ fn probe_reports_the_device() {
     assert!(
         cuda::probe(1 << 20).is_err(),
         "a device that does not exist fails the probe"
+    );
+}
+
+#[test]
+fn streamed_parameters_give_the_resident_bytes() {
+    let _serial = serial();
+    let mut rng = common::rng("streamed");
+    let resident = gpu_prover();
+    let cpu = cpu_prover();
+    // Resident (and CPU) proofs first, with the whole device.
+    let mut cases = Vec::new();
+    for (k, bits, inputs) in [(16u32, 75u32, 2usize), (14, 0, 5), (12, 97, 1)] {
+        let circuit = Synthetic {
+            bit_percent: bits,
+            public_inputs: inputs,
+            ..Synthetic::new(k)
+        }
+        .with_seed(rng.gen());
+        let params = random_parameters(circuit.clone(), rng.gen()).unwrap();
+        let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+        let g = resident
+            .prove_with_randomness(vec![circuit.clone()], &params, &[r], &[s])
+            .unwrap();
+        let c = cpu
+            .prove_with_randomness(vec![circuit.clone()], &params, &[r], &[s])
+            .unwrap();
+        assert_eq!(g[0].to_bytes(), c[0].to_bytes(), "2^{k}: resident GPU and CPU differ");
+        cases.push((k, circuit, params, r, s, g[0].to_bytes()));
+    }
+    // Then a 48 MiB device with 4096-base chunks: every set streams, in many chunks. (The
+    // limit counts all cuzk holds on the device: the resident sets go first.)
+    resident.evict_resident();
+    let backend = std::sync::Arc::new(cuda::CudaBackend::new(0).unwrap());
+    let _reset = LimitGuard(backend.clone());
+    let limit = 48usize << 20;
+    backend.set_memory_limit(Some(limit)).unwrap();
+    backend.set_stream_chunk_points(4096).unwrap();
+    backend.memory_stats(true).unwrap();
+    let pool = PinnedPool::cuda(0, PinMode::default(), PoolConfig::default()).unwrap();
+    let streamed = Prover::new()
+        .with_custom_backend(backend.clone())
+        .with_pool(pool.clone());
+    // Under 48 MiB the 2^16 set (37 MB, plus a proof's working set) cannot be resident; the
+    // smaller ones could: they are streamed on request.
+    assert!(
+        backend.would_stream(&cases[0].2),
+        "2^16 should stream under {limit} bytes"
+    );
+    assert!(!backend.would_stream(&cases[2].2), "2^12 fits under {limit} bytes");
+    backend.set_always_stream(true);
+    for (k, circuit, params, r, s, expected) in &cases {
+        assert!(backend.would_stream(params));
+        let p = streamed
+            .prove_with_randomness(vec![circuit.clone()], params, &[*r], &[*s])
+            .unwrap();
+        assert_eq!(&p[0].to_bytes(), expected, "2^{k}: streamed and resident proofs differ");
+        eprintln!("2^{k}: streamed proof = resident proof");
+    }
+    assert_eq!(backend.streamed_sets(), cases.len());
+    assert_eq!(backend.resident_bytes(), 0, "nothing was uploaded");
+    let st = backend.memory_stats(false).unwrap();
+    eprintln!(
+        "streamed under a {} MiB limit: peak {} KiB counted, pool high-water {} KiB",
+        limit >> 20,
+        st.peak >> 10,
+        st.pool_reserved_high >> 10
+    );
+    assert!(st.peak > 0 && st.peak <= limit, "{st:?}");
+    assert_eq!(pool.stats().bytes_in_use, 0);
+}
+
+#[test]
+fn msms_on_repeated_bases_and_extreme_scalars_match_the_cpu() {
+    let _serial = serial();
+    let mut rng = common::rng("msm_edge");
+    let backend = cuda::CudaBackend::shared(0).unwrap();
+    let _reset = LimitGuard(backend.clone());
+    // Streamed MSMs in chunks of 4096 bases (so n = 2^14 + 5 makes five).
+    backend.set_stream_chunk_points(4096).unwrap();
+    let n = (1usize << 14) + 5;
+    let minus_one = -Scalar::ONE;
+    let scalar_sets: Vec<(&str, Vec<Scalar>)> = vec![
+        ("all zero", vec![Scalar::ZERO; n]),
+        ("all one", vec![Scalar::ONE; n]),
+        ("all p-1", vec![minus_one; n]),
+        ("all two", vec![Scalar::from(2u64); n]),
+        ("mixed", random_scalars(&mut rng, n)),
+    ];
+    let d1: Vec<G1Affine> = points::<G1Projective>(&mut rng, 3);
+    let d2: Vec<G2Affine> = points::<G2Projective>(&mut rng, 3);
+    // One point n times (every bucket adds a point to itself), and three points in turn.
+    let g1_sets = [vec![d1[0]; n], (0..n).map(|i| d1[i % 3]).collect::<Vec<_>>()];
+    let g2_sets = [vec![d2[1]; n], (0..n).map(|i| d2[i % 3]).collect::<Vec<_>>()];
+    let density = random_density(&mut rng, n);
+    for (name, scalars) in &scalar_sets {
+        for (b, bases) in g1_sets.iter().enumerate() {
+            let shared = std::sync::Arc::new(bases.clone());
+            for d in [None, Some(&density)] {
+                let cpu = msm::msm::<msm::G1>(bases, scalars, d).unwrap();
+                let what = format!("G1 {name}, base set {b}, density {}", d.is_some());
+                assert_eq!(
+                    cuda::msm_g1_once(0, bases, scalars, d).unwrap(),
+                    cpu,
+                    "{what}: resident"
+                );
+                assert_eq!(
+                    cuda::msm_g1_streamed_once(0, shared.clone(), scalars, d).unwrap(),
+                    cpu,
+                    "{what}: streamed"
+                );
+            }
+        }
+        for (b, bases) in g2_sets.iter().enumerate() {
+            let shared = std::sync::Arc::new(bases.clone());
+            let cpu = msm::msm::<msm::G2>(bases, scalars, Some(&density)).unwrap();
+            let what = format!("G2 {name}, base set {b}");
+            assert_eq!(
+                cuda::msm_g2_once(0, bases, scalars, Some(&density)).unwrap(),
+                cpu,
+                "{what}: resident"
+            );
+            assert_eq!(
+                cuda::msm_g2_streamed_once(0, shared, scalars, Some(&density)).unwrap(),
+                cpu,
+                "{what}: streamed"
+            );
+        }
+        eprintln!("MSM edge cases, {name}: ok");
+    }
+    // Sanity of the references themselves: n copies of P with scalar p − 1 sum to −n·P.
+    let expect = -(G1Projective::from(d1[0]) * Scalar::from(n as u64));
+    assert_eq!(
+        msm::msm::<msm::G1>(&g1_sets[0], &scalar_sets[2].1, None).unwrap(),
+        expect
     );
 }

@@ -75,6 +75,16 @@ impl PartialEq for Parameters {
 
 impl Eq for Parameters {}
 
+/// The query vectors of a [`Parameters`], shared with it.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) struct SharedQueries {
+    pub h: Arc<Vec<G1Affine>>,
+    pub l: Arc<Vec<G1Affine>>,
+    pub a: Arc<Vec<G1Affine>>,
+    pub b_g1: Arc<Vec<G1Affine>>,
+    pub b_g2: Arc<Vec<G2Affine>>,
+}
+
 static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// How thoroughly to check points when loading.
@@ -411,6 +421,19 @@ impl Parameters {
     /// B query in G2, same selection as `b_g1`.
     pub fn b_g2(&self) -> &[G2Affine] {
         &self.b_g2
+    }
+
+    /// The five query vectors, shared (for a backend that must keep them alive while it
+    /// reads them without a borrow, e.g. streamed from host memory the GPU copies from).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn shared_queries(&self) -> SharedQueries {
+        SharedQueries {
+            h: self.h.clone(),
+            l: self.l.clone(),
+            a: self.a.clone(),
+            b_g1: self.b_g1.clone(),
+            b_g2: self.b_g2.clone(),
+        }
     }
 
     /// Bytes the query vectors take as affine points (what device residency costs).

@@ -41,6 +41,17 @@ impl KResult {
     }
 }
 
+/// `cuzk_k_mem_stats`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KMemStats {
+    pub limit: usize,
+    pub used: usize,
+    pub peak: usize,
+    pub pool_reserved: usize,
+    pub pool_reserved_high: usize,
+}
+
 /// Opaque device-resident bases.
 #[repr(C)]
 pub struct KBases {
@@ -62,6 +73,11 @@ extern "C" {
     pub fn cuzk_k_device_probe(device: c_int, out: *mut KDeviceInfo) -> KResult;
     pub fn cuzk_k_device_mem_info(device: c_int, free_bytes: *mut usize, total_bytes: *mut usize) -> KResult;
     pub fn cuzk_k_device_release_caches(device: c_int) -> KResult;
+    pub fn cuzk_k_device_set_limit(device: c_int, limit_bytes: usize, stream_chunk_points: usize) -> KResult;
+    pub fn cuzk_k_device_mem_stats(device: c_int, reset_peak: c_int, out: *mut KMemStats) -> KResult;
+    pub fn cuzk_k_bases_host_g1(device: c_int, host_points: *const c_void, n: usize, out: *mut *mut KBases) -> KResult;
+    pub fn cuzk_k_bases_host_g2(device: c_int, host_points: *const c_void, n: usize, out: *mut *mut KBases) -> KResult;
+    pub fn cuzk_k_bases_streamed(bases: *const KBases) -> c_int;
     #[cfg(feature = "fault-injection")]
     pub fn cuzk_k_fault_arm(phase: c_int, index: c_int, code: c_int, count: c_int) -> KResult;
     #[cfg(feature = "fault-injection")]

@@ -1,10 +1,18 @@
-//! The CUDA backend: H (NTTs) and all five MSMs on the GPU, parameters resident on the device.
+//! The CUDA backend: H (NTTs) and all five MSMs on the GPU, parameters resident on the device
+//! or, when they do not fit, streamed to it from pinned host memory.
 //!
 //! a/b/c go host→device straight from the assignment's (pinned) buffers inside
 //! `cuzk_k_compute_h_msm`, which also runs the H MSM without H leaving the device; the
 //! buffers go back to the pool right after. The parameters' five query vectors are uploaded
 //! once per [`Parameters`] and stay on the device (least recently used evicted first when a
 //! new set would exceed the residency cap), so a proof moves only its own a/b/c and witness.
+//!
+//! **Streamed mode.** A set whose query vectors and a proof's working set do not fit under the
+//! backend's device memory limit ([`CudaBackend::set_memory_limit`]; default: the device's free
+//! memory when probed; `CUZK_GPU_MEMORY_LIMIT` sets it at start) is not uploaded: its host
+//! vectors are page-locked once (`cudaHostRegister`) and every MSM copies the bases it needs
+//! in chunks, double-buffered on the copy stream while the previous chunk computes. Every MSM
+//! still runs on the GPU and the proof bytes are the same as in resident mode.
 
 mod ffi;
 
@@ -238,10 +246,13 @@ pub mod fault {
     }
 }
 
-/// A vector of points resident on one GPU; freed on drop.
+/// A vector of points resident on one GPU, or streamed to it from host memory that this
+/// value keeps alive (and page-locked) until it drops; freed on drop.
 struct DeviceBases {
     raw: *mut ffi::KBases,
     len: usize,
+    /// Streamed: the host points the handle reads (dropped after the handle is freed).
+    _host: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 // SAFETY: the handle is an opaque pointer to device memory owned by this value; the kernels'
@@ -259,7 +270,11 @@ impl DeviceBases {
         check("cuzk_k_bases_upload_g1", unsafe {
             ffi::cuzk_k_bases_upload_g1(device, points.as_ptr().cast::<c_void>(), points.len(), &mut raw)
         })?;
-        let this = Self { raw, len: points.len() };
+        let this = Self {
+            raw,
+            len: points.len(),
+            _host: None,
+        };
         this.check_len()?;
         Ok(this)
     }
@@ -270,7 +285,45 @@ impl DeviceBases {
         check("cuzk_k_bases_upload_g2", unsafe {
             ffi::cuzk_k_bases_upload_g2(device, points.as_ptr().cast::<c_void>(), points.len(), &mut raw)
         })?;
-        let this = Self { raw, len: points.len() };
+        let this = Self {
+            raw,
+            len: points.len(),
+            _host: None,
+        };
+        this.check_len()?;
+        Ok(this)
+    }
+
+    /// Streamed G1 bases over `points` (page-locked now, read by every MSM).
+    fn host_g1(device: i32, points: Arc<Vec<blstrs::G1Affine>>) -> Result<Self> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: as for upload_g1; the handle keeps the pointer after the call, so the points
+        // must stay put and unchanged until it is freed: `_host` holds the Arc (a Vec inside an
+        // Arc is never moved or mutated) and drops after `Drop::drop` frees the handle.
+        check("cuzk_k_bases_host_g1", unsafe {
+            ffi::cuzk_k_bases_host_g1(device, points.as_ptr().cast::<c_void>(), points.len(), &mut raw)
+        })?;
+        let this = Self {
+            raw,
+            len: points.len(),
+            _host: Some(points),
+        };
+        this.check_len()?;
+        Ok(this)
+    }
+
+    /// Streamed G2 bases over `points`.
+    fn host_g2(device: i32, points: Arc<Vec<blstrs::G2Affine>>) -> Result<Self> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: as for host_g1, with G2Affine over blst_p2_affine.
+        check("cuzk_k_bases_host_g2", unsafe {
+            ffi::cuzk_k_bases_host_g2(device, points.as_ptr().cast::<c_void>(), points.len(), &mut raw)
+        })?;
+        let this = Self {
+            raw,
+            len: points.len(),
+            _host: Some(points),
+        };
         this.check_len()?;
         Ok(this)
     }
@@ -285,6 +338,15 @@ impl DeviceBases {
                 call: "cuzk_k_bases_len",
                 code: -3,
                 message: format!("uploaded {} points, the device holds {on_device}", self.len),
+            });
+        }
+        // SAFETY: as above.
+        let streamed = unsafe { ffi::cuzk_k_bases_streamed(self.raw) } != 0;
+        if streamed != self._host.is_some() {
+            return Err(Error::Cuda {
+                call: "cuzk_k_bases_streamed",
+                code: -7,
+                message: format!("the kernels report streamed = {streamed} for this handle"),
             });
         }
         Ok(())
@@ -386,6 +448,38 @@ pub fn msm_g2_once(
     msm_g2(&d, 0, scalars, words)
 }
 
+/// [`msm_g1_once`] with the bases streamed from (page-locked) host memory in chunks, as
+/// parameters too large for the device are (chunk size: the device's memory limit, or
+/// [`CudaBackend::set_stream_chunk_points`]). For tests and tools.
+///
+/// # Errors
+/// As [`msm_g1_once`].
+pub fn msm_g1_streamed_once(
+    device: usize,
+    bases: Arc<Vec<blstrs::G1Affine>>,
+    scalars: &[Scalar],
+    density: Option<&DensityTracker>,
+) -> Result<G1Projective> {
+    let words = density_words(density, scalars.len())?;
+    let d = DeviceBases::host_g1(device as i32, bases)?;
+    msm_g1(&d, 0, scalars, words)
+}
+
+/// The G2 version of [`msm_g1_streamed_once`].
+///
+/// # Errors
+/// As [`msm_g1_once`].
+pub fn msm_g2_streamed_once(
+    device: usize,
+    bases: Arc<Vec<blstrs::G2Affine>>,
+    scalars: &[Scalar],
+    density: Option<&DensityTracker>,
+) -> Result<G2Projective> {
+    let words = density_words(density, scalars.len())?;
+    let d = DeviceBases::host_g2(device as i32, bases)?;
+    msm_g2(&d, 0, scalars, words)
+}
+
 /// H's m − 1 coefficients from a, b, c (each at most 2^log_m values) on GPU `device`, as
 /// [`cpu::ntt::compute_h`](super::cpu::ntt::compute_h) computes them.
 ///
@@ -417,10 +511,12 @@ pub fn compute_h_once(device: usize, a: &[Scalar], b: &[Scalar], c: &[Scalar], l
     Ok(h)
 }
 
-/// One parameter set's query vectors on the device. Counted in its backend's resident bytes
-/// from upload to drop — also after eviction, while proofs in flight still hold it.
+/// One parameter set's query vectors on the device (or, streamed, page-locked on the host).
+/// Counted in its backend's resident bytes from upload to drop — also after eviction, while
+/// proofs in flight still hold it; a streamed set counts 0 device bytes.
 struct Resident {
     bytes: usize,
+    streamed: bool,
     live: Arc<AtomicUsize>,
     h: DeviceBases,
     l: DeviceBases,
@@ -456,6 +552,51 @@ const BATCH_JOBS: [&str; 7] = [
     "B_G2 (aux)",
 ];
 
+/// Device memory cuzk's kernels hold on one GPU, as they count it (see
+/// [`CudaBackend::memory_stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeviceMemStats {
+    /// The limit the kernels keep to (0 = none: the device's own memory).
+    pub limit: usize,
+    /// Bytes held now: resident parameters, NTT tables, scratch of a call in progress.
+    pub used: usize,
+    /// The most held at once since the last reset.
+    pub peak: usize,
+    /// Bytes cuzk's stream-ordered memory pool holds from the device now (freed scratch is
+    /// kept for the next call).
+    pub pool_reserved: usize,
+    /// The pool's high-water mark since the last reset.
+    pub pool_reserved_high: usize,
+}
+
+/// Device bytes a proof needs besides the parameters, per element of its evaluation domain
+/// (conservative): the H phase peaks at 128 (a, b, c and the twiddles), the resident MSMs'
+/// scratch takes about 330 per scalar (classified scalars 40, the sort's keys and values 256 at
+/// 16 windows, the device copy of the scalars 32).
+pub const WORKING_BYTES_PER_DOMAIN_ELEMENT: usize = 400;
+
+/// Parses a byte count: a plain integer, or with a suffix K/M/G/T (powers of 1024; "GiB",
+/// "GB" and "G" all mean 2^30).
+fn parse_bytes(v: &str) -> Option<usize> {
+    let v = v.trim();
+    let digits = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let n: usize = v[..digits].parse().ok()?;
+    let shift = match v[digits..]
+        .trim()
+        .to_ascii_uppercase()
+        .trim_end_matches('B')
+        .trim_end_matches('I')
+    {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return None,
+    };
+    n.checked_mul(1usize << shift)
+}
+
 /// Proves on one CUDA device.
 ///
 /// Failure handling: an out-of-memory error frees the device caches and the idle resident
@@ -465,6 +606,10 @@ pub struct CudaBackend {
     device: i32,
     info: DeviceInfo,
     max_resident_bytes: usize,
+    /// Device memory a parameter set and a proof's working set must fit in to be resident.
+    memory_limit: AtomicUsize,
+    /// Stream every parameter set, whatever fits.
+    always_stream: AtomicBool,
     batched_msms: bool,
     lost: AtomicBool,
     oom_retries: AtomicUsize,
@@ -480,6 +625,7 @@ impl std::fmt::Debug for CudaBackend {
             .field("device", &self.device)
             .field("name", &self.info.name)
             .field("max_resident_bytes", &self.max_resident_bytes)
+            .field("memory_limit", &self.memory_limit())
             .field("resident_bytes", &self.resident_bytes())
             .field("lost", &self.is_device_lost())
             .finish()
@@ -504,16 +650,125 @@ impl CudaBackend {
             info.free_bytes >> 20,
             info.total_bytes >> 20
         );
-        Ok(Self {
+        let env_limit = std::env::var("CUZK_GPU_MEMORY_LIMIT")
+            .ok()
+            .filter(|v| !v.trim().is_empty());
+        let limit = match env_limit.as_deref().map(|v| (v, parse_bytes(v))) {
+            None => None,
+            Some((_, Some(b))) => Some(b),
+            Some((v, None)) => {
+                return Err(Error::InvalidArgument(format!(
+                    "CUZK_GPU_MEMORY_LIMIT={v:?}: expected a byte count such as 25769803776 or 24GiB"
+                )))
+            }
+        };
+        let this = Self {
             device: device as i32,
             max_resident_bytes: info.free_bytes,
+            memory_limit: AtomicUsize::new(info.free_bytes),
+            always_stream: AtomicBool::new(false),
             info,
             batched_msms: true,
             lost: AtomicBool::new(false),
             oom_retries: AtomicUsize::new(0),
             slots: Mutex::new(Vec::new()),
             live: Arc::new(AtomicUsize::new(0)),
+        };
+        if let Some(bytes) = limit {
+            log::info!(
+                "GPU {device}: device memory limit {} MiB (CUZK_GPU_MEMORY_LIMIT)",
+                bytes >> 20
+            );
+            this.set_memory_limit(Some(bytes))?;
+        }
+        Ok(this)
+    }
+
+    /// Limits the device memory cuzk uses on this GPU to `bytes` (`None`: the device's free
+    /// memory when probed, not enforced by cuzk). The kernels fail an allocation past the
+    /// limit as a GPU of that size would; a parameter set that does not fit under it together
+    /// with a proof's working set ([`WORKING_BYTES_PER_DOMAIN_ELEMENT`]) is streamed. For a
+    /// 24 GiB card on a bigger one, or to leave room for other programs. Applies to every
+    /// backend on this device in the process; idle resident sets are evicted so the next proof
+    /// decides anew.
+    ///
+    /// # Errors
+    /// [`Error::Cuda`] / [`Error::DeviceLost`] from the device.
+    pub fn set_memory_limit(&self, bytes: Option<usize>) -> Result<()> {
+        self.memory_limit
+            .store(bytes.unwrap_or(self.info.free_bytes), Ordering::Release);
+        self.set_kernel_limit(bytes.unwrap_or(0), 0)?;
+        while self.evict_one_idle(None).is_some() {}
+        self.release_caches()
+    }
+
+    /// Forces the number of bases per chunk of streamed MSMs (0: from the memory limit). For
+    /// tests that stream small parameter sets in many chunks.
+    ///
+    /// # Errors
+    /// As [`CudaBackend::set_memory_limit`].
+    pub fn set_stream_chunk_points(&self, points: usize) -> Result<()> {
+        let limit = self.memory_stats(false)?.limit;
+        self.set_kernel_limit(limit, points)
+    }
+
+    fn set_kernel_limit(&self, limit: usize, chunk: usize) -> Result<()> {
+        // SAFETY: plain integers; the kernels take the device's lock.
+        let r = unsafe { ffi::cuzk_k_device_set_limit(self.device, limit, chunk) };
+        check("cuzk_k_device_set_limit", r).map_err(|e| self.classify(e))
+    }
+
+    /// The device memory limit parameter sets are placed under (see
+    /// [`CudaBackend::set_memory_limit`]).
+    pub fn memory_limit(&self) -> usize {
+        self.memory_limit.load(Ordering::Acquire)
+    }
+
+    /// Streams every parameter set from now on (`true`), or only those that do not fit
+    /// (`false`, the default): for leaving the device's memory to others, and for tests.
+    /// Idle resident sets are evicted so the next proof decides anew.
+    pub fn set_always_stream(&self, always: bool) {
+        self.always_stream.store(always, Ordering::Release);
+        while self.evict_one_idle(None).is_some() {}
+    }
+
+    /// Whether `params` would be streamed rather than resident under the current limit.
+    pub fn would_stream(&self, params: &Parameters) -> bool {
+        if self.always_stream.load(Ordering::Acquire) {
+            return true;
+        }
+        let need = params
+            .device_bytes()
+            .saturating_add(params.domain_size().saturating_mul(WORKING_BYTES_PER_DOMAIN_ELEMENT));
+        need > self.memory_limit() || params.device_bytes() > self.max_resident_bytes
+    }
+
+    /// Device memory the kernels hold on this GPU, as they count it; `reset_peak` restarts the
+    /// high-water marks from now.
+    ///
+    /// # Errors
+    /// [`Error::Cuda`] / [`Error::DeviceLost`] from the device.
+    pub fn memory_stats(&self, reset_peak: bool) -> Result<DeviceMemStats> {
+        let mut st = ffi::KMemStats::default();
+        // SAFETY: `st` is a valid out-pointer for the call.
+        let r = unsafe { ffi::cuzk_k_device_mem_stats(self.device, i32::from(reset_peak), &mut st) };
+        check("cuzk_k_device_mem_stats", r).map_err(|e| self.classify(e))?;
+        Ok(DeviceMemStats {
+            limit: st.limit,
+            used: st.used,
+            peak: st.peak,
+            pool_reserved: st.pool_reserved,
+            pool_reserved_high: st.pool_reserved_high,
         })
+    }
+
+    /// Number of parameter sets held in streamed mode.
+    pub fn streamed_sets(&self) -> usize {
+        let slots: Vec<Arc<Slot>> = self.slots.lock().clone();
+        slots
+            .iter()
+            .filter(|s| s.state.lock().as_ref().is_some_and(|r| r.streamed))
+            .count()
     }
 
     /// The process's one backend on `device`, made (and probed) on first use. Every
@@ -699,13 +954,11 @@ impl CudaBackend {
                     list.push(s.clone());
                     s
                 } else {
-                    let bytes = params.device_bytes();
-                    if bytes > self.max_resident_bytes {
-                        return Err(Error::InvalidArgument(format!(
-                            "parameters need {bytes} bytes of device memory, the residency cap of GPU {} is {}",
-                            self.device, self.max_resident_bytes
-                        )));
-                    }
+                    let bytes = if self.would_stream(params) {
+                        0
+                    } else {
+                        params.device_bytes()
+                    };
                     let s = Arc::new(Slot {
                         params_id: params.id(),
                         bytes,
@@ -723,9 +976,12 @@ impl CudaBackend {
             if let Some(r) = &*state {
                 return Ok(r.clone());
             }
-            let uploaded = self
-                .make_room(slot.bytes, slot.params_id)
-                .and_then(|()| self.with_oom_retry(Some(slot.params_id), || self.upload(params)));
+            let uploaded = if slot.bytes == 0 {
+                self.with_oom_retry(Some(slot.params_id), || self.stream(params))
+            } else {
+                self.make_room(slot.bytes, slot.params_id)
+                    .and_then(|()| self.with_oom_retry(Some(slot.params_id), || self.upload(params)))
+            };
             return match uploaded {
                 Ok(r) => {
                     *state = Some(r.clone());
@@ -768,6 +1024,7 @@ impl CudaBackend {
         self.live.fetch_add(bytes, Ordering::AcqRel);
         let r = Arc::new(Resident {
             bytes,
+            streamed: false,
             live: self.live.clone(),
             h,
             l,
@@ -777,6 +1034,30 @@ impl CudaBackend {
         });
         log::info!(
             "GPU {d}: parameters resident ({bytes} bytes) in {:.1} ms",
+            start.elapsed().as_secs_f64() * 1e3
+        );
+        Ok(r)
+    }
+
+    /// Streamed mode: page-locks the host vectors once; the MSMs copy from them in chunks.
+    fn stream(&self, params: &Parameters) -> Result<Arc<Resident>> {
+        let start = Instant::now();
+        let d = self.device;
+        let q = params.shared_queries();
+        let r = Arc::new(Resident {
+            bytes: 0,
+            streamed: true,
+            live: self.live.clone(),
+            h: DeviceBases::host_g1(d, q.h)?,
+            l: DeviceBases::host_g1(d, q.l)?,
+            a: DeviceBases::host_g1(d, q.a)?,
+            b_g1: DeviceBases::host_g1(d, q.b_g1)?,
+            b_g2: DeviceBases::host_g2(d, q.b_g2)?,
+        });
+        log::info!(
+            "GPU {d}: parameters ({} bytes) streamed from pinned host memory (limit {} MiB); registered in {:.1} ms",
+            params.device_bytes(),
+            self.memory_limit() >> 20,
             start.elapsed().as_secs_f64() * 1e3
         );
         Ok(r)
