@@ -93,6 +93,11 @@ typedef enum cuzk_status {
   CUZK_STATUS_DEVICE_LOST = 51,
   // A GPU was required but none is usable (or the library was built without CUDA).
   CUZK_STATUS_NO_GPU = 52,
+  // filecoin-proofs rejected the inputs or failed (a vanilla proof that does not decode or
+  // verify, a commitment out of range, a proof kind cuzk does not prove): see the message.
+  CUZK_STATUS_FILECOIN = 60,
+  // The library was built without the feature this function needs (e.g. `filecoin`).
+  CUZK_STATUS_UNSUPPORTED = 61,
   // An error this version of the ABI has no code for (see the message).
   CUZK_STATUS_UNKNOWN = 99,
 } cuzk_status;
@@ -213,6 +218,23 @@ typedef struct cuzk_raw_assignment {
   // Which aux variables appear in B.
   const uint64_t *b_aux_density;
 } cuzk_raw_assignment;
+
+// Bytes the library allocated and hands to the caller (proof bytes): `len` bytes at `data`
+// (`data` is NULL when `len` is 0). Free with `cuzk_bytes_free`, once.
+typedef struct cuzk_bytes {
+  // The bytes.
+  uint8_t *data;
+  // How many.
+  size_t len;
+} cuzk_bytes;
+
+// A byte string the caller passes (one vanilla proof): `len` bytes at `data`.
+typedef struct cuzk_byte_slice {
+  // The bytes (may be NULL when `len` is 0).
+  const uint8_t *data;
+  // How many.
+  size_t len;
+} cuzk_byte_slice;
 
 // A log callback: `user_data` as given to `cuzk_set_log_callback`; `target` (the Rust
 // module, e.g. "cuzk::pool") and `message` are NUL-terminated UTF-8 valid only during the
@@ -411,6 +433,98 @@ enum cuzk_status cuzk_assignment_new_raw(const struct cuzk_raw_assignment *raw,
 // # Safety
 // `assignment` is NULL or from this library, not freed or consumed by `cuzk_prove` before.
 void cuzk_assignment_free(struct cuzk_assignment *assignment);
+
+// Frees bytes the library returned. A `cuzk_bytes` with NULL `data` is accepted and ignored.
+//
+// # Safety
+// `bytes` came from this library (unchanged) and was not freed before.
+void cuzk_bytes_free(struct cuzk_bytes bytes);
+
+// Whether the library was built with the `filecoin` feature (the `cuzk_filecoin_*` proving
+// functions work). Thread-safe.
+bool cuzk_filecoin_available(void);
+
+// Writes the 32-byte prover id filecoin-ffi's Go side makes from a miner actor id
+// (`toProverID`: the payload of the ID address, the unsigned LEB128 varint of `miner_id`,
+// zero-padded) to `out` (32 writable bytes). Available in every build. Thread-safe.
+//
+// # Safety
+// `out` points to 32 writable bytes; `err` NULL or writable.
+enum cuzk_status cuzk_filecoin_prover_id(uint64_t miner_id, uint8_t *out, char **err);
+
+// PoRep commit phase 2, as filecoin-ffi's `seal_commit_phase2`: `phase1_output` is the
+// commit-phase-1 output as filecoin-ffi returns it (filecoin-proofs-api's JSON; it names its
+// registered seal proof), `prover_id` 32 bytes (see `cuzk_filecoin_prover_id`). On success
+// `*out` holds the proof bytes (192 per partition, in order; free with `cuzk_bytes_free`).
+// `prover` may be NULL (then an `Auto` prover: the GPU when there is one). Parameters come
+// from filecoin-proofs' cache (`FIL_PROOFS_PARAMETER_CACHE`); a missing or truncated file
+// fails with `CUZK_STATUS_PARAMS_IO` / `CUZK_STATUS_PARAMS_TRUNCATED` and a message naming
+// it. Thread-safe.
+//
+// # Safety
+// `prover` NULL or live; `phase1_output` `phase1_output_len` readable bytes; `prover_id` 32
+// readable bytes; `out` writable; `err` NULL or writable.
+enum cuzk_status cuzk_filecoin_seal_commit_phase2(const struct cuzk_prover *prover,
+                                                  const uint8_t *phase1_output,
+                                                  size_t phase1_output_len,
+                                                  uint64_t sector_id,
+                                                  const uint8_t *prover_id,
+                                                  struct cuzk_bytes *out,
+                                                  char **err);
+
+// SnapDeals: the empty-sector-update proof from its vanilla partition proofs, as
+// filecoin-ffi's `generate_empty_sector_update_proof_with_vanilla`: `update_proof` is an
+// `abi.RegisteredUpdateProof` value (0 = 2 KiB ... 3 = 32 GiB, 4 = 64 GiB); `vanilla_proofs`
+// the `n` partition proofs filecoin-ffi's `generate_empty_sector_update_partition_proofs`
+// returns, in order; the commitments 32 bytes each. On success `*out` holds the proof bytes.
+// `prover` may be NULL. Thread-safe.
+//
+// # Safety
+// `prover` NULL or live; `vanilla_proofs` `n` slices of readable bytes; the commitments 32
+// readable bytes each; `out` writable; `err` NULL or writable.
+enum cuzk_status cuzk_filecoin_snap_prove(const struct cuzk_prover *prover,
+                                          uint64_t update_proof,
+                                          const struct cuzk_byte_slice *vanilla_proofs,
+                                          size_t n,
+                                          const uint8_t *comm_r_old,
+                                          const uint8_t *comm_r_new,
+                                          const uint8_t *comm_d_new,
+                                          struct cuzk_bytes *out,
+                                          char **err);
+
+// Window PoSt from vanilla proofs, as filecoin-ffi's `generate_window_post_with_vanilla`:
+// `post_proof` an `abi.RegisteredPoStProof` Window value (5..=9, or 10..=14 for the V1_1
+// ones); `randomness` and `prover_id` 32 bytes each; `vanilla_proofs` the `n` per-sector
+// vanilla proofs (filecoin-ffi's `generate_single_vanilla_proof`), in sector order. On
+// success `*out` holds the proof bytes (192 per partition, in order). `prover` may be NULL.
+// Thread-safe.
+//
+// # Safety
+// `prover` NULL or live; `randomness`, `prover_id` 32 readable bytes each; `vanilla_proofs`
+// `n` slices of readable bytes; `out` writable; `err` NULL or writable.
+enum cuzk_status cuzk_filecoin_window_post(const struct cuzk_prover *prover,
+                                           uint64_t post_proof,
+                                           const uint8_t *randomness,
+                                           const uint8_t *prover_id,
+                                           const struct cuzk_byte_slice *vanilla_proofs,
+                                           size_t n,
+                                           struct cuzk_bytes *out,
+                                           char **err);
+
+// Winning PoSt from vanilla proofs, as filecoin-ffi's `generate_winning_post_with_vanilla`:
+// `post_proof` an `abi.RegisteredPoStProof` Winning value (0..=4); the rest as for
+// `cuzk_filecoin_window_post`. Thread-safe.
+//
+// # Safety
+// As `cuzk_filecoin_window_post`.
+enum cuzk_status cuzk_filecoin_winning_post(const struct cuzk_prover *prover,
+                                            uint64_t post_proof,
+                                            const uint8_t *randomness,
+                                            const uint8_t *prover_id,
+                                            const struct cuzk_byte_slice *vanilla_proofs,
+                                            size_t n,
+                                            struct cuzk_bytes *out,
+                                            char **err);
 
 // Sends the library's log records up to `max_level` to `callback` with `user_data`; a NULL
 // `callback` stops forwarding. Replaces any previous callback: once this returns, the old

@@ -108,6 +108,28 @@ pub enum Error {
     /// The parameters hold a point that would break soundness (e.g. delta at infinity).
     #[error("unsafe parameters: {0}")]
     UnsafeParameters(String),
+
+    /// A Filecoin parameter file (the `filecoin` feature) is missing, truncated or corrupt:
+    /// `source` says what, `help` how to get a good one.
+    #[error("Filecoin parameter file {path}: {source}. {help}")]
+    FilecoinParams {
+        /// The file, in filecoin-proofs' parameter cache directory.
+        path: PathBuf,
+        /// What is wrong with it ([`Error::ParamsIo`], [`Error::ParamsTruncated`], ...).
+        source: Box<Error>,
+        /// How to get the file.
+        help: &'static str,
+    },
+
+    /// filecoin-proofs rejected the inputs or failed (the `filecoin` feature): a vanilla proof
+    /// that does not decode or verify, a commitment out of range, a proof kind cuzk does not
+    /// prove, ...
+    #[error("filecoin: {0}")]
+    Filecoin(String),
+
+    /// The library was built without the feature this call needs.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
 }
 
 /// `Result` with the crate's [`Error`].

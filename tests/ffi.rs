@@ -214,6 +214,8 @@ fn status_values_are_the_documented_ones() {
         (cuzk_status::Cuda, 50),
         (cuzk_status::DeviceLost, 51),
         (cuzk_status::NoGpu, 52),
+        (cuzk_status::Filecoin, 60),
+        (cuzk_status::Unsupported, 61),
         (cuzk_status::Unknown, 99),
     ];
     for (status, value) in expected {

@@ -83,7 +83,7 @@ impl From<&Timings> for cuzk_timings {
 /// `cuzk_prove` on one prover at once.
 #[allow(non_camel_case_types)]
 pub struct cuzk_prover {
-    inner: Prover,
+    pub(crate) inner: Prover,
 }
 
 /// Makes a prover on `backend` (`gpu_index` is used only with `CUZK_BACKEND_GPU`). `pool`

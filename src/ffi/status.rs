@@ -47,6 +47,11 @@ pub enum cuzk_status {
     DeviceLost = 51,
     /// A GPU was required but none is usable (or the library was built without CUDA).
     NoGpu = 52,
+    /// filecoin-proofs rejected the inputs or failed (a vanilla proof that does not decode or
+    /// verify, a commitment out of range, a proof kind cuzk does not prove): see the message.
+    Filecoin = 60,
+    /// The library was built without the feature this function needs (e.g. `filecoin`).
+    Unsupported = 61,
     /// An error this version of the ABI has no code for (see the message).
     Unknown = 99,
 }
@@ -68,6 +73,9 @@ impl cuzk_status {
             Error::Cuda { .. } => Self::Cuda,
             Error::DeviceLost { .. } => Self::DeviceLost,
             Error::NoGpu(_) => Self::NoGpu,
+            Error::FilecoinParams { source, .. } => Self::of(source),
+            Error::Filecoin(_) => Self::Filecoin,
+            Error::Unsupported(_) => Self::Unsupported,
             #[allow(unreachable_patterns)]
             _ => Self::Unknown,
         }

@@ -1,0 +1,199 @@
+//! Finding Filecoin's Groth16 parameters in filecoin-proofs' cache directory and keeping them
+//! loaded: one [`Loaded`] per file per process.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use filecoin_proofs::{PoRepConfig, PoStConfig, PoStType};
+use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_core::parameter_cache::{parameter_cache_params_path, CacheableParameters};
+
+use crate::error::{Error, Result};
+use crate::params::{Parameters, PointCheck};
+use crate::proof::PreparedVerifyingKey;
+
+/// Which circuit a parameter file is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamsKind {
+    /// PoRep commit phase 2 (`stacked-proof-of-replication-…`) of a registered seal proof.
+    Seal(filecoin_proofs_api::RegisteredSealProof),
+    /// Window or Winning PoSt (`proof-of-spacetime-fallback-…`) of a registered PoSt proof.
+    PoSt(filecoin_proofs_api::RegisteredPoStProof),
+    /// SnapDeals (`empty-sector-update-…`) of a registered update proof.
+    Update(filecoin_proofs_api::RegisteredUpdateProof),
+}
+
+/// The path of the `.params` file filecoin-proofs uses for `kind`: in the parameter cache
+/// directory (`FIL_PROOFS_PARAMETER_CACHE`, read once per process by filecoin-proofs, else
+/// `/var/tmp/filecoin-proof-parameters/`), named `v28-<circuit identifier>.params` with
+/// filecoin-proofs' own identifier.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a sector size no registered proof names.
+pub fn parameter_path(kind: ParamsKind) -> Result<PathBuf> {
+    match kind {
+        ParamsKind::Seal(p) => seal_path(&p.as_v1_config()),
+        ParamsKind::PoSt(p) => post_path(&p.as_v1_config()),
+        ParamsKind::Update(p) => update_path(&p.as_v1_config()),
+    }
+}
+
+pub(crate) fn seal_path(config: &PoRepConfig) -> Result<PathBuf> {
+    fn f<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<PathBuf> {
+        seal_path_for::<Tree>(config)
+    }
+    super::with_registered_shape!(u64::from(config.sector_size), f, config)
+}
+
+pub(crate) fn seal_path_for<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<PathBuf> {
+    use storage_proofs_porep::stacked::{StackedCircuit, StackedCompound};
+    type Piece = filecoin_proofs::DefaultPieceHasher;
+    let pp = filecoin_proofs::parameters::public_params::<Tree>(config)
+        .map_err(|e| super::fil_err("PoRep public parameters", e))?;
+    let id =
+        <StackedCompound<Tree, Piece> as CacheableParameters<StackedCircuit<Tree, Piece>, _>>::cache_identifier(&pp);
+    Ok(parameter_cache_params_path(&id))
+}
+
+pub(crate) fn post_path(config: &PoStConfig) -> Result<PathBuf> {
+    fn f<Tree: 'static + MerkleTreeTrait>(config: &PoStConfig) -> Result<PathBuf> {
+        post_path_for::<Tree>(config)
+    }
+    super::with_registered_shape!(u64::from(config.sector_size), f, config)
+}
+
+pub(crate) fn post_path_for<Tree: 'static + MerkleTreeTrait>(config: &PoStConfig) -> Result<PathBuf> {
+    use storage_proofs_post::fallback::{FallbackPoStCircuit, FallbackPoStCompound};
+    let pp = match config.typ {
+        PoStType::Winning => filecoin_proofs::parameters::winning_post_public_params::<Tree>(config),
+        PoStType::Window => filecoin_proofs::parameters::window_post_public_params::<Tree>(config),
+    }
+    .map_err(|e| super::fil_err("PoSt public parameters", e))?;
+    let id = <FallbackPoStCompound<Tree> as CacheableParameters<FallbackPoStCircuit<Tree>, _>>::cache_identifier(&pp);
+    Ok(parameter_cache_params_path(&id))
+}
+
+pub(crate) fn update_path(config: &PoRepConfig) -> Result<PathBuf> {
+    fn f<Tree: 'static + MerkleTreeTrait<Hasher = filecoin_proofs::TreeRHasher>>(
+        config: &PoRepConfig,
+    ) -> Result<PathBuf> {
+        update_path_for::<Tree>(config)
+    }
+    super::with_registered_shape!(u64::from(config.sector_size), f, config)
+}
+
+pub(crate) fn update_path_for<Tree: 'static + MerkleTreeTrait<Hasher = filecoin_proofs::TreeRHasher>>(
+    config: &PoRepConfig,
+) -> Result<PathBuf> {
+    use storage_proofs_update::{EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PublicParams};
+    let pp = PublicParams::from_sector_size(u64::from(config.sector_size));
+    let id =
+        <EmptySectorUpdateCompound<Tree> as CacheableParameters<EmptySectorUpdateCircuit<Tree>, _>>::cache_identifier(
+            &pp,
+        );
+    Ok(parameter_cache_params_path(&id))
+}
+
+/// Parameters loaded from one file, with their prepared verifying key.
+#[derive(Debug)]
+pub(crate) struct Loaded {
+    pub(crate) params: Parameters,
+    pub(crate) pvk: PreparedVerifyingKey,
+}
+
+type Slot = Arc<Mutex<Option<Arc<Loaded>>>>;
+
+fn cache() -> &'static Mutex<HashMap<PathBuf, Slot>> {
+    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Slot>>> = OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
+/// Forgets every parameter set this module loaded (memory is freed once no proof in flight
+/// holds them; a GPU-resident copy stays until the backend evicts it, see
+/// [`Prover::evict_resident`](crate::Prover::evict_resident)).
+pub fn clear_parameter_cache() {
+    cache().lock().unwrap_or_else(|p| p.into_inner()).clear();
+}
+
+const HOW_TO_GET: &str = "Filecoin parameter files come from the network's trusted setup: fetch them \
+     (e.g. `curio fetch-params <sector size>` or `lotus fetch-params <sector size>`) into the directory \
+     FIL_PROOFS_PARAMETER_CACHE names (default /var/tmp/filecoin-proof-parameters/); cuzk never \
+     generates them. A truncated file (an interrupted download) must be deleted and fetched again";
+
+/// The parameters in `path`, loaded on first use and kept for the life of the process
+/// (concurrent callers of one path wait for one load). Returns the time spent loading
+/// (zero when they were already loaded).
+pub(crate) fn load(path: &Path) -> Result<(Arc<Loaded>, Duration)> {
+    let slot = {
+        let mut map = cache().lock().unwrap_or_else(|p| p.into_inner());
+        map.entry(path.to_path_buf()).or_default().clone()
+    };
+    let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(loaded) = slot.as_ref() {
+        return Ok((loaded.clone(), Duration::ZERO));
+    }
+    let start = Instant::now();
+    let wrap = |source: Error| Error::FilecoinParams {
+        path: path.to_path_buf(),
+        source: Box::new(source),
+        help: HOW_TO_GET,
+    };
+    let params = Parameters::load(path, PointCheck::OnCurve).map_err(wrap)?;
+    let pvk = PreparedVerifyingKey::new(params.vk());
+    let loaded = Arc::new(Loaded { params, pvk });
+    *slot = Some(loaded.clone());
+    Ok((loaded, start.elapsed()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_file_is_named_with_how_to_get_it() {
+        let path = std::env::temp_dir().join("cuzk-no-such-dir/v28-nothing.params");
+        let err = load(&path).unwrap_err();
+        assert!(matches!(err, Error::FilecoinParams { .. }), "{err}");
+        let msg = err.to_string();
+        assert!(msg.contains("v28-nothing.params"), "{msg}");
+        assert!(msg.contains("FIL_PROOFS_PARAMETER_CACHE"), "{msg}");
+        assert_eq!(crate::ffi::cuzk_status::of(&err), crate::ffi::cuzk_status::ParamsIo);
+    }
+
+    #[test]
+    fn a_truncated_file_is_named_and_not_cached() {
+        let dir = std::env::temp_dir().join(format!("cuzk-params-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("v28-truncated.params");
+        // A whole verifying key, then nothing: the file ends where the H query should start.
+        use group::prime::PrimeCurveAffine;
+        let (g1, g2) = (blstrs::G1Affine::generator(), blstrs::G2Affine::generator());
+        let vk = crate::params::VerifyingKey {
+            alpha_g1: g1,
+            beta_g1: g1,
+            beta_g2: g2,
+            gamma_g2: g2,
+            delta_g1: g1,
+            delta_g2: g2,
+            ic: vec![g1],
+        };
+        let mut bytes = Vec::new();
+        vk.write(&mut bytes).unwrap();
+        std::fs::write(&path, &bytes).unwrap();
+        let err = load(&path).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("v28-truncated.params") && msg.contains("truncated"),
+            "{msg}"
+        );
+        assert_eq!(
+            crate::ffi::cuzk_status::of(&err),
+            crate::ffi::cuzk_status::ParamsTruncated
+        );
+        // Not cached as a failure: the same call fails the same way again.
+        assert!(load(&path).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

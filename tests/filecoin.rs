@@ -1,0 +1,625 @@
+//! Filecoin proofs through cuzk, checked by filecoin-proofs' own verifiers: 2 KiB sectors are
+//! sealed with filecoin-proofs (through filecoin-proofs-api, as filecoin-ffi calls it), their
+//! vanilla proofs made there, the SNARKs made by `cuzk::filecoin`, and the bytes verified with
+//! `verify_seal`, `verify_empty_sector_update_proof`, `verify_window_post` and
+//! `verify_winning_post`.
+//!
+//! Parameters: filecoin-proofs' parameter cache in `<target>/tmp/filecoin-proof-parameters`
+//! (unless `FIL_PROOFS_PARAMETER_CACHE` is set), filled on first use by filecoin-proofs' own
+//! generator (`CompoundProof::groth_params` with an rng) — test parameters, never for
+//! production. Later runs (and later CI steps of one run) reuse them.
+//!
+//! Run: `cargo test --release --features filecoin --test filecoin` (PoSt and the argument
+//! checks); `-- --ignored` adds PoRep C2 and SnapDeals, whose 2 KiB circuits (millions of
+//! constraints, SHA-256 inside) take tens of minutes to make parameters for on 2 cores.
+
+#![cfg(feature = "filecoin")]
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::Cursor;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, Once, OnceLock};
+
+use blstrs::Scalar;
+use cuzk::filecoin::{self, ParamsKind, RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
+use cuzk::{BackendChoice, Error, Prover};
+use ff::Field;
+use filecoin_proofs_api::seal::{self as api_seal, SealPreCommitPhase2Output};
+use filecoin_proofs_api::{post as api_post, update as api_update};
+use filecoin_proofs_api::{PieceInfo, PrivateReplicaInfo, PublicReplicaInfo, SectorId, UnpaddedBytesAmount};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use storage_proofs_core::compound_proof::CompoundProof;
+
+const SEAL: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
+const WINNING: RegisteredPoStProof = RegisteredPoStProof::StackedDrgWinning2KiBV1;
+const WINDOW: RegisteredPoStProof = RegisteredPoStProof::StackedDrgWindow2KiBV1_2;
+const UPDATE: RegisteredUpdateProof = RegisteredUpdateProof::StackedDrg2KiBV1;
+const MINER: u64 = 1000;
+
+type Tree = filecoin_proofs::SectorShape2KiB;
+
+/// Points filecoin-proofs at the test parameter cache before anything reads its settings.
+fn init() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        if std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").is_none() {
+            let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("filecoin-proof-parameters");
+            std::fs::create_dir_all(&dir).expect("create the parameter cache");
+            std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
+        }
+    });
+}
+
+fn prover() -> Prover {
+    Prover::new().with_backend(BackendChoice::Auto).expect("Auto backend")
+}
+
+fn prover_id() -> [u8; 32] {
+    filecoin::prover_id_from_miner_id(MINER)
+}
+
+/// Makes sure the parameters of `kind` exist in the cache, generating them with
+/// filecoin-proofs' own generator (test parameters) when they do not. One at a time.
+fn ensure_params(kind: ParamsKind) -> PathBuf {
+    init();
+    static LOCK: Mutex<()> = Mutex::new(());
+    let _guard = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let path = filecoin::parameter_path(kind).expect("parameter path");
+    if path.exists() {
+        return path;
+    }
+    let start = std::time::Instant::now();
+    let mut rng = rand::rngs::OsRng;
+    match kind {
+        ParamsKind::Seal(p) => {
+            let pp = filecoin_proofs::parameters::public_params::<Tree>(&p.as_v1_config()).unwrap();
+            <storage_proofs_porep::stacked::StackedCompound<Tree, filecoin_proofs::DefaultPieceHasher> as CompoundProof<
+                '_,
+                _,
+                storage_proofs_porep::stacked::StackedCircuit<Tree, filecoin_proofs::DefaultPieceHasher>,
+            >>::groth_params(Some(&mut rng), &pp)
+            .unwrap();
+        }
+        ParamsKind::PoSt(p) => {
+            let config = p.as_v1_config();
+            let pp = match config.typ {
+                filecoin_proofs::PoStType::Winning => {
+                    filecoin_proofs::parameters::winning_post_public_params::<Tree>(&config).unwrap()
+                }
+                filecoin_proofs::PoStType::Window => {
+                    filecoin_proofs::parameters::window_post_public_params::<Tree>(&config).unwrap()
+                }
+            };
+            <storage_proofs_post::fallback::FallbackPoStCompound<Tree> as CompoundProof<
+                '_,
+                _,
+                storage_proofs_post::fallback::FallbackPoStCircuit<Tree>,
+            >>::groth_params(Some(&mut rng), &pp)
+            .unwrap();
+        }
+        ParamsKind::Update(p) => {
+            let pp = storage_proofs_update::PublicParams::from_sector_size(u64::from(p.sector_size()));
+            <storage_proofs_update::EmptySectorUpdateCompound<Tree> as CompoundProof<
+                '_,
+                _,
+                storage_proofs_update::EmptySectorUpdateCircuit<Tree>,
+            >>::groth_params(Some(&mut rng), &pp)
+            .unwrap();
+        }
+    }
+    eprintln!(
+        "generated test parameters {} in {:.1?}",
+        path.display(),
+        start.elapsed()
+    );
+    assert!(path.exists(), "filecoin-proofs wrote {}", path.display());
+    path
+}
+
+/// A sealed 2 KiB sector (pre-commit 1 and 2 done by filecoin-proofs).
+struct Sealed {
+    dir: PathBuf,
+    cache: PathBuf,
+    replica: PathBuf,
+    sector_id: u64,
+    ticket: [u8; 32],
+    pieces: Vec<PieceInfo>,
+    pc2: SealPreCommitPhase2Output,
+}
+
+impl Sealed {
+    fn comm_r(&self) -> [u8; 32] {
+        self.pc2.comm_r
+    }
+
+    fn private(&self, post: RegisteredPoStProof) -> PrivateReplicaInfo {
+        PrivateReplicaInfo::new(post, self.comm_r(), self.cache.clone(), self.replica.clone())
+    }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("filecoin-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Writes one piece of `data` (2032 bytes, a full 2 KiB sector) into a staged sector file.
+fn stage(dir: &Path, name: &str, data: &[u8]) -> (PathBuf, PieceInfo) {
+    let staged = dir.join(name);
+    let mut target = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&staged)
+        .unwrap();
+    let size = UnpaddedBytesAmount(data.len() as u64);
+    let (piece, _) = api_seal::add_piece(SEAL, Cursor::new(data), &mut target, size, &[]).unwrap();
+    (staged, piece)
+}
+
+fn seal(name: &str, sector_id: u64, rng: &mut ChaCha20Rng) -> Sealed {
+    init();
+    let dir = scratch(name);
+    let cache = dir.join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let replica = dir.join("sealed");
+    File::create(&replica).unwrap();
+    let data: Vec<u8> = (0..2032).map(|_| rng.gen()).collect();
+    let (staged, piece) = stage(&dir, "staged", &data);
+    let ticket: [u8; 32] = rng.gen();
+    let pieces = vec![piece];
+    let pc1 = api_seal::seal_pre_commit_phase1(
+        SEAL,
+        &cache,
+        &staged,
+        &replica,
+        prover_id(),
+        SectorId::from(sector_id),
+        ticket,
+        &pieces,
+    )
+    .unwrap();
+    let pc2 = api_seal::seal_pre_commit_phase2(pc1, &cache, &replica).unwrap();
+    Sealed {
+        dir,
+        cache,
+        replica,
+        sector_id,
+        ticket,
+        pieces,
+        pc2,
+    }
+}
+
+/// The sectors shared by the tests (sealing a 2 KiB sector takes well under a second).
+fn sectors() -> &'static [Sealed] {
+    static SECTORS: OnceLock<Vec<Sealed>> = OnceLock::new();
+    SECTORS.get_or_init(|| {
+        let mut rng = ChaCha20Rng::from_seed([7; 32]);
+        (0..3).map(|i| seal(&format!("sector{i}"), 100 + i, &mut rng)).collect()
+    })
+}
+
+/// filecoin-ffi's commit phase 1 output (JSON) for sector 0 with `seed`.
+fn c1_json(s: &Sealed, seed: [u8; 32]) -> Vec<u8> {
+    let pc2 = SealPreCommitPhase2Output {
+        registered_proof: s.pc2.registered_proof,
+        comm_r: s.pc2.comm_r,
+        comm_d: s.pc2.comm_d,
+    };
+    let c1 = api_seal::seal_commit_phase1(
+        &s.cache,
+        &s.replica,
+        prover_id(),
+        SectorId::from(s.sector_id),
+        s.ticket,
+        seed,
+        pc2,
+        &s.pieces,
+    )
+    .unwrap();
+    serde_json::to_vec(&c1).unwrap()
+}
+
+fn verify_seal(s: &Sealed, comm_r: [u8; 32], seed: [u8; 32], proof: &[u8]) -> bool {
+    api_seal::verify_seal(
+        SEAL,
+        comm_r,
+        s.pc2.comm_d,
+        prover_id(),
+        SectorId::from(s.sector_id),
+        s.ticket,
+        seed,
+        proof,
+    )
+    .unwrap_or(false)
+}
+
+/// r then s for `n` proofs, as cuzk draws them from the same rng.
+fn r_and_s(seed: [u8; 32], n: usize) -> (Vec<Scalar>, Vec<Scalar>) {
+    let mut rng = ChaCha20Rng::from_seed(seed);
+    let r = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+    let s = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+    (r, s)
+}
+
+fn bellperson_bytes(proofs: &[bellperson::groth16::Proof<blstrs::Bls12>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for p in proofs {
+        p.write(&mut out).unwrap();
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Winning PoSt
+
+fn winning_vanilla(randomness: &[u8; 32]) -> (Vec<Vec<u8>>, BTreeMap<SectorId, PublicReplicaInfo>) {
+    let s = &sectors()[0];
+    let id = SectorId::from(s.sector_id);
+    let challenged = api_post::generate_winning_post_sector_challenge(WINNING, randomness, 1, prover_id()).unwrap();
+    assert_eq!(challenged, vec![0], "one sector: it is the challenged one");
+    let challenges = api_post::generate_fallback_sector_challenges(WINNING, randomness, &[id], prover_id()).unwrap();
+    let vanilla = api_post::generate_single_vanilla_proof(WINNING, id, &s.private(WINNING), &challenges[&id]).unwrap();
+    let mut public = BTreeMap::new();
+    public.insert(id, PublicReplicaInfo::new(WINNING, s.comm_r()));
+    (vec![vanilla], public)
+}
+
+/// The inputs of this Winning PoSt for the Go package's test (examples/go,
+/// `CUZK_FILECOIN_FIXTURES=<target>/tmp/filecoin-fixtures`).
+fn write_go_fixture(randomness: &[u8; 32], vanilla: &[Vec<u8>]) {
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let cache = std::env::var("FIL_PROOFS_PARAMETER_CACHE").expect("set by init()");
+    let fixture = serde_json::json!({
+        "proof_type": 0,
+        "miner": MINER,
+        "randomness": hex(randomness),
+        "vanilla": vanilla.iter().map(|v| hex(v)).collect::<Vec<_>>(),
+        "param_cache": cache,
+    });
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("filecoin-fixtures");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("winning.json"), serde_json::to_vec_pretty(&fixture).unwrap()).unwrap();
+}
+
+#[test]
+fn winning_post_verifies_with_filecoin_proofs_and_rejects_other_randomness() {
+    ensure_params(ParamsKind::PoSt(WINNING));
+    let randomness = [3u8; 32];
+    let (vanilla, public) = winning_vanilla(&randomness);
+    let out = filecoin::generate_winning_post_with_vanilla_rng(
+        WINNING,
+        &randomness,
+        prover_id(),
+        &vanilla,
+        &prover(),
+        &mut rand::rngs::OsRng,
+    )
+    .unwrap();
+    eprintln!("winning PoSt: {:?}", out.report);
+    assert_eq!(out.proof.len(), 192);
+    assert!(api_post::verify_winning_post(&randomness, &out.proof, &public, prover_id()).unwrap());
+    write_go_fixture(&randomness, &vanilla);
+    // Under other randomness, or for another sector's comm_r, the same bytes do not verify.
+    // (The prover id only picks which sectors are challenged; with one sector it changes
+    // nothing, so filecoin-proofs accepts this proof for any miner.)
+    let mut other = randomness;
+    other[0] ^= 1;
+    assert!(!api_post::verify_winning_post(&other, &out.proof, &public, prover_id()).unwrap_or(false));
+    let mut wrong = public.clone();
+    for info in wrong.values_mut() {
+        *info = PublicReplicaInfo::new(WINNING, sectors()[1].comm_r());
+    }
+    assert!(!api_post::verify_winning_post(&randomness, &out.proof, &wrong, prover_id()).unwrap_or(false));
+}
+
+#[test]
+fn winning_post_bytes_equal_bellpersons_with_the_same_r_and_s() {
+    use filecoin_hashers::Hasher;
+    use storage_proofs_post::fallback::{self, FallbackPoStCircuit, FallbackPoStCompound, PublicSector};
+    let path = ensure_params(ParamsKind::PoSt(WINNING));
+    let randomness = [5u8; 32];
+    let (vanilla, _) = winning_vanilla(&randomness);
+    let seed = [9u8; 32];
+    let cuzk = filecoin::generate_winning_post_with_vanilla_rng(
+        WINNING,
+        &randomness,
+        prover_id(),
+        &vanilla,
+        &prover(),
+        &mut ChaCha20Rng::from_seed(seed),
+    )
+    .unwrap();
+
+    // The same circuits, built the way filecoin-proofs' generate_winning_post_with_vanilla
+    // builds them, proved by bellperson with the same r and s.
+    let config = WINNING.as_v1_config();
+    let sector_proofs: Vec<filecoin_proofs::FallbackPoStSectorProof<Tree>> =
+        vanilla.iter().map(|b| bincode::deserialize(b).unwrap()).collect();
+    let setup = storage_proofs_core::compound_proof::SetupParams {
+        vanilla_params: filecoin_proofs::parameters::winning_post_setup_params(&config).unwrap(),
+        partitions: None,
+        priority: config.priority,
+    };
+    let pub_params =
+        <FallbackPoStCompound<Tree> as CompoundProof<'_, _, FallbackPoStCircuit<Tree>>>::setup(&setup).unwrap();
+    type D = <<Tree as storage_proofs_core::merkle::MerkleTreeTrait>::Hasher as Hasher>::Domain;
+    let pub_inputs = fallback::PublicInputs::<D> {
+        randomness: filecoin_proofs::as_safe_commitment(&randomness, "randomness").unwrap(),
+        prover_id: filecoin_proofs::as_safe_commitment(&prover_id(), "prover_id").unwrap(),
+        sectors: sector_proofs
+            .iter()
+            .map(|p| PublicSector {
+                id: p.sector_id,
+                comm_r: p.comm_r,
+            })
+            .collect(),
+        k: None,
+    };
+    let partitioned =
+        filecoin_proofs::partition_vanilla_proofs(&config, &pub_params.vanilla_params, &pub_inputs, 1, &sector_proofs)
+            .unwrap();
+    let circuits: Vec<FallbackPoStCircuit<Tree>> = partitioned
+        .iter()
+        .enumerate()
+        .map(|(k, p)| {
+            <FallbackPoStCompound<Tree> as CompoundProof<'_, _, _>>::circuit(
+                &pub_inputs,
+                Default::default(),
+                p,
+                &pub_params.vanilla_params,
+                Some(k),
+            )
+            .unwrap()
+        })
+        .collect();
+    let (r, s) = r_and_s(seed, circuits.len());
+    let groth = storage_proofs_core::parameter_cache::read_cached_params(&path).unwrap();
+    let bp = bellperson::groth16::create_proof_batch(circuits, &groth, r, s).unwrap();
+    assert_eq!(cuzk.proof, bellperson_bytes(&bp));
+}
+
+#[test]
+fn winning_post_refuses_a_window_proof_type_and_garbage() {
+    init();
+    let err = filecoin::generate_winning_post_with_vanilla(WINDOW, &[1; 32], prover_id(), &[vec![0u8; 8]], &prover())
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    let err = filecoin::generate_winning_post_with_vanilla(WINNING, &[1; 32], prover_id(), &[vec![1u8; 8]], &prover())
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidArgument(ref m) if m.contains("bincode")),
+        "{err}"
+    );
+    let err = filecoin::generate_winning_post_with_vanilla(WINNING, &[1; 32], prover_id(), &[], &prover()).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Window PoSt
+
+#[test]
+fn window_post_of_three_sectors_in_two_partitions_verifies_with_filecoin_proofs() {
+    ensure_params(ParamsKind::PoSt(WINDOW));
+    let randomness = [11u8; 32];
+    let ids: Vec<SectorId> = sectors().iter().map(|s| SectorId::from(s.sector_id)).collect();
+    let challenges = api_post::generate_fallback_sector_challenges(WINDOW, &randomness, &ids, prover_id()).unwrap();
+    let mut vanilla = Vec::new();
+    let mut public = BTreeMap::new();
+    for s in sectors() {
+        let id = SectorId::from(s.sector_id);
+        vanilla
+            .push(api_post::generate_single_vanilla_proof(WINDOW, id, &s.private(WINDOW), &challenges[&id]).unwrap());
+        public.insert(id, PublicReplicaInfo::new(WINDOW, s.comm_r()));
+    }
+    let out = filecoin::generate_window_post_with_vanilla_rng(
+        WINDOW,
+        &randomness,
+        prover_id(),
+        &vanilla,
+        &prover(),
+        &mut rand::rngs::OsRng,
+    )
+    .unwrap();
+    eprintln!("window PoSt: {:?}", out.report);
+    assert_eq!(out.report.partitions, 2, "2 sectors per 2 KiB partition");
+    assert_eq!(out.proof.len(), 2 * 192);
+    assert!(api_post::verify_window_post(&randomness, &[(WINDOW, &out.proof)], &public, prover_id()).unwrap());
+
+    // Partition order matters: swapped partitions do not verify.
+    let mut swapped = out.proof[192..].to_vec();
+    swapped.extend_from_slice(&out.proof[..192]);
+    assert!(!api_post::verify_window_post(&randomness, &[(WINDOW, &swapped)], &public, prover_id()).unwrap_or(false));
+    // Nor under other randomness.
+    let other = [12u8; 32];
+    assert!(!api_post::verify_window_post(&other, &[(WINDOW, &out.proof)], &public, prover_id()).unwrap_or(false));
+}
+
+// ---------------------------------------------------------------------------------------------
+// SnapDeals
+
+/// The 2 KiB SnapDeals circuit has ten SHA-256 TreeD paths (~1.6 M constraints): generating
+/// its test parameters takes tens of minutes on CI's 2 cores. Run on the GPU machine (16
+/// cores): `cargo test --release --features cuda,filecoin --test filecoin -- --ignored`.
+#[test]
+#[ignore]
+fn snap_deals_update_verifies_with_filecoin_proofs_and_rejects_another_comm_r() {
+    ensure_params(ParamsKind::Update(UPDATE));
+    let key = &sectors()[1];
+    let dir = key.dir.join("update");
+    std::fs::create_dir_all(&dir).unwrap();
+    let new_cache = dir.join("cache");
+    std::fs::create_dir_all(&new_cache).unwrap();
+    let new_replica = dir.join("updated");
+    let f = File::create(&new_replica).unwrap();
+    f.set_len(std::fs::metadata(&key.replica).unwrap().len()).unwrap();
+    drop(f);
+    let mut rng = ChaCha20Rng::from_seed([21; 32]);
+    let data: Vec<u8> = (0..2032).map(|_| rng.gen()).collect();
+    let (staged, piece) = stage(&dir, "staged", &data);
+    let encoded = api_update::empty_sector_update_encode_into(
+        UPDATE,
+        &new_replica,
+        &new_cache,
+        &key.replica,
+        &key.cache,
+        &staged,
+        &[piece],
+    )
+    .unwrap();
+    let comm_r_old = key.comm_r();
+    let vanilla = api_update::generate_partition_proofs(
+        UPDATE,
+        comm_r_old,
+        encoded.comm_r_new,
+        encoded.comm_d_new,
+        &key.replica,
+        &key.cache,
+        &new_replica,
+        &new_cache,
+    )
+    .unwrap();
+    let vanilla: Vec<Vec<u8>> = vanilla.into_iter().map(|p| p.0).collect();
+    let out = filecoin::generate_empty_sector_update_proof_with_vanilla_rng(
+        UPDATE,
+        &vanilla,
+        comm_r_old,
+        encoded.comm_r_new,
+        encoded.comm_d_new,
+        &prover(),
+        &mut rand::rngs::OsRng,
+    )
+    .unwrap();
+    eprintln!("SnapDeals: {:?}", out.report);
+    assert_eq!(out.proof.len(), vanilla.len() * 192);
+    assert!(api_update::verify_empty_sector_update_proof(
+        UPDATE,
+        &out.proof,
+        comm_r_old,
+        encoded.comm_r_new,
+        encoded.comm_d_new
+    )
+    .unwrap());
+    // Another sector's comm_r as the old one: rejected.
+    let wrong = sectors()[2].comm_r();
+    assert!(!api_update::verify_empty_sector_update_proof(
+        UPDATE,
+        &out.proof,
+        wrong,
+        encoded.comm_r_new,
+        encoded.comm_d_new
+    )
+    .unwrap_or(false));
+    // The wrong number of partition proofs is refused before any proving.
+    let err = filecoin::generate_empty_sector_update_proof_with_vanilla(
+        UPDATE,
+        &vanilla[..0],
+        comm_r_old,
+        encoded.comm_r_new,
+        encoded.comm_d_new,
+        &prover(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// PoRep C2
+
+#[test]
+fn c2_refuses_another_sector_number_or_miner_and_bad_json_before_proving() {
+    let s = &sectors()[0];
+    let json = c1_json(s, [4; 32]);
+    let err = filecoin::seal_commit_phase2(&json, prover_id(), s.sector_id + 1, &prover()).unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidArgument(ref m) if m.contains("replica id")),
+        "{err}"
+    );
+    let other = filecoin::prover_id_from_miner_id(MINER + 1);
+    let err = filecoin::seal_commit_phase2(&json, other, s.sector_id, &prover()).unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidArgument(ref m) if m.contains("replica id")),
+        "{err}"
+    );
+    let err = filecoin::seal_commit_phase2(&json[..json.len() / 2], prover_id(), s.sector_id, &prover()).unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidArgument(ref m) if m.contains("JSON")),
+        "{err}"
+    );
+}
+
+/// Needs the 2 KiB PoRep parameters (~1 GB; generated here on first use: minutes) and two
+/// ~2.7M-constraint partitions per proof: too heavy for CI's 2 cores. Run on the GPU machine:
+/// `cargo test --release --features cuda,filecoin --test filecoin -- --ignored`.
+#[test]
+#[ignore]
+fn c2_verifies_with_filecoin_proofs_and_rejects_another_seed_or_comm_r() {
+    ensure_params(ParamsKind::Seal(SEAL));
+    let s = &sectors()[0];
+    let seed = [4u8; 32];
+    let json = c1_json(s, seed);
+    let out = filecoin::seal_commit_phase2_with_rng(&json, prover_id(), s.sector_id, &prover(), &mut rand::rngs::OsRng)
+        .unwrap();
+    eprintln!("PoRep C2: {:?}", out.report);
+    assert_eq!(out.proof.len(), usize::from(SEAL.partitions()) * 192);
+    assert!(verify_seal(s, s.comm_r(), seed, &out.proof));
+    assert!(!verify_seal(s, s.comm_r(), [5u8; 32], &out.proof), "another seed");
+    assert!(
+        !verify_seal(s, sectors()[1].comm_r(), seed, &out.proof),
+        "another comm_r"
+    );
+}
+
+/// Needs the 2 KiB PoRep parameters, as above.
+#[test]
+#[ignore]
+fn c2_bytes_equal_bellpersons_with_the_same_r_and_s() {
+    use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound};
+    type Piece = filecoin_proofs::DefaultPieceHasher;
+    let path = ensure_params(ParamsKind::Seal(SEAL));
+    let s = &sectors()[0];
+    let seed = [6u8; 32];
+    let json = c1_json(s, seed);
+    let rng_seed = [8u8; 32];
+    let cuzk = filecoin::seal_commit_phase2_with_rng(
+        &json,
+        prover_id(),
+        s.sector_id,
+        &prover(),
+        &mut ChaCha20Rng::from_seed(rng_seed),
+    )
+    .unwrap();
+
+    // filecoin-proofs' circuits for the same C1 output, proved by bellperson with the same r, s.
+    let c1: filecoin_proofs_api::seal::SealCommitPhase1Output = serde_json::from_slice(&json).unwrap();
+    let config = SEAL.as_v1_config();
+    let vanilla: Vec<Vec<filecoin_proofs::VanillaSealProof<Tree>>> = c1.vanilla_proofs.try_into().unwrap();
+    let replica_id: Scalar = c1.replica_id.into();
+    let pub_in = stacked::PublicInputs {
+        replica_id: replica_id.into(),
+        tau: Some(stacked::Tau {
+            comm_d: <filecoin_proofs::DefaultPieceDomain as filecoin_hashers::Domain>::try_from_bytes(&c1.comm_d)
+                .unwrap(),
+            comm_r: filecoin_proofs::as_safe_commitment(&c1.comm_r, "comm_r").unwrap(),
+        }),
+        k: None,
+        seed: Some(c1.seed),
+    };
+    let pub_params = filecoin_proofs::parameters::public_params::<Tree>(&config).unwrap();
+    let circuits: Vec<StackedCircuit<Tree, Piece>> = vanilla
+        .iter()
+        .enumerate()
+        .map(|(k, v)| {
+            <StackedCompound<Tree, Piece> as CompoundProof<'_, _, _>>::circuit(&pub_in, (), v, &pub_params, Some(k))
+                .unwrap()
+        })
+        .collect();
+    let (r, s) = r_and_s(rng_seed, circuits.len());
+    let groth = storage_proofs_core::parameter_cache::read_cached_params(&path).unwrap();
+    let bp = bellperson::groth16::create_proof_batch(circuits, &groth, r, s).unwrap();
+    assert_eq!(cuzk.proof, bellperson_bytes(&bp));
+}
