@@ -1,0 +1,122 @@
+package cuzk
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestProverIDIsTheIDAddressPayload(t *testing.T) {
+	// f01000: 1000 = 0b111_1101000, LEB128 e8 07, zero-padded to 32 bytes.
+	id := ProverID(1000)
+	want := make([]byte, 32)
+	want[0], want[1] = 0xe8, 0x07
+	if !bytes.Equal(id[:], want) {
+		t.Fatalf("ProverID(1000) = %x", id)
+	}
+	if id := ProverID(0); id != [32]byte{} {
+		t.Fatalf("ProverID(0) = %x", id)
+	}
+}
+
+func TestFilecoinWithoutTheFeatureIsUnsupported(t *testing.T) {
+	if FilecoinAvailable() {
+		t.Skip("the library was built with the filecoin feature")
+	}
+	_, err := SealCommitPhase2([]byte("{}"), 1, 1000)
+	if status(err) != StatusUnsupported {
+		t.Fatalf("SealCommitPhase2 without the feature: %v", err)
+	}
+	_, err = GenerateWinningPoStWithVanilla(0, 1000, make([]byte, 32), [][]byte{{1}})
+	if status(err) != StatusUnsupported {
+		t.Fatalf("GenerateWinningPoStWithVanilla without the feature: %v", err)
+	}
+	c := make([]byte, 32)
+	_, err = GenerateUpdateProofWithVanilla(0, c, c, c, [][]byte{{1}})
+	if status(err) != StatusUnsupported {
+		t.Fatalf("GenerateUpdateProofWithVanilla without the feature: %v", err)
+	}
+}
+
+func TestFilecoinBadInputIsAnError(t *testing.T) {
+	if !FilecoinAvailable() {
+		t.Skip("the library was built without the filecoin feature")
+	}
+	if _, err := SealCommitPhase2([]byte("not json"), 1, 1000); status(err) != StatusInvalidArgument {
+		t.Fatalf("garbage commit phase 1 output: %v", err)
+	}
+	if _, err := SealCommitPhase2(nil, 1, 1000); status(err) != StatusInvalidArgument {
+		t.Fatalf("empty commit phase 1 output: %v", err)
+	}
+	// A Window proof type for Winning, a short randomness, an unknown proof type.
+	if _, err := GenerateWinningPoStWithVanilla(5, 1000, make([]byte, 32), [][]byte{{1}}); status(err) != StatusInvalidArgument {
+		t.Fatalf("window type for winning: %v", err)
+	}
+	if _, err := GenerateWindowPoStWithVanilla(5, 1000, make([]byte, 31), [][]byte{{1}}); status(err) != StatusInvalidArgument {
+		t.Fatalf("short randomness: %v", err)
+	}
+	if _, err := GenerateWindowPoStWithVanilla(99, 1000, make([]byte, 32), [][]byte{{1}}); status(err) != StatusInvalidArgument {
+		t.Fatalf("unknown proof type: %v", err)
+	}
+	c := make([]byte, 32)
+	if _, err := GenerateUpdateProofWithVanilla(0, c, c, c[:5], nil); status(err) != StatusInvalidArgument {
+		t.Fatalf("short commitment: %v", err)
+	}
+}
+
+// winningFixture is what the Rust test (tests/filecoin.rs) writes for this test: the inputs of
+// a 2 KiB Winning PoSt and the parameter cache holding its parameters.
+type winningFixture struct {
+	ProofType  int64    `json:"proof_type"`
+	Miner      uint64   `json:"miner"`
+	Randomness string   `json:"randomness"`
+	Vanilla    []string `json:"vanilla"`
+	ParamCache string   `json:"param_cache"`
+}
+
+// Runs when CUZK_FILECOIN_FIXTURES names the directory `cargo test --features filecoin --test
+// filecoin` wrote (<target>/tmp/filecoin-fixtures) and the library has the feature.
+func TestFilecoinWinningPoStProves(t *testing.T) {
+	if !FilecoinAvailable() {
+		t.Skip("the library was built without the filecoin feature")
+	}
+	dir := os.Getenv("CUZK_FILECOIN_FIXTURES")
+	if dir == "" {
+		t.Skip("CUZK_FILECOIN_FIXTURES is not set")
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "winning.json"))
+	must(t, err)
+	var f winningFixture
+	must(t, json.Unmarshal(raw, &f))
+	// Read once by filecoin-proofs, at its first use in this process.
+	must(t, os.Setenv("FIL_PROOFS_PARAMETER_CACHE", f.ParamCache))
+	randomness, err := hex.DecodeString(f.Randomness)
+	must(t, err)
+	var vanilla [][]byte
+	for _, v := range f.Vanilla {
+		b, err := hex.DecodeString(v)
+		must(t, err)
+		vanilla = append(vanilla, b)
+	}
+	prover, err := NewProver(Auto, 0, nil)
+	must(t, err)
+	defer prover.Close()
+	proofs, err := prover.GenerateWinningPoStWithVanilla(RegisteredPoStProof(f.ProofType), f.Miner, randomness, vanilla)
+	must(t, err)
+	// The library checks every proof against the verifying key before returning it.
+	if len(proofs) != 1 || len(proofs[0].ProofBytes) != ProofBytes || proofs[0].PoStProof != RegisteredPoStProof(f.ProofType) {
+		t.Fatalf("unexpected proofs: %+v", proofs)
+	}
+	// A corrupted vanilla proof is refused with a status, not a crash.
+	bad := append([]byte{}, vanilla[0]...)
+	bad = bad[:len(bad)/2]
+	_, err = GenerateWinningPoStWithVanilla(RegisteredPoStProof(f.ProofType), f.Miner, randomness, [][]byte{bad})
+	var e *Error
+	if !errors.As(err, &e) || e.Status != StatusInvalidArgument {
+		t.Fatalf("truncated vanilla proof: %v", err)
+	}
+}
