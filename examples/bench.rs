@@ -2,6 +2,13 @@
 //! phase by phase, against pageable memory and against the CPU path on the same machine.
 //!
 //!     cargo run --release --features cuda --example bench -- --log-sizes 20,22,24 --runs 3
+//!     ... --log-sizes 26 --mem-limits 24,32   # also streamed, as on 24 and 32 GiB GPUs
+//!
+//! With `--mem-limits`, each size is also proved with the device memory limited to each of
+//! those GiB (`CudaBackend::set_memory_limit`): parameters that do not fit with a proof's
+//! working set are streamed from pinned host memory; the proof must equal the resident one.
+//! Peak device memory is what cuzk's kernels count (resident bases, tables, scratch); peak
+//! host memory is the process's VmHWM, reset per size.
 //!
 //! Parameters are random points of the right shape (`cuzk::testing::random_parameters`): the
 //! work is exactly a real proof's, but there is no trapdoor, so proofs are checked against the
@@ -14,13 +21,48 @@ use std::time::{Duration, Instant};
 use blstrs::Scalar;
 use cust::memory::{CopyDestination, DeviceBuffer};
 use cuzk::pool::PinMode;
-use cuzk::testing::{random_parameters, Synthetic};
+use cuzk::testing::{random_parameters_for, Synthetic};
 use cuzk::{BackendChoice, PinnedPool, PoolConfig, Prover, Timings};
 use ff::Field;
 use support::{fail, median, ms, Args};
 
 const USAGE: &str = "usage: bench [--log-sizes 20,22,24] [--runs 3] [--bit-percent 75] [--cpu-max-log 22] \
-                     [--pageable-max-log 24] [--separate-msms 1 (time each MSM; slower than the batched call)]";
+                     [--pageable-max-log 24] [--separate-msms 1 (time each MSM; slower than the batched call)] \
+                     [--mem-limits 24,32 (GiB; streamed runs)] [--resident 0 (skip the resident runs)]";
+
+/// The process's peak resident set (VmHWM), bytes.
+fn host_peak() -> usize {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<usize>().ok())
+        })
+        .map_or(0, |kb| kb << 10)
+}
+
+/// Restarts VmHWM from the current resident set (Linux ≥ 4.0; ignored elsewhere).
+fn reset_host_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// One line of the table.
+struct Row {
+    k: u32,
+    mode: String,
+    total_ms: f64,
+    t: Timings,
+    abc_bytes: usize,
+    rates: Option<(f64, f64)>,
+    pageable_ms: Option<f64>,
+    cpu_ms: Option<f64>,
+    setup: Duration,
+    device_peak: usize,
+    host_peak: usize,
+    params_bytes: usize,
+}
 
 /// Median GB/s of host→device copies of `bytes`.
 fn h2d_rate(bytes: &[u8], runs: usize) -> f64 {
@@ -68,107 +110,150 @@ fn main() {
         .with_custom_backend(backend.clone())
         .with_pool(pinned_pool.clone());
     let pageable = Prover::new()
-        .with_custom_backend(backend)
+        .with_custom_backend(backend.clone())
         .with_pool(PinnedPool::heap(PoolConfig::default()));
     let cpu = Prover::new()
         .with_backend(BackendChoice::Cpu)
         .unwrap_or_else(|e| fail(&e.to_string()));
 
-    let mut rows = Vec::new();
+    let limits: Vec<usize> = args.list("--mem-limits", Vec::new());
+    let with_resident = args.get("--resident", 1u8) != 0;
+    let mut rows: Vec<Row> = Vec::new();
     for &k in &sizes {
         let circuit = Synthetic {
             bit_percent: bits,
             ..Synthetic::new(k)
         };
+        reset_host_peak();
+        // The first assignment gives the parameters their shape and is the first warm-up run.
         let start = Instant::now();
-        let params = random_parameters(circuit.clone(), u64::from(k)).unwrap_or_else(|e| fail(&e.to_string()));
-        eprintln!("2^{k}: parameters made in {:.1} s", start.elapsed().as_secs_f64());
+        let first = gpu.synthesize(circuit.clone()).unwrap_or_else(|e| fail(&e.to_string()));
+        eprintln!("2^{k}: synthesized in {:.1} s", start.elapsed().as_secs_f64());
+        let mut first = Some(first);
         let start = Instant::now();
-        gpu.prepare(&params).unwrap_or_else(|e| fail(&e.to_string()));
-        let upload = start.elapsed();
+        let params = random_parameters_for(first.as_ref().unwrap_or_else(|| fail("no assignment")), u64::from(k))
+            .unwrap_or_else(|e| fail(&e.to_string()));
         eprintln!(
-            "2^{k}: parameters resident on the GPU in {:.0} ms ({} MiB)",
-            ms(upload),
-            params.device_bytes() >> 20
+            "2^{k}: parameters ({} MiB) made in {:.1} s",
+            params.device_bytes() >> 20,
+            start.elapsed().as_secs_f64()
         );
-
         let mut rng = rand::thread_rng();
-        let mut totals = Vec::new();
-        let mut last = Timings::default();
-        let mut proof = None;
         let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-        for run in 0..=runs {
-            let a = gpu.synthesize(circuit.clone()).unwrap_or_else(|e| fail(&e.to_string()));
-            if !a.is_pinned() {
-                fail("the assignment is not pinned");
+        let mut reference: Option<cuzk::Proof> = None;
+
+        // Proves `runs` times after a warm-up under the backend's current settings; the first
+        // assignment also measures the a/b/c transfer rates (pinned and pageable).
+        let mut measure = |mode: &str, setup: Duration, rates_too: bool, reference: &mut Option<cuzk::Proof>| {
+            backend.memory_stats(true).unwrap_or_else(|e| fail(&e.to_string()));
+            let mut totals = Vec::new();
+            let mut last = Timings::default();
+            let mut rates = None;
+            let mut abc_bytes = 0;
+            for run in 0..=runs {
+                let a = match first.take() {
+                    Some(a) => a,
+                    None => gpu.synthesize(circuit.clone()).unwrap_or_else(|e| fail(&e.to_string())),
+                };
+                if !a.is_pinned() {
+                    fail("the assignment is not pinned");
+                }
+                abc_bytes = 3 * std::mem::size_of_val(a.a());
+                if run == 0 && rates_too {
+                    let pinned_rate = h2d_rate(as_bytes(a.a()), 5);
+                    let heap_copy: Vec<Scalar> = a.a().to_vec();
+                    rates = Some((pinned_rate, h2d_rate(as_bytes(&heap_copy), 3)));
+                }
+                let start = Instant::now();
+                let (p, t) = gpu
+                    .prove_synthesized(vec![a], &params, &[r], &[s])
+                    .unwrap_or_else(|e| fail(&e.to_string()));
+                let total = start.elapsed();
+                eprintln!("2^{k} {mode} run {run}: {:.0} ms ({t})", ms(total));
+                if run > 0 {
+                    totals.push(ms(total));
+                    last = t;
+                }
+                match reference {
+                    None => *reference = Some(p[0]),
+                    Some(q) if *q != p[0] => fail(&format!("2^{k}: the {mode} proof differs from the first one")),
+                    Some(_) => {}
+                }
             }
+            let device_peak = backend.memory_stats(false).map_or(0, |m| m.peak);
+            Row {
+                k,
+                mode: mode.to_string(),
+                total_ms: median(totals),
+                t: last,
+                abc_bytes,
+                rates,
+                pageable_ms: None,
+                cpu_ms: None,
+                setup,
+                device_peak,
+                host_peak: host_peak(),
+                params_bytes: params.device_bytes(),
+            }
+        };
+
+        if with_resident {
             let start = Instant::now();
-            let (p, t) = gpu
-                .prove_synthesized(vec![a], &params, &[r], &[s])
-                .unwrap_or_else(|e| fail(&e.to_string()));
-            let total = start.elapsed();
-            eprintln!("2^{k} run {run}: {:.0} ms ({t})", ms(total));
-            if run > 0 {
-                totals.push(ms(total));
-                last = t;
-            }
-            proof = Some(p[0]);
+            gpu.prepare(&params).unwrap_or_else(|e| fail(&e.to_string()));
+            let upload = start.elapsed();
+            eprintln!("2^{k}: parameters resident on the GPU in {:.0} ms", ms(upload));
+            let mut row = measure("resident", upload, true, &mut reference);
+
+            row.pageable_ms = (k <= pageable_max).then(|| {
+                let a = pageable
+                    .synthesize(circuit.clone())
+                    .unwrap_or_else(|e| fail(&e.to_string()));
+                pageable
+                    .prove_synthesized(vec![a], &params, &[r], &[s])
+                    .unwrap_or_else(|e| fail(&e.to_string()));
+                let a = pageable
+                    .synthesize(circuit.clone())
+                    .unwrap_or_else(|e| fail(&e.to_string()));
+                let start = Instant::now();
+                let (p, _) = pageable
+                    .prove_synthesized(vec![a], &params, &[r], &[s])
+                    .unwrap_or_else(|e| fail(&e.to_string()));
+                if Some(p[0]) != reference {
+                    fail("pageable and pinned GPU proofs differ");
+                }
+                ms(start.elapsed())
+            });
+            row.cpu_ms = (k <= cpu_max).then(|| {
+                let a = cpu.synthesize(circuit.clone()).unwrap_or_else(|e| fail(&e.to_string()));
+                let start = Instant::now();
+                let (p, _) = cpu
+                    .prove_synthesized(vec![a], &params, &[r], &[s])
+                    .unwrap_or_else(|e| fail(&e.to_string()));
+                let t = ms(start.elapsed());
+                if Some(p[0]) != reference {
+                    fail(&format!("2^{k}: GPU and CPU proofs differ"));
+                }
+                eprintln!("2^{k}: CPU {t:.0} ms, same bytes as the GPU");
+                t
+            });
+            gpu.evict_resident();
+            rows.push(row);
         }
-        let gpu_ms = median(totals);
 
-        // a/b/c transfer rates from the pinned assignment and from pageable copies.
-        let a = gpu.synthesize(circuit.clone()).unwrap_or_else(|e| fail(&e.to_string()));
-        let abc_bytes = 3 * std::mem::size_of_val(a.a());
-        let pinned_rate = h2d_rate(as_bytes(a.a()), 5);
-        let heap_copy: Vec<Scalar> = a.a().to_vec();
-        let pageable_rate = h2d_rate(as_bytes(&heap_copy), 3);
-        drop((a, heap_copy));
-
-        let pageable_ms = (k <= pageable_max).then(|| {
-            let a = pageable
-                .synthesize(circuit.clone())
+        for &gib in &limits {
+            backend
+                .set_memory_limit(Some(gib << 30))
                 .unwrap_or_else(|e| fail(&e.to_string()));
-            pageable
-                .prove_synthesized(vec![a], &params, &[r], &[s])
-                .unwrap_or_else(|e| fail(&e.to_string()));
-            let a = pageable
-                .synthesize(circuit.clone())
-                .unwrap_or_else(|e| fail(&e.to_string()));
+            let streams = backend.would_stream(&params);
             let start = Instant::now();
-            let (p, _) = pageable
-                .prove_synthesized(vec![a], &params, &[r], &[s])
-                .unwrap_or_else(|e| fail(&e.to_string()));
-            if Some(p[0]) != proof {
-                fail("pageable and pinned GPU proofs differ");
-            }
-            ms(start.elapsed())
-        });
-
-        let cpu_ms = (k <= cpu_max).then(|| {
-            let a = cpu.synthesize(circuit.clone()).unwrap_or_else(|e| fail(&e.to_string()));
-            let start = Instant::now();
-            let (p, _) = cpu
-                .prove_synthesized(vec![a], &params, &[r], &[s])
-                .unwrap_or_else(|e| fail(&e.to_string()));
-            let t = ms(start.elapsed());
-            if Some(p[0]) != proof {
-                fail(&format!("2^{k}: GPU and CPU proofs differ"));
-            }
-            eprintln!("2^{k}: CPU {t:.0} ms, same bytes as the GPU");
-            t
-        });
-        gpu.evict_resident();
-        rows.push((
-            k,
-            gpu_ms,
-            last,
-            abc_bytes,
-            pinned_rate,
-            pageable_rate,
-            pageable_ms,
-            cpu_ms,
-            upload,
-        ));
+            gpu.prepare(&params).unwrap_or_else(|e| fail(&e.to_string()));
+            let setup = start.elapsed();
+            let mode = format!("{} ({gib} GiB)", if streams { "streamed" } else { "resident" });
+            eprintln!("2^{k}: {mode}, set up in {:.0} ms", ms(setup));
+            rows.push(measure(&mode, setup, !with_resident, &mut reference));
+            gpu.evict_resident();
+        }
+        backend.set_memory_limit(None).unwrap_or_else(|e| fail(&e.to_string()));
     }
 
     println!();
@@ -176,12 +261,16 @@ fn main() {
         "median of {runs} proofs after a warm-up; from synthesized (pinned) assignment to proof; {bits}% bit witnesses"
     );
     println!();
-    println!("| 2^k | total ms | a/b/c H2D + H + MSM H ms | MSMs L+A+B_G1+B_G2 ms | tail ms | a/b/c MiB | H2D pinned GB/s | H2D pageable GB/s | pageable prove ms | CPU prove ms | GPU/CPU speed-up | SRS upload ms |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| 2^k | mode | total ms | a/b/c H2D + H + MSM H ms | MSMs L+A+B_G1+B_G2 ms | tail ms | a/b/c MiB | H2D pinned GB/s | H2D pageable GB/s | pageable prove ms | CPU prove ms | GPU/CPU speed-up | SRS upload / register ms | params MiB | params GB/s of proof | peak device MiB | peak host MiB |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let d = |x: Duration| format!("{:.1}", ms(x));
-    for (k, total, t, abc, pin, page, pg, cpu, up) in rows {
+    for row in rows {
+        let t = &row.t;
         println!(
-            "| {k} | {total:.1} | {} | {} | {} | {} | {pin:.1} | {page:.1} | {} | {} | {} | {:.0} |",
+            "| {} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0} | {} | {:.1} | {} | {} |",
+            row.k,
+            row.mode,
+            row.total_ms,
             d(t.h),
             if separate {
                 format!(
@@ -195,11 +284,17 @@ fn main() {
                 format!("{} (batched)", d(t.msm_batch))
             },
             d(t.tail),
-            abc >> 20,
-            pg.map_or("-".into(), |x| format!("{x:.1}")),
-            cpu.map_or("-".into(), |x| format!("{x:.0}")),
-            cpu.map_or("-".into(), |x| format!("{:.1}×", x / total)),
-            ms(up)
+            row.abc_bytes >> 20,
+            row.rates.map_or("-".into(), |(p, _)| format!("{p:.1}")),
+            row.rates.map_or("-".into(), |(_, q)| format!("{q:.1}")),
+            row.pageable_ms.map_or("-".into(), |x| format!("{x:.1}")),
+            row.cpu_ms.map_or("-".into(), |x| format!("{x:.0}")),
+            row.cpu_ms.map_or("-".into(), |x| format!("{:.1}×", x / row.total_ms)),
+            ms(row.setup),
+            row.params_bytes >> 20,
+            row.params_bytes as f64 / row.total_ms / 1e6,
+            row.device_peak >> 20,
+            row.host_peak >> 20,
         );
     }
 }

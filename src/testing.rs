@@ -147,16 +147,25 @@ impl RngCore for SplitMix {
 /// # Errors
 /// Synthesis errors of the circuit.
 pub fn random_parameters<C: Circuit<Scalar>>(circuit: C, seed: u64) -> crate::Result<crate::Parameters> {
+    let cs = crate::Prover::new().synthesize(circuit)?;
+    random_parameters_for(&cs, seed)
+}
+
+/// [`random_parameters`] for the circuit `cs` was synthesized from (its shape only: sizes and
+/// densities), without synthesizing it again — for benchmarks of large circuits.
+///
+/// # Errors
+/// [`crate::Error::ParamsCorrupt`] never happens for a finished assignment (the shapes agree).
+pub fn random_parameters_for(cs: &crate::ProvingAssignment, seed: u64) -> crate::Result<crate::Parameters> {
+    use crate::prover::cpu::msm::{G1, G2};
     use blstrs::{G1Projective, G2Projective};
     use group::Group;
 
-    let cs = crate::Prover::new().synthesize(circuit)?;
     let inputs = cs.input_assignment().len();
     let aux = cs.aux_assignment().len();
     let m = cs.num_constraints().next_power_of_two().max(2);
     let a_len = inputs + cs.a_aux_density().total_density();
     let b_len = cs.b_input_density().total_density() + cs.b_aux_density().total_density();
-    drop(cs);
 
     let mut rng = SplitMix::new(seed);
     let g1 = |rng: &mut SplitMix| G1Projective::generator() * Scalar::random(rng);
@@ -168,25 +177,27 @@ pub fn random_parameters<C: Circuit<Scalar>>(circuit: C, seed: u64) -> crate::Re
         gamma_g2: g2(&mut rng).into(),
         delta_g1: g1(&mut rng).into(),
         delta_g2: g2(&mut rng).into(),
-        ic: progression(g1(&mut rng), g1(&mut rng), inputs),
+        ic: progression::<G1>(g1(&mut rng), g1(&mut rng), inputs),
     };
-    let h = progression(g1(&mut rng), g1(&mut rng), m - 1);
-    let l = progression(g1(&mut rng), g1(&mut rng), aux);
-    let a = progression(g1(&mut rng), g1(&mut rng), a_len);
-    let b_g1 = progression(g1(&mut rng), g1(&mut rng), b_len);
-    let b_g2 = progression(g2(&mut rng), g2(&mut rng), b_len);
+    let h = progression::<G1>(g1(&mut rng), g1(&mut rng), m - 1);
+    let l = progression::<G1>(g1(&mut rng), g1(&mut rng), aux);
+    let a = progression::<G1>(g1(&mut rng), g1(&mut rng), a_len);
+    let b_g1 = progression::<G1>(g1(&mut rng), g1(&mut rng), b_len);
+    let b_g2 = progression::<G2>(g2(&mut rng), g2(&mut rng), b_len);
     crate::Parameters::new(vk, h, l, a, b_g1, b_g2)
 }
 
-/// start, start + step, start + 2·step, ... (n points, affine), in parallel chunks.
-fn progression<G>(start: G, step: G, n: usize) -> Vec<G::AffineRepr>
+/// start, start + step, start + 2·step, ... (n points, affine), in parallel chunks, each
+/// converted to affine with one shared inversion.
+fn progression<C>(start: C::Projective, step: C::Projective, n: usize) -> Vec<C::Affine>
 where
-    G: group::Curve + group::Group<Scalar = Scalar> + Send + Sync,
-    G::AffineRepr: Send + Default + Copy,
+    C: crate::prover::cpu::msm::Curve,
+    C::Projective: group::Group<Scalar = Scalar> + Sync,
+    C::Affine: Send + Default,
 {
     use rayon::prelude::*;
     const CHUNK: usize = 1 << 14;
-    let mut out = vec![G::AffineRepr::default(); n];
+    let mut out = vec![C::Affine::default(); n];
     out.par_chunks_mut(CHUNK).enumerate().for_each(|(c, dst)| {
         let mut p = start + step * Scalar::from((c * CHUNK) as u64);
         let mut proj = Vec::with_capacity(dst.len());
@@ -194,7 +205,7 @@ where
             proj.push(p);
             p += step;
         }
-        G::batch_normalize(&proj, dst);
+        C::batch_to_affine(&proj, dst);
     });
     out
 }

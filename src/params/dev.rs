@@ -18,6 +18,7 @@ use rayon::prelude::*;
 
 use super::{Parameters, VerifyingKey};
 use crate::error::{Error, Result};
+use crate::prover::cpu::msm::{Curve as _, G1, G2};
 use crate::testing::SplitMix;
 
 /// Records a circuit's shape (which variable, with which non-zero coefficient, in which
@@ -117,14 +118,18 @@ fn nonzero(rng: &mut SplitMix) -> Scalar {
 fn g1_points(scalars: &[Scalar]) -> Vec<G1Affine> {
     let proj: Vec<G1Projective> = scalars.par_iter().map(|s| G1Projective::generator() * s).collect();
     let mut out = vec![G1Affine::default(); proj.len()];
-    G1Projective::batch_normalize(&proj, &mut out);
+    proj.par_chunks(1 << 14)
+        .zip(out.par_chunks_mut(1 << 14))
+        .for_each(|(p, o)| G1::batch_to_affine(p, o));
     out
 }
 
 fn g2_points(scalars: &[Scalar]) -> Vec<G2Affine> {
     let proj: Vec<G2Projective> = scalars.par_iter().map(|s| G2Projective::generator() * s).collect();
     let mut out = vec![G2Affine::default(); proj.len()];
-    G2Projective::batch_normalize(&proj, &mut out);
+    proj.par_chunks(1 << 14)
+        .zip(out.par_chunks_mut(1 << 14))
+        .for_each(|(p, o)| G2::batch_to_affine(p, o));
     out
 }
 

@@ -7,10 +7,12 @@
 //! in order, with consecutive bases (bellperson's query filtering).
 //!
 //! The only unsafe code is the calls into blst, fenced in [`Curve`]'s two implementations.
+//! [`Curve::batch_to_affine`] (blst's batch conversion) lives here for the same reason.
 
 use blst::{
-    blst_p1, blst_p1_affine, blst_p1s_add, blst_p1s_mult_pippenger, blst_p1s_mult_pippenger_scratch_sizeof, blst_p2,
-    blst_p2_affine, blst_p2s_add, blst_p2s_mult_pippenger, blst_p2s_mult_pippenger_scratch_sizeof,
+    blst_p1, blst_p1_affine, blst_p1s_add, blst_p1s_mult_pippenger, blst_p1s_mult_pippenger_scratch_sizeof,
+    blst_p1s_to_affine, blst_p2, blst_p2_affine, blst_p2s_add, blst_p2s_mult_pippenger,
+    blst_p2s_mult_pippenger_scratch_sizeof, blst_p2s_to_affine,
 };
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
@@ -43,6 +45,40 @@ pub trait Curve: Sync {
     /// # Errors
     /// [`Error::InvalidArgument`] when there is not one scalar per point.
     fn pippenger(points: &[&Self::Raw], scalars: &[[u8; 32]]) -> Result<Self::Projective>;
+
+    /// `out[i] = points[i]` in affine form, with one shared inversion (blst's batch
+    /// conversion; blstrs' `batch_normalize` inverts once per point, ~50× slower). The
+    /// identity is handled (it is left out of the batch).
+    ///
+    /// # Panics
+    /// When the slices differ in length (a caller's bug).
+    fn batch_to_affine(points: &[Self::Projective], out: &mut [Self::Affine]);
+}
+
+/// Shared part of the batch conversions: the non-identity points go to `convert` as raw
+/// pointers with the indices they came from; the identities are written directly.
+fn batch_to_affine_with<P: Group, A: Default + Copy, R>(
+    points: &[P],
+    out: &mut [A],
+    raw: impl Fn(&P) -> *const R,
+    convert: impl FnOnce(&[*const R], &mut [A]),
+) {
+    assert_eq!(points.len(), out.len(), "batch_to_affine: lengths differ");
+    let keep: Vec<usize> = (0..points.len())
+        .filter(|&i| !bool::from(points[i].is_identity()))
+        .collect();
+    if keep.len() == points.len() {
+        let ptrs: Vec<*const R> = points.iter().map(&raw).collect();
+        convert(&ptrs, out);
+        return;
+    }
+    let ptrs: Vec<*const R> = keep.iter().map(|&i| raw(&points[i])).collect();
+    let mut tmp = vec![A::default(); keep.len()];
+    convert(&ptrs, &mut tmp);
+    out.fill(A::default()); // A::default() is the identity (blstrs' affine points)
+    for (j, &i) in keep.iter().enumerate() {
+        out[i] = tmp[j];
+    }
 }
 
 /// G1.
@@ -100,6 +136,20 @@ impl Curve for G1 {
         }
         Ok(out)
     }
+
+    fn batch_to_affine(points: &[G1Projective], out: &mut [G1Affine]) {
+        batch_to_affine_with(
+            points,
+            out,
+            |p| -> *const blst_p1 { p.as_ref() },
+            |ptrs, dst| {
+                // SAFETY: `ptrs` holds dst.len() pointers to live, non-identity projective
+                // points borrowed for this call; `dst` has room for as many affine points
+                // (G1Affine is repr(transparent) over blst_p1_affine).
+                unsafe { blst_p1s_to_affine(dst.as_mut_ptr().cast::<blst_p1_affine>(), ptrs.as_ptr(), ptrs.len()) };
+            },
+        );
+    }
 }
 
 impl Curve for G2 {
@@ -145,6 +195,20 @@ impl Curve for G2 {
             );
         }
         Ok(out)
+    }
+
+    fn batch_to_affine(points: &[G2Projective], out: &mut [G2Affine]) {
+        batch_to_affine_with(
+            points,
+            out,
+            |p| -> *const blst_p2 { p.as_ref() },
+            |ptrs, dst| {
+                // SAFETY: `ptrs` holds dst.len() pointers to live, non-identity projective
+                // points borrowed for this call; `dst` has room for as many affine points
+                // (G2Affine is repr(transparent) over blst_p2_affine).
+                unsafe { blst_p2s_to_affine(dst.as_mut_ptr().cast::<blst_p2_affine>(), ptrs.as_ptr(), ptrs.len()) };
+            },
+        );
     }
 }
 
