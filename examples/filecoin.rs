@@ -184,9 +184,13 @@ fn ok<T, E: std::fmt::Display>(what: &str, r: Result<T, E>) -> T {
 /// Generates the TEST parameters of `kind` with filecoin-proofs' generator when missing.
 fn ensure_params(kind: ParamsKind) {
     let path = ok("parameter path", filecoin::parameter_path(kind));
-    if path.exists() {
+    // filecoin-proofs writes the file in place: one without our marker may be the remains of
+    // an interrupted generation, so it is made again.
+    let done = path.with_extension("params.complete");
+    if path.exists() && done.exists() {
         return;
     }
+    let _ = std::fs::remove_file(&path);
     eprintln!(
         "generating TEST parameters {} with filecoin-proofs (once) ...",
         path.display()
@@ -237,6 +241,7 @@ fn ensure_params(kind: ParamsKind) {
         }
     };
     ok("parameter generation", r);
+    ok("marker", std::fs::write(&done, b""));
     eprintln!("generated in {:.1} s", start.elapsed().as_secs_f64());
 }
 

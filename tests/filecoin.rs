@@ -40,12 +40,21 @@ const MINER: u64 = 1000;
 
 type Tree = filecoin_proofs::SectorShape2KiB;
 
+/// Where the tests keep parameters, sectors and the Go fixture: `CUZK_FILECOIN_TMP`, else
+/// cargo's `<target>/tmp` (a path baked in at build time: set the variable where the binary
+/// runs elsewhere, e.g. on the GPU machine).
+fn tmp_root() -> PathBuf {
+    std::env::var_os("CUZK_FILECOIN_TMP")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")))
+}
+
 /// Points filecoin-proofs at the test parameter cache before anything reads its settings.
 fn init() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         if std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").is_none() {
-            let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("filecoin-proof-parameters");
+            let dir = tmp_root().join("filecoin-proof-parameters");
             std::fs::create_dir_all(&dir).expect("create the parameter cache");
             std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
         }
@@ -67,9 +76,13 @@ fn ensure_params(kind: ParamsKind) -> PathBuf {
     static LOCK: Mutex<()> = Mutex::new(());
     let _guard = LOCK.lock().unwrap_or_else(|p| p.into_inner());
     let path = filecoin::parameter_path(kind).expect("parameter path");
-    if path.exists() {
+    // filecoin-proofs writes the file in place: one without our marker may be the remains of
+    // an interrupted generation, so it is made again.
+    let done = path.with_extension("params.complete");
+    if path.exists() && done.exists() {
         return path;
     }
+    let _ = std::fs::remove_file(&path);
     let start = std::time::Instant::now();
     let mut rng = rand::rngs::OsRng;
     match kind {
@@ -115,6 +128,7 @@ fn ensure_params(kind: ParamsKind) -> PathBuf {
         start.elapsed()
     );
     assert!(path.exists(), "filecoin-proofs wrote {}", path.display());
+    std::fs::write(&done, b"").unwrap();
     path
 }
 
@@ -140,7 +154,7 @@ impl Sealed {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("filecoin-{}-{name}", std::process::id()));
+    let dir = tmp_root().join(format!("filecoin-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
@@ -281,7 +295,7 @@ fn write_go_fixture(randomness: &[u8; 32], vanilla: &[Vec<u8>]) {
         "vanilla": vanilla.iter().map(|v| hex(v)).collect::<Vec<_>>(),
         "param_cache": cache,
     });
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("filecoin-fixtures");
+    let dir = tmp_root().join("filecoin-fixtures");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("winning.json"), serde_json::to_vec_pretty(&fixture).unwrap()).unwrap();
 }
