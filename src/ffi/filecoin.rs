@@ -138,7 +138,11 @@ fn prover_of(p: *const cuzk_prover) -> Prover {
     // SAFETY: NULL or a live prover per every entry point's contract.
     match unsafe { p.as_ref() } {
         Some(p) => p.inner.clone(),
-        None => Prover::new(),
+        None => {
+            // One process-wide Auto prover, so its capacity hints carry over between calls.
+            static DEFAULT: std::sync::OnceLock<Prover> = std::sync::OnceLock::new();
+            DEFAULT.get_or_init(Prover::new).clone()
+        }
     }
 }
 
