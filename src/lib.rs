@@ -77,7 +77,7 @@ pub mod testing;
 
 pub use assignment::{CapacityHint, CapacityHints, DensityTracker, ProvingAssignment};
 pub use error::{Error, Result};
-pub use params::{Parameters, PointCheck, VerifyingKey};
+pub use params::{Parameters, PointCheck, QueryLengths, VerifyingKey};
 pub use pool::{HeapAllocator, HostAllocator, PinnedBuffer, PinnedPool, PinnedVec, PoolConfig, PoolStats, WhenFull};
 pub use proof::{verify_proof, PreparedVerifyingKey, Proof};
 pub use prover::{prove, prove_with_randomness, BackendChoice, Prover, Timings};

@@ -622,3 +622,45 @@ fn msms_on_repeated_bases_and_extreme_scalars_match_the_cpu() {
         expect
     );
 }
+
+#[test]
+fn device_only_parameters_prove_on_the_gpu_and_nowhere_else() {
+    let _serial = serial();
+    let mut rng = common::rng("device_only");
+    let circuit = Synthetic::new(14).with_seed(rng.gen());
+    let params = random_parameters(circuit.clone(), rng.gen()).unwrap();
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let expected = cpu_prover()
+        .prove_with_randomness(vec![circuit.clone()], &params, &[r], &[s])
+        .unwrap();
+    let gpu = gpu_prover();
+    let device_only = gpu.prepare_device_only(&params).unwrap();
+    assert!(!device_only.has_host_copy() && params.has_host_copy());
+    drop(params);
+    for _ in 0..2 {
+        let p = gpu
+            .prove_with_randomness(vec![circuit.clone()], &device_only, &[r], &[s])
+            .unwrap();
+        assert_eq!(p[0].to_bytes(), expected[0].to_bytes());
+    }
+    // A limit change evicts idle sets, but not one kept for good.
+    let backend = cuda::CudaBackend::shared(0).unwrap();
+    let reset = LimitGuard(backend.clone());
+    backend.set_memory_limit(Some(backend.memory_limit())).unwrap();
+    drop(reset);
+    let p = gpu
+        .prove_with_randomness(vec![circuit.clone()], &device_only, &[r], &[s])
+        .unwrap();
+    assert_eq!(p[0].to_bytes(), expected[0].to_bytes());
+    // The CPU cannot prove with it, and once evicted, neither can the GPU: clear errors.
+    let err = cpu_prover()
+        .prove_with_randomness(vec![circuit.clone()], &device_only, &[r], &[s])
+        .unwrap_err();
+    assert!(err.to_string().contains("released"), "{err}");
+    gpu.evict_resident();
+    let err = gpu
+        .prove_with_randomness(vec![circuit], &device_only, &[r], &[s])
+        .unwrap_err();
+    assert!(err.to_string().contains("released"), "{err}");
+    assert_eq!(gpu.pool().unwrap().stats().bytes_in_use, 0);
+}

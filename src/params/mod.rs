@@ -51,6 +51,11 @@ pub struct VerifyingKey {
 /// Immutable once made, and identified by a process-unique id, so a device-resident copy
 /// (CUDA backend) can never go stale. Cheap to clone: clones share the query vectors (tens of
 /// GiB for a Filecoin partition) and the id.
+///
+/// After [`Prover::prepare_device_only`](crate::Prover::prepare_device_only) a set may have
+/// no host copy of its query vectors ([`Parameters::has_host_copy`]): the accessors then
+/// return empty slices, the lengths live on in [`Parameters::query_lengths`], and only the GPU
+/// holding them can prove with it.
 #[derive(Debug, Clone)]
 pub struct Parameters {
     id: u64,
@@ -60,6 +65,21 @@ pub struct Parameters {
     a: Arc<Vec<G1Affine>>,
     b_g1: Arc<Vec<G1Affine>>,
     b_g2: Arc<Vec<G2Affine>>,
+    lens: QueryLengths,
+    host_copy: bool,
+}
+
+/// Number of points in each query vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueryLengths {
+    /// H: m − 1.
+    pub h: usize,
+    /// L: one per aux variable.
+    pub l: usize,
+    /// A: the inputs, then the aux variables A uses.
+    pub a: usize,
+    /// B in G1 (and in G2: the same selection).
+    pub b: usize,
 }
 
 impl PartialEq for Parameters {
@@ -70,6 +90,7 @@ impl PartialEq for Parameters {
             && self.a == other.a
             && self.b_g1 == other.b_g1
             && self.b_g2 == other.b_g2
+            && self.lens == other.lens
     }
 }
 
@@ -375,12 +396,20 @@ impl Parameters {
         b_g1: Vec<G1Affine>,
         b_g2: Vec<G2Affine>,
     ) -> Result<Self> {
+        let (h_len, l_len, a_len, b_g1_len) = (h.len(), l.len(), a.len(), b_g1.len());
         let params = Self {
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             vk,
             h: Arc::new(h),
             l: Arc::new(l),
             a: Arc::new(a),
+            lens: QueryLengths {
+                h: h_len,
+                l: l_len,
+                a: a_len,
+                b: b_g1_len,
+            },
+            host_copy: true,
             b_g1: Arc::new(b_g1),
             b_g2: Arc::new(b_g2),
         };
@@ -438,7 +467,44 @@ impl Parameters {
 
     /// Bytes the query vectors take as affine points (what device residency costs).
     pub fn device_bytes(&self) -> usize {
-        (self.h.len() + self.l.len() + self.a.len() + self.b_g1.len()) * G1_BYTES + self.b_g2.len() * G2_BYTES
+        let n = self.lens;
+        (n.h + n.l + n.a + n.b) * G1_BYTES + n.b * G2_BYTES
+    }
+
+    /// Number of points in each query vector (also without a host copy).
+    pub fn query_lengths(&self) -> QueryLengths {
+        self.lens
+    }
+
+    /// Whether the query vectors are in host memory (false after
+    /// [`Prover::prepare_device_only`](crate::Prover::prepare_device_only)).
+    pub fn has_host_copy(&self) -> bool {
+        self.host_copy
+    }
+
+    /// These parameters without their host copy: same id and verifying key, empty query
+    /// vectors (the memory goes when no other clone holds it).
+    pub(crate) fn without_host_copy(self) -> Self {
+        Self {
+            h: Arc::new(Vec::new()),
+            l: Arc::new(Vec::new()),
+            a: Arc::new(Vec::new()),
+            b_g1: Arc::new(Vec::new()),
+            b_g2: Arc::new(Vec::new()),
+            host_copy: false,
+            ..self
+        }
+    }
+
+    /// An error naming what needed the released host copy.
+    pub(crate) fn require_host_copy(&self, what: &str) -> Result<()> {
+        if self.host_copy {
+            return Ok(());
+        }
+        Err(Error::InvalidArgument(format!(
+            "{what} needs the parameters' query vectors in host memory, and these were released \
+             after their upload (Prover::prepare_device_only): prove on the GPU that holds them, or load them again"
+        )))
     }
 
     /// Writes the parameters in bellperson's format.
@@ -446,6 +512,11 @@ impl Parameters {
     /// # Errors
     /// Any I/O error of `w`.
     pub fn write<W: Write>(&self, mut w: W) -> std::io::Result<()> {
+        if !self.host_copy {
+            return Err(std::io::Error::other(
+                "the parameters' host copy was released after their upload: nothing to write",
+            ));
+        }
         self.vk.write(&mut w)?;
         for section in [&self.h, &self.l, &self.a, &self.b_g1] {
             write_len(&mut w, section.len())?;
@@ -467,12 +538,12 @@ impl Parameters {
 
     /// Aux (private) variables the circuit has.
     pub fn num_aux(&self) -> usize {
-        self.l.len()
+        self.lens.l
     }
 
     /// The evaluation domain size m (a power of two): `h.len() + 1`.
     pub fn domain_size(&self) -> usize {
-        self.h.len() + 1
+        self.lens.h + 1
     }
 
     /// Checks what the format implies about the sections' lengths.
@@ -510,5 +581,46 @@ impl Parameters {
             )));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::{random_parameters, Synthetic};
+    use crate::{BackendChoice, Prover};
+    use blstrs::Scalar;
+    use ff::Field;
+
+    #[test]
+    fn without_the_host_copy_lengths_stay_and_host_uses_fail_clearly() {
+        let circuit = Synthetic::new(8).with_seed(5);
+        let params = random_parameters(circuit.clone(), 3).unwrap();
+        let cpu = Prover::new().with_backend(BackendChoice::Cpu).unwrap();
+
+        // The CPU keeps no device copy: a clear error, and the parameters are untouched.
+        let err = cpu.prepare_device_only(&params).unwrap_err();
+        assert!(err.to_string().contains("keeps no device copy"), "{err}");
+        assert!(params.has_host_copy());
+        let one = [Scalar::ONE];
+        let proof = cpu
+            .prove_with_randomness(vec![circuit.clone()], &params, &one, &one)
+            .unwrap();
+
+        let released = params.clone().without_host_copy();
+        assert!(!released.has_host_copy());
+        assert_eq!(released.id(), params.id());
+        assert_eq!(released.query_lengths(), params.query_lengths());
+        assert_eq!(released.domain_size(), params.domain_size());
+        assert_eq!(released.device_bytes(), params.device_bytes());
+        assert_eq!(released.num_aux(), params.num_aux());
+        assert!(released.h().is_empty() && released.b_g2().is_empty());
+        assert!(released.write(Vec::new()).is_err());
+        let err = cpu
+            .prove_with_randomness(vec![circuit.clone()], &released, &one, &one)
+            .unwrap_err();
+        assert!(err.to_string().contains("released"), "{err}");
+        // The original still proves, to the same bytes.
+        let again = cpu.prove_with_randomness(vec![circuit], &params, &one, &one).unwrap();
+        assert_eq!(proof[0].to_bytes(), again[0].to_bytes());
     }
 }

@@ -54,6 +54,20 @@ pub trait Backend: Send + Sync {
         Ok(())
     }
 
+    /// Makes `params` resident for good: uploaded now, never evicted to make room (only
+    /// [`Backend::evict`] frees them), so their host copy may go
+    /// ([`Prover::prepare_device_only`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a backend that keeps no device copy (the CPU), or when the
+    /// parameters do not fit on the device (they would be streamed from host memory).
+    fn keep_resident(&self, _params: &Parameters) -> Result<()> {
+        Err(Error::InvalidArgument(format!(
+            "the {} backend keeps no device copy of the parameters",
+            self.name()
+        )))
+    }
+
     /// Frees whatever [`Backend::prepare`] keeps (device-resident parameters) and the
     /// backend's device caches.
     fn evict(&self) {}
@@ -168,6 +182,13 @@ impl Backend for Fallback {
 
     fn prepare(&self, params: &Parameters) -> Result<()> {
         self.usable().map_or(Ok(()), |b| b.prepare(params))
+    }
+
+    fn keep_resident(&self, params: &Parameters) -> Result<()> {
+        match self.usable() {
+            Some(b) => b.keep_resident(params),
+            None => cpu::CpuBackend.keep_resident(params),
+        }
     }
 
     fn evict(&self) {
@@ -298,6 +319,29 @@ impl Prover {
     /// Backend failures.
     pub fn prepare(&self, params: &Parameters) -> Result<()> {
         self.backend.prepare(params)
+    }
+
+    /// Uploads `params` to the GPU for good and returns a clone **without the host copy**: the
+    /// query vectors (tens of GiB for a Filecoin partition) are freed once no other clone
+    /// holds them — drop `params` and its other clones.
+    /// On error nothing changes: `params` is as it was. Proofs then run only on this prover's GPU; the CPU path (and an
+    /// `Auto` prover whose GPU is lost) fails with a clear error, and so does a set too large
+    /// for the device (which needs its host copy to stream: use [`Prover::prepare`]).
+    /// [`Prover::evict_resident`] frees the device copy too.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] on the CPU backend, or when the set would be streamed;
+    /// device errors of the upload.
+    pub fn prepare_device_only(&self, params: &Parameters) -> Result<Parameters> {
+        params.require_host_copy("uploading parameters")?;
+        self.backend.keep_resident(params)?;
+        log::info!(
+            "parameters {} resident for good on the {} backend; host copy released ({} MiB)",
+            params.id(),
+            self.backend.name(),
+            params.device_bytes() >> 20
+        );
+        Ok(params.clone().without_host_copy())
     }
 
     /// Frees the parameters the backend keeps resident (device memory) and its device caches
@@ -538,12 +582,13 @@ pub(crate) fn check_assignment(a: &ProvingAssignment, params: &Parameters) -> Re
         );
     }
     let a_dense = inputs + a.a_aux_density().total_density();
-    if a_dense != params.a().len() {
-        return mismatch("A query points", params.a().len(), a_dense);
+    let lens = params.query_lengths();
+    if a_dense != lens.a {
+        return mismatch("A query points", lens.a, a_dense);
     }
     let b_dense = a.b_input_density().total_density() + a.b_aux_density().total_density();
-    if b_dense != params.b_g1().len() {
-        return mismatch("B query points", params.b_g1().len(), b_dense);
+    if b_dense != lens.b {
+        return mismatch("B query points", lens.b, b_dense);
     }
     Ok(())
 }

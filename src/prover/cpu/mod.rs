@@ -45,6 +45,7 @@ impl CpuBackend {
         let start = Instant::now();
         // The prover checked already; the backend can also be called directly.
         super::check_assignment(assignment, params)?;
+        params.require_host_copy("proving on the CPU")?;
         let domain = ntt::Domain::new(params.domain_size().trailing_zeros())?;
         let m = domain.size();
         let padded = |v: &[Scalar]| -> Result<Vec<Scalar>> {

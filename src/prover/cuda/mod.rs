@@ -538,6 +538,8 @@ struct Slot {
     params_id: u64,
     bytes: usize,
     evicted: AtomicBool,
+    /// Kept for good (`keep_resident`): never evicted to make room.
+    pinned: AtomicBool,
     state: Mutex<Option<Arc<Resident>>>,
 }
 
@@ -911,7 +913,7 @@ impl CudaBackend {
     fn evict_one_idle(&self, keep: Option<u64>) -> Option<Arc<Resident>> {
         let mut list = self.slots.lock();
         for i in 0..list.len() {
-            if Some(list[i].params_id) == keep {
+            if Some(list[i].params_id) == keep || list[i].pinned.load(Ordering::Acquire) {
                 continue;
             }
             // A set that is uploading (lock held) or in use (a proof holds a clone) stays.
@@ -963,6 +965,7 @@ impl CudaBackend {
                         params_id: params.id(),
                         bytes,
                         evicted: AtomicBool::new(false),
+                        pinned: AtomicBool::new(false),
                         state: Mutex::new(None),
                     });
                     list.push(s.clone());
@@ -1013,6 +1016,7 @@ impl CudaBackend {
     }
 
     fn upload(&self, params: &Parameters) -> Result<Arc<Resident>> {
+        params.require_host_copy("uploading parameters to the GPU")?;
         let start = Instant::now();
         let d = self.device;
         let bytes = params.device_bytes();
@@ -1041,6 +1045,7 @@ impl CudaBackend {
 
     /// Streamed mode: page-locks the host vectors once; the MSMs copy from them in chunks.
     fn stream(&self, params: &Parameters) -> Result<Arc<Resident>> {
+        params.require_host_copy("streaming parameters to the GPU")?;
         let start = Instant::now();
         let d = self.device;
         let q = params.shared_queries();
@@ -1074,6 +1079,32 @@ impl Backend for CudaBackend {
             return Err(self.lost_error());
         }
         self.resident(params).map(|_| ())
+    }
+
+    fn keep_resident(&self, params: &Parameters) -> Result<()> {
+        if self.is_device_lost() {
+            return Err(self.lost_error());
+        }
+        if self.would_stream(params) {
+            return Err(Error::InvalidArgument(format!(
+                "parameters of {} MiB do not fit on GPU {} with a proof's working set (limit {} MiB): they are streamed from host memory, which must stay",
+                params.device_bytes() >> 20,
+                self.device,
+                self.memory_limit() >> 20
+            )));
+        }
+        let r = self.resident(params)?;
+        if r.streamed {
+            return Err(Error::InvalidArgument(format!(
+                "parameters are streamed on GPU {}: their host copy must stay",
+                self.device
+            )));
+        }
+        let slots: Vec<Arc<Slot>> = self.slots.lock().clone();
+        for s in slots.iter().filter(|s| s.params_id == params.id()) {
+            s.pinned.store(true, Ordering::Release);
+        }
+        Ok(())
     }
 
     fn evict(&self) {
