@@ -8,7 +8,9 @@
 //! those GiB (`CudaBackend::set_memory_limit`): parameters that do not fit with a proof's
 //! working set are streamed from pinned host memory; the proof must equal the resident one.
 //! Peak device memory is what cuzk's kernels count (resident bases, tables, scratch); peak
-//! host memory is the process's VmHWM, reset per size.
+//! host memory is the process's VmHWM, reset per size. `--device-only 1` runs the resident
+//! proofs last, with the parameters' host copy released (`Prover::prepare_device_only`), so
+//! the host peak of that row is a proof's own memory (no pageable or CPU comparison then).
 //!
 //! Parameters are random points of the right shape (`cuzk::testing::random_parameters`): the
 //! work is exactly a real proof's, but there is no trapdoor, so proofs are checked against the
@@ -28,7 +30,8 @@ use support::{fail, median, ms, Args};
 
 const USAGE: &str = "usage: bench [--log-sizes 20,22,24] [--runs 3] [--bit-percent 75] [--cpu-max-log 22] \
                      [--pageable-max-log 24] [--separate-msms 1 (time each MSM; slower than the batched call)] \
-                     [--mem-limits 24,32 (GiB; streamed runs)] [--resident 0 (skip the resident runs)]";
+                     [--mem-limits 24,32 (GiB; streamed runs)] [--resident 0 (skip the resident runs)] \
+                     [--device-only 1 (resident runs last, host copy released: Prover::prepare_device_only)]";
 
 /// The process's peak resident set (VmHWM), bytes.
 fn host_peak() -> usize {
@@ -118,6 +121,7 @@ fn main() {
 
     let limits: Vec<usize> = args.list("--mem-limits", Vec::new());
     let with_resident = args.get("--resident", 1u8) != 0;
+    let device_only = args.get("--device-only", 0u8) != 0;
     let mut rows: Vec<Row> = Vec::new();
     for &k in &sizes {
         let circuit = Synthetic {
@@ -144,7 +148,11 @@ fn main() {
 
         // Proves `runs` times after a warm-up under the backend's current settings; the first
         // assignment also measures the a/b/c transfer rates (pinned and pageable).
-        let mut measure = |mode: &str, setup: Duration, rates_too: bool, reference: &mut Option<cuzk::Proof>| {
+        let mut measure = |mode: &str,
+                           params: &cuzk::Parameters,
+                           setup: Duration,
+                           rates_too: bool,
+                           reference: &mut Option<cuzk::Proof>| {
             backend.memory_stats(true).unwrap_or_else(|e| fail(&e.to_string()));
             let mut totals = Vec::new();
             let mut last = Timings::default();
@@ -166,7 +174,7 @@ fn main() {
                 }
                 let start = Instant::now();
                 let (p, t) = gpu
-                    .prove_synthesized(vec![a], &params, &[r], &[s])
+                    .prove_synthesized(vec![a], params, &[r], &[s])
                     .unwrap_or_else(|e| fail(&e.to_string()));
                 let total = start.elapsed();
                 eprintln!("2^{k} {mode} run {run}: {:.0} ms ({t})", ms(total));
@@ -197,12 +205,12 @@ fn main() {
             }
         };
 
-        if with_resident {
+        if with_resident && !device_only {
             let start = Instant::now();
             gpu.prepare(&params).unwrap_or_else(|e| fail(&e.to_string()));
             let upload = start.elapsed();
             eprintln!("2^{k}: parameters resident on the GPU in {:.0} ms", ms(upload));
-            let mut row = measure("resident", upload, true, &mut reference);
+            let mut row = measure("resident", &params, upload, true, &mut reference);
 
             row.pageable_ms = (k <= pageable_max).then(|| {
                 let a = pageable
@@ -250,10 +258,33 @@ fn main() {
             let setup = start.elapsed();
             let mode = format!("{} ({gib} GiB)", if streams { "streamed" } else { "resident" });
             eprintln!("2^{k}: {mode}, set up in {:.0} ms", ms(setup));
-            rows.push(measure(&mode, setup, !with_resident, &mut reference));
+            rows.push(measure(&mode, &params, setup, !with_resident, &mut reference));
             gpu.evict_resident();
         }
         backend.set_memory_limit(None).unwrap_or_else(|e| fail(&e.to_string()));
+        if with_resident && device_only {
+            // Resident without the host copy: the bench's parameters are the only other clone.
+            let start = Instant::now();
+            let dev = gpu
+                .prepare_device_only(&params)
+                .unwrap_or_else(|e| fail(&e.to_string()));
+            let upload = start.elapsed();
+            drop(params);
+            reset_host_peak();
+            eprintln!(
+                "2^{k}: parameters resident, host copy released, in {:.0} ms",
+                ms(upload)
+            );
+            let rates_too = limits.is_empty();
+            rows.push(measure(
+                "resident, device-only",
+                &dev,
+                upload,
+                rates_too,
+                &mut reference,
+            ));
+            gpu.evict_resident();
+        }
     }
 
     println!();
