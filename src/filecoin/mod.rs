@@ -106,6 +106,19 @@ pub fn prover_id_from_miner_id(miner_id: u64) -> ProverId {
     crate::ffi::filecoin::miner_prover_id(miner_id)
 }
 
+/// Runs filecoin-proofs code on caller-supplied data: its asserts (a malformed vanilla proof
+/// can trip them) become [`Error::Filecoin`] instead of a panic through the caller.
+pub(crate) fn guard<T>(what: &dyn Fn() -> String, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+        let msg = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".into());
+        Err(Error::Filecoin(format!("{}: filecoin-proofs panicked: {msg}", what())))
+    })
+}
+
 /// An error from filecoin-proofs (its `anyhow` chain, as one line).
 pub(crate) fn fil_err(context: &str, e: impl std::fmt::Display) -> Error {
     Error::Filecoin(format!("{context}: {e:#}"))
@@ -169,14 +182,17 @@ where
         .par_iter()
         .enumerate()
         .map(|(k, vanilla)| {
-            CP::circuit(
-                pub_in,
-                C::ComponentPrivateInputs::default(),
-                vanilla,
-                pub_params,
-                Some(k),
-            )
-            .map_err(|e| fil_err(&format!("building the circuit of partition {k}"), e))
+            let what = || format!("building the circuit of partition {k}");
+            guard(&what, || {
+                CP::circuit(
+                    pub_in,
+                    C::ComponentPrivateInputs::default(),
+                    vanilla,
+                    pub_params,
+                    Some(k),
+                )
+                .map_err(|e| fil_err(&what(), e))
+            })
         })
         .collect::<Result<Vec<C>>>()?;
     report.circuits = t.elapsed();
@@ -184,7 +200,12 @@ where
     let t = Instant::now();
     let assignments = circuits
         .into_par_iter()
-        .map(|c| prover.synthesize_for(c, params))
+        .enumerate()
+        .map(|(k, c)| {
+            guard(&|| format!("synthesizing partition {k}"), || {
+                prover.synthesize_for(c, params)
+            })
+        })
         .collect::<Result<Vec<_>>>()?;
     report.synthesis = t.elapsed();
 
@@ -226,4 +247,23 @@ where
         report.verify.as_secs_f64() * 1e3
     );
     Ok(Output { proof: bytes, report })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_inside_filecoin_proofs_becomes_an_error() {
+        let r: Result<()> = guard(&|| "building the circuit of partition 3".into(), || {
+            panic!("assert failed: boom")
+        });
+        match r {
+            Err(Error::Filecoin(m)) => {
+                assert!(m.contains("partition 3") && m.contains("boom"), "{m}")
+            }
+            other => panic!("expected Error::Filecoin, got {other:?}"),
+        }
+        assert_eq!(guard(&|| unreachable!(), || Ok(7)).unwrap(), 7);
+    }
 }

@@ -205,14 +205,17 @@ fn post_inner<Tree: 'static + MerkleTreeTrait>(
             .collect(),
         k: None,
     };
-    let partitioned = filecoin_proofs::partition_vanilla_proofs(
-        config,
-        &pub_params.vanilla_params,
-        &pub_inputs,
-        partitions.unwrap_or(1),
-        &sector_proofs,
-    )
-    .map_err(|e| fil_err("partitioning the vanilla proofs", e))?;
+    let what = || "partitioning the vanilla proofs".to_string();
+    let partitioned = super::guard(&what, || {
+        filecoin_proofs::partition_vanilla_proofs(
+            config,
+            &pub_params.vanilla_params,
+            &pub_inputs,
+            partitions.unwrap_or(1),
+            &sector_proofs,
+        )
+        .map_err(|e| fil_err(&what(), e))
+    })?;
 
     let path = params::post_path_for::<Tree>(config)?;
     let (loaded, params_load) = params::load(&path)?;
