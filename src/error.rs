@@ -130,6 +130,32 @@ pub enum Error {
     /// The library was built without the feature this call needs.
     #[error("unsupported: {0}")]
     Unsupported(String),
+
+    /// A job of the proving [`Engine`](crate::engine::Engine) was cancelled (by its handle, or
+    /// because the engine shut down) before all its partitions were proved.
+    #[error("job cancelled: {0}")]
+    Cancelled(String),
+
+    /// The engine's memory budget could not make room for a partition within the configured
+    /// timeout (or never can: the partition alone is larger than the budget).
+    #[error(
+        "memory budget exhausted: a partition needs {requested} bytes, {reserved} bytes reserved of a {limit}-byte budget, waited {waited:?}"
+    )]
+    BudgetExhausted {
+        /// Bytes the partition needs.
+        requested: usize,
+        /// Bytes reserved by other partitions at the time of the failure.
+        reserved: usize,
+        /// The budget.
+        limit: usize,
+        /// How long the partition waited for room.
+        waited: std::time::Duration,
+    },
+
+    /// A worker thread of the engine panicked while handling a partition (a bug in the circuit
+    /// or in cuzk); the partition's job fails, the engine goes on.
+    #[error("worker panicked: {0}")]
+    Panicked(String),
 }
 
 /// `Result` with the crate's [`Error`].

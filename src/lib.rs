@@ -26,8 +26,10 @@
 //! - [`prover`]: [`Prover`], [`prove`], the [`Backend`](prover::Backend) seam, the CPU
 //!   backend (`prover::cpu`: NTT and MSM) and, with the `cuda` feature, the CUDA backend
 //!   (`prover::cuda`: FFI to `kernels/`, device-resident parameters).
-//! - [`engine`]: building blocks of the proving engine (issue 9): [`engine::pacer`], the
-//!   dispatch pacer (PI or bounded queue) that keeps synthesized partitions waiting near a target.
+//! - [`engine`]: the proving engine (issue 9): [`engine::Engine`] overlaps synthesis workers
+//!   with GPU workers (each a [`Prover`] sharing one pool and hint cache), dispatches by
+//!   [`engine::pacer`] (PI or bounded queue), streams partitions through one memory budget
+//!   ([`engine::budget`]); jobs with priorities, cancel, progress and statistics.
 //! - `filecoin` (the `filecoin` feature): Filecoin's PoRep C2, SnapDeals and PoSt proofs from
 //!   filecoin-proofs' inputs, proved by a [`Prover`], parameters from filecoin-proofs' cache.
 //! - [`error`]: the crate's [`Error`].

@@ -1,0 +1,213 @@
+//! The engine's one memory budget: bytes reserved per partition before its synthesis starts.
+//!
+//! ## One budget, every byte counted once
+//! The field failure this module exists against (`CONTEXT.md`, "silent fallback"): the pool's
+//! checkout charged a memory budget that had already reserved the partition's bytes, was
+//! refused, and fell back to unpinned heap memory for every partition. Here:
+//!
+//! - A partition **reserves** its bytes in the [`Budget`] before its synthesis starts; the
+//!   reservation is its permission to check out pool buffers. The pool's checkouts never touch
+//!   the budget.
+//! - The engine's pool has `max_bytes` equal to the budget's limit, so the pool bounds the
+//!   bytes it really holds (in use **and** idle: idle buffers are free budget that happens to
+//!   be allocated, reused by the next partition, and freed largest-first by the pool when a new
+//!   allocation needs their room).
+//! - A reservation is the **most** bytes the partition's checkouts can take from the pool
+//!   ([`partition_bytes`]: each vector's request, page-rounded, or the largest idle buffer the
+//!   pool's reuse factor lets it take, whichever is larger). So the bytes the pool has in use
+//!   never exceed the bytes reserved, and a reserved partition's checkout always fits under
+//!   the pool's cap: it is never refused, never waits and never falls back.
+//! - Once synthesized, the reservation is trued up to the bytes the assignment really holds
+//!   ([`assignment_bytes`]): the budget then counts exactly what is in use.
+//! - It is released when the partition's proof is done, or it fails, or it is cancelled.
+//!
+//! What the budget does not count: the circuit's own memory during synthesis (unknown to
+//! cuzk) and the parameters (host copy and device copy): size the budget for a/b/c and aux of
+//! the partitions in flight. A circuit larger than its parameters (which fails its proof
+//! anyway) can grow its vectors past its reservation while it synthesizes; its growth then
+//! waits for pool room like any checkout, and its true-up charges the real bytes.
+
+use crate::assignment::{CapacityHint, ProvingAssignment, DEFAULT_INITIAL_CONSTRAINTS};
+use crate::params::Parameters;
+use crate::pool::PAGE_SIZE;
+
+/// Bytes of one scalar in a/b/c and the assignments.
+const ELEM: usize = 32;
+
+/// The hint a partition proved with `params` is sized by when its circuit type has none yet:
+/// a/b/c of the full domain, exactly the parameters' aux and inputs. Every circuit that matches
+/// the parameters fits in it without growing.
+pub fn params_hint(params: &Parameters) -> CapacityHint {
+    CapacityHint {
+        constraints: params.domain_size(),
+        inputs: params.num_inputs(),
+        aux: params.num_aux(),
+    }
+}
+
+fn page_round(bytes: usize) -> usize {
+    bytes.div_ceil(PAGE_SIZE).saturating_mul(PAGE_SIZE)
+}
+
+/// The most pool bytes one checkout of `bytes` can take with reuse factor `reuse_factor`: a new
+/// buffer (page-rounded) or a reused idle one of up to `reuse_factor` × the request.
+fn checkout_bytes(bytes: usize, reuse_factor: f64) -> usize {
+    let reused = (bytes as f64 * reuse_factor.max(1.0)) as usize;
+    page_round(bytes).max(reused)
+}
+
+/// The bytes a partition whose synthesis is sized by `hint` reserves: a, b, c and the aux
+/// assignment in pool buffers (each at least [`DEFAULT_INITIAL_CONSTRAINTS`] elements, as
+/// [`ProvingAssignment::new_with_pinned`] sizes them, and as large as the pool's
+/// `reuse_factor` lets a reused buffer be), plus the inputs and density bits on the heap.
+pub fn partition_bytes(hint: CapacityHint, reuse_factor: f64) -> usize {
+    let abc = hint.constraints.max(DEFAULT_INITIAL_CONSTRAINTS).saturating_mul(ELEM);
+    let aux = hint.aux.max(DEFAULT_INITIAL_CONSTRAINTS).saturating_mul(ELEM);
+    let heap = hint.inputs.saturating_mul(ELEM).saturating_add(
+        hint.aux
+            .saturating_mul(2)
+            .saturating_add(hint.inputs)
+            .div_ceil(64)
+            .saturating_mul(8),
+    );
+    checkout_bytes(abc, reuse_factor)
+        .saturating_mul(3)
+        .saturating_add(checkout_bytes(aux, reuse_factor))
+        .saturating_add(heap)
+}
+
+/// The bytes a synthesized assignment holds: its a/b/c and aux buffers at their capacity (what
+/// the pool counts as in use), its inputs and density bits.
+pub fn assignment_bytes(a: &ProvingAssignment) -> usize {
+    let pooled = a.a.capacity() + a.b.capacity() + a.c.capacity() + a.aux_assignment.capacity();
+    let density = a.a_aux_density.words().len() + a.b_aux_density.words().len() + a.b_input_density.words().len();
+    pooled
+        .saturating_mul(ELEM)
+        .saturating_add(a.input_assignment.capacity().saturating_mul(ELEM))
+        .saturating_add(density.saturating_mul(8))
+}
+
+/// The budget's books: a limit, the bytes reserved, and the most ever reserved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Budget {
+    limit: usize,
+    reserved: usize,
+    peak: usize,
+}
+
+impl Budget {
+    pub(crate) fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            reserved: 0,
+            peak: 0,
+        }
+    }
+
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
+
+    pub(crate) fn reserved(&self) -> usize {
+        self.reserved
+    }
+
+    pub(crate) fn peak(&self) -> usize {
+        self.peak
+    }
+
+    /// Reserves `bytes` if they fit under the limit.
+    pub(crate) fn try_reserve(&mut self, bytes: usize) -> bool {
+        match self.reserved.checked_add(bytes) {
+            Some(total) if total <= self.limit => {
+                self.reserved = total;
+                self.peak = self.peak.max(total);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Reserves `bytes` that exist already (a pre-synthesized assignment, a partition that
+    /// grew past its reservation), even past the limit: they are counted, and new reservations
+    /// wait until the total is back under the limit.
+    pub(crate) fn force_reserve(&mut self, bytes: usize) {
+        self.reserved = self.reserved.saturating_add(bytes);
+        self.peak = self.peak.max(self.reserved);
+    }
+
+    /// Releases `bytes` reserved earlier.
+    pub(crate) fn release(&mut self, bytes: usize) {
+        debug_assert!(
+            bytes <= self.reserved,
+            "releasing {bytes} of {} reserved",
+            self.reserved
+        );
+        self.reserved = self.reserved.saturating_sub(bytes);
+    }
+
+    /// Changes a reservation of `from` bytes into one of `to` bytes (the true-up after
+    /// synthesis); returns `to`.
+    pub(crate) fn adjust(&mut self, from: usize, to: usize) -> usize {
+        if to >= from {
+            self.force_reserve(to - from);
+        } else {
+            self.release(from - to);
+        }
+        to
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pool::{PinnedPool, PoolConfig};
+
+    #[test]
+    fn reservations_respect_the_limit_and_come_back() {
+        let mut b = Budget::new(100);
+        assert!(b.try_reserve(60));
+        assert!(!b.try_reserve(41));
+        assert!(b.try_reserve(40));
+        assert!(!b.try_reserve(1));
+        b.release(60);
+        assert_eq!(b.reserved(), 40);
+        assert_eq!(b.adjust(40, 30), 30);
+        assert_eq!(b.reserved(), 30);
+        b.force_reserve(200);
+        assert_eq!(b.reserved(), 230);
+        assert!(!b.try_reserve(1));
+        assert_eq!(b.peak(), 230);
+        assert!(!b.try_reserve(usize::MAX));
+    }
+
+    #[test]
+    fn the_estimate_covers_what_a_synthesis_checks_out() {
+        // Sized by a hint, a pinned assignment checks out what the estimate charges for
+        // a/b/c/aux with reuse factor 1 (the estimate adds the heap's inputs and bits).
+        let hint = CapacityHint {
+            constraints: 10_000,
+            inputs: 3,
+            aux: 9_000,
+        };
+        let pool = PinnedPool::heap(PoolConfig::default());
+        let a = ProvingAssignment::new_with_pinned(&pool, Some(hint)).unwrap();
+        let in_use = pool.stats().bytes_in_use;
+        let exact = partition_bytes(hint, 1.0);
+        assert!(
+            in_use <= exact && exact - in_use < 4096 + 1024,
+            "{in_use} in use, {exact} estimated"
+        );
+        assert!(assignment_bytes(&a) <= exact);
+        assert!(assignment_bytes(&a) >= in_use);
+        // With factor 2 a reused buffer may be up to twice each request.
+        assert!(partition_bytes(hint, 2.0) >= 2 * (3 * 10_000 + 9_000) * ELEM);
+        // A hint below the unhinted start is charged the start's size.
+        let tiny = CapacityHint {
+            constraints: 1,
+            inputs: 1,
+            aux: 1,
+        };
+        assert!(partition_bytes(tiny, 1.0) >= 4 * DEFAULT_INITIAL_CONSTRAINTS * ELEM);
+    }
+}

@@ -1,0 +1,326 @@
+//! Jobs: what a caller submits to the [`Engine`](super::Engine), and the handle it gets back.
+
+use std::fmt;
+use std::sync::{Arc, Weak};
+
+use bellpepper_core::Circuit;
+use blstrs::Scalar;
+use ff::Field;
+use parking_lot::{Condvar, Mutex};
+use rand_core::RngCore;
+
+use crate::assignment::ProvingAssignment;
+use crate::error::{Error, Result};
+use crate::params::Parameters;
+use crate::proof::Proof;
+use crate::prover::Prover;
+
+/// Synthesizes one circuit with a prover, sized for the parameters.
+pub(crate) type SynthesizeFn = Box<dyn FnOnce(&Prover, &Parameters) -> Result<ProvingAssignment> + Send>;
+
+/// What a partition starts as.
+pub(crate) enum PartitionKind {
+    /// A circuit to synthesize; `circuit_type` keys its capacity hint.
+    Circuit {
+        circuit_type: &'static str,
+        synthesize: SynthesizeFn,
+    },
+    /// An assignment synthesized already (e.g. with [`Engine::prover`](super::Engine::prover),
+    /// into the engine's pool): it goes straight to the GPU queue.
+    Synthesized(Box<ProvingAssignment>),
+}
+
+/// One partition of a [`Job`]: a circuit, or an assignment synthesized already.
+pub struct Partition {
+    pub(crate) kind: PartitionKind,
+}
+
+impl fmt::Debug for Partition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            PartitionKind::Circuit { circuit_type, .. } => {
+                f.debug_tuple("Partition::Circuit").field(circuit_type).finish()
+            }
+            PartitionKind::Synthesized(a) => f.debug_tuple("Partition::Synthesized").field(a).finish(),
+        }
+    }
+}
+
+impl Partition {
+    /// A circuit, synthesized by one of the engine's synthesis workers when dispatched.
+    pub fn circuit<C: Circuit<Scalar> + Send + 'static>(circuit: C) -> Self {
+        Self {
+            kind: PartitionKind::Circuit {
+                circuit_type: std::any::type_name::<C>(),
+                synthesize: Box::new(move |prover: &Prover, params: &Parameters| {
+                    prover.synthesize_for(circuit, params)
+                }),
+            },
+        }
+    }
+
+    /// An assignment synthesized already (by [`Prover::synthesize`], best into the engine's
+    /// pool through [`Engine::prover`](super::Engine::prover)). Its bytes are charged to the
+    /// budget when the job is submitted (even past the limit: they exist already).
+    pub fn synthesized(assignment: ProvingAssignment) -> Self {
+        Self {
+            kind: PartitionKind::Synthesized(Box::new(assignment)),
+        }
+    }
+}
+
+/// The randomisers of a job's proofs.
+#[derive(Debug, Clone)]
+pub(crate) enum Randomness {
+    /// Drawn from the operating system's generator at submission (all r, then all s).
+    OsRng,
+    /// Given per partition.
+    Given { r: Vec<Scalar>, s: Vec<Scalar> },
+}
+
+/// A batch of partitions proved with one parameter set: the unit the engine schedules.
+///
+/// Proofs come back in partition order. Partitions are dispatched by priority (higher first;
+/// among equal priorities, the job submitted first), in partition order within a job.
+pub struct Job {
+    pub(crate) params: Parameters,
+    pub(crate) partitions: Vec<Partition>,
+    pub(crate) priority: i32,
+    pub(crate) randomness: Randomness,
+    pub(crate) label: String,
+}
+
+impl fmt::Debug for Job {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Job")
+            .field("label", &self.label)
+            .field("params", &self.params.id())
+            .field("partitions", &self.partitions.len())
+            .field("priority", &self.priority)
+            .finish()
+    }
+}
+
+impl Job {
+    /// A job of `partitions` proved with `params` (a cheap clone shares the parameters),
+    /// priority 0, r and s from the operating system's generator.
+    pub fn new(params: Parameters, partitions: Vec<Partition>) -> Self {
+        Self {
+            params,
+            partitions,
+            priority: 0,
+            randomness: Randomness::OsRng,
+            label: String::new(),
+        }
+    }
+
+    /// A job of circuits (see [`Job::new`]).
+    pub fn from_circuits<C: Circuit<Scalar> + Send + 'static>(params: Parameters, circuits: Vec<C>) -> Self {
+        Self::new(params, circuits.into_iter().map(Partition::circuit).collect())
+    }
+
+    /// Priority: higher goes first, both to synthesis and to the GPU. Default 0.
+    pub fn with_priority(mut self, priority: i32) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// A name for logs and statistics.
+    pub fn with_label(mut self, label: impl Into<String>) -> Self {
+        self.label = label.into();
+        self
+    }
+
+    /// r and s given per partition (one of each per partition, checked at submission): with
+    /// the same r and s a proof is the bytes [`Prover::prove_with_randomness`] gives.
+    pub fn with_randomness(mut self, r: Vec<Scalar>, s: Vec<Scalar>) -> Self {
+        self.randomness = Randomness::Given { r, s };
+        self
+    }
+
+    /// r and s drawn now from `rng`, all the r first, then all the s (as [`Prover::prove`]
+    /// and bellperson draw them).
+    pub fn with_rng<R: RngCore>(mut self, rng: &mut R) -> Self {
+        let n = self.partitions.len();
+        let r = (0..n).map(|_| Scalar::random(&mut *rng)).collect();
+        let s = (0..n).map(|_| Scalar::random(&mut *rng)).collect();
+        self.randomness = Randomness::Given { r, s };
+        self
+    }
+
+    /// The number of partitions.
+    pub fn len(&self) -> usize {
+        self.partitions.len()
+    }
+
+    /// Whether the job has no partition (such a job fails at submission).
+    pub fn is_empty(&self) -> bool {
+        self.partitions.is_empty()
+    }
+}
+
+/// How far a job has come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Partitions proved.
+    pub done: usize,
+    /// Partitions in the job.
+    pub total: usize,
+    /// Whether the job is over (all proved, failed or cancelled).
+    pub finished: bool,
+}
+
+/// A job's outcome slot, shared by the engine and the handle.
+pub(crate) struct JobShared {
+    pub(crate) id: u64,
+    pub(crate) total: usize,
+    pub(crate) state: Mutex<JobOutcome>,
+    pub(crate) finished: Condvar,
+}
+
+pub(crate) struct JobOutcome {
+    pub(crate) done: usize,
+    pub(crate) over: bool,
+    pub(crate) result: Option<Result<Vec<Proof>>>,
+    pub(crate) callback: Option<ProgressCallback>,
+}
+
+/// A function called with the job's progress after each partition's proof and at the end
+/// (on an engine thread: keep it short).
+pub type ProgressCallback = Box<dyn FnMut(Progress) + Send>;
+
+impl JobShared {
+    pub(crate) fn new(id: u64, total: usize) -> Arc<Self> {
+        Arc::new(Self {
+            id,
+            total,
+            state: Mutex::new(JobOutcome {
+                done: 0,
+                over: false,
+                result: None,
+                callback: None,
+            }),
+            finished: Condvar::new(),
+        })
+    }
+
+    pub(crate) fn note_done(&self) {
+        let mut st = self.state.lock();
+        st.done += 1;
+        let progress = Progress {
+            done: st.done,
+            total: self.total,
+            finished: false,
+        };
+        if let Some(cb) = st.callback.as_mut() {
+            cb(progress);
+        }
+    }
+
+    pub(crate) fn finish(&self, result: Result<Vec<Proof>>) {
+        let mut st = self.state.lock();
+        if st.over {
+            return;
+        }
+        st.over = true;
+        st.result = Some(result);
+        let progress = Progress {
+            done: st.done,
+            total: self.total,
+            finished: true,
+        };
+        if let Some(cb) = st.callback.as_mut() {
+            cb(progress);
+        }
+        drop(st);
+        self.finished.notify_all();
+    }
+}
+
+/// What a handle needs from the engine to cancel its job.
+pub(crate) trait Canceller: Send + Sync {
+    fn cancel(&self, id: u64) -> bool;
+}
+
+/// The handle [`Engine::submit`](super::Engine::submit) returns: wait for the proofs, watch
+/// the progress, cancel.
+pub struct JobHandle {
+    pub(crate) shared: Arc<JobShared>,
+    pub(crate) engine: Weak<dyn Canceller>,
+}
+
+impl fmt::Debug for JobHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JobHandle")
+            .field("id", &self.shared.id)
+            .field("progress", &self.progress())
+            .finish()
+    }
+}
+
+impl JobHandle {
+    /// The job's id (unique within the engine, increasing with submission order).
+    pub fn id(&self) -> u64 {
+        self.shared.id
+    }
+
+    /// Blocks until the job is over; returns its proofs in partition order, or why it failed.
+    /// When it returns, every buffer of the job is back in the pool and its budget released
+    /// (except after the engine shut down mid-synthesis: then as each synthesis ends).
+    ///
+    /// # Errors
+    /// The first failure of one of its partitions (synthesis, shape, backend), an invalid job
+    /// (empty, r/s of the wrong length), [`Error::BudgetExhausted`], [`Error::Cancelled`]
+    /// (cancelled or the engine shut down), [`Error::Panicked`].
+    pub fn wait(self) -> Result<Vec<Proof>> {
+        let mut st = self.shared.state.lock();
+        while !st.over {
+            self.shared.finished.wait(&mut st);
+        }
+        st.result
+            .take()
+            .unwrap_or_else(|| Err(Error::InvalidArgument("job result taken twice".into())))
+    }
+
+    /// Whether the job is over (`wait` will not block).
+    pub fn is_finished(&self) -> bool {
+        self.shared.state.lock().over
+    }
+
+    /// Partitions proved so far, of how many.
+    pub fn progress(&self) -> Progress {
+        let st = self.shared.state.lock();
+        Progress {
+            done: st.done,
+            total: self.shared.total,
+            finished: st.over,
+        }
+    }
+
+    /// Calls `callback` after each partition's proof and once at the end (on an engine thread,
+    /// under the job's lock: it must not call back into this handle). If the job is already
+    /// over it is called once, now.
+    pub fn on_progress(&self, mut callback: ProgressCallback) {
+        let mut st = self.shared.state.lock();
+        if st.over {
+            callback(Progress {
+                done: st.done,
+                total: self.shared.total,
+                finished: true,
+            });
+            return;
+        }
+        st.callback = Some(callback);
+    }
+
+    /// Cancels the job: its partitions not yet on a GPU (not dispatched, in synthesis, or
+    /// waiting for a GPU) are dropped and their buffers and budget freed; those on a GPU
+    /// finish and are discarded. [`wait`](Self::wait) then returns [`Error::Cancelled`].
+    /// Returns whether the job was still running (false: already over, or engine gone).
+    pub fn cancel(&self) -> bool {
+        match self.engine.upgrade() {
+            Some(engine) => engine.cancel(self.shared.id),
+            None => false,
+        }
+    }
+}

@@ -1,0 +1,1105 @@
+//! The [`Engine`]: synthesis workers, a paced dispatcher, one memory budget and GPU workers
+//! around [`Prover`]s that share one pool and one capacity-hint cache.
+//!
+//! ## A partition's walk
+//! `pending → (dispatch: budget reserved) → in synthesis → waiting → on a GPU → done`.
+//!
+//! - **Dispatch.** One dispatcher thread picks the next partition (highest job priority, then
+//!   the oldest job, then partition order) and dispatches it when the [`Pacer`] says so, a
+//!   synthesis worker is free, and the [`budget`](super::budget) can reserve its bytes. When
+//!   the budget is full it first shrinks the pool's idle buffers beyond what the free budget
+//!   can use, then waits (up to [`EngineConfig::budget_timeout`], then the job fails with
+//!   [`Error::BudgetExhausted`]). A partition larger than the whole budget fails its job at
+//!   once. A job larger than the budget streams: each partition reserves, synthesizes, waits
+//!   for a GPU, is proved and releases — never hold-and-wait.
+//! - **Synthesis** runs on a dedicated thread pool of [`EngineConfig::synthesis_workers`]
+//!   threads, through [`Prover::synthesize_for`] (pinned buffers from the engine's pool, sized
+//!   by the shared hint cache; a circuit type with no hint yet is sized from its parameters,
+//!   so even the first synthesis is pinned and never grows). Its reservation is then trued up
+//!   to the bytes the assignment really holds.
+//! - **GPU workers** ([`EngineConfig::gpu_workers_per_backend`] threads per backend) take the
+//!   highest-priority waiting partition and prove it with [`Prover::prove_synthesized`]: one
+//!   code path proves, whether through the engine or not.
+//!
+//! ## The in-flight cap (PI mode)
+//! The pacer keeps `target_depth` synthesized partitions waiting and caps `waiting + in
+//! synthesis`. Its own default cap, `target + GPU workers`, assumes a synthesis no longer than
+//! a proof. On the H200 host a 2^24 synthesis takes 4–9 s on one core and its proof 0.49 s:
+//! keeping the GPU busy needs about `gpu_workers × synthesis time / GPU time` ≈ 10–18
+//! partitions in synthesis at once. So unless the configuration sets one, the engine sets the
+//! cap to `target + synthesis workers` (at least `target + GPU workers`): every synthesis
+//! worker may be busy while `target` partitions wait. The pacer's rate control, not the cap,
+//! then decides how many are in flight (about the drain rate times the synthesis time), and
+//! the budget bounds their bytes.
+//!
+//! ## Failures
+//! A partition that fails (synthesis error, a shape that does not match the parameters, a
+//! backend error, a panic in the circuit or a worker) fails its job with the reason: its other
+//! partitions not yet on a GPU are dropped (buffers and budget freed), those on a GPU finish
+//! and are discarded. [`JobHandle::wait`] returns once no partition of the job is left in
+//! the engine, so every buffer of the job is back in the pool by then. Other jobs go on.
+
+use std::collections::{HashMap, VecDeque};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use blstrs::Scalar;
+use ff::Field;
+use parking_lot::{Condvar, Mutex};
+
+use super::budget::{assignment_bytes, params_hint, partition_bytes, Budget};
+use super::job::{Canceller, Job, JobHandle, JobShared, PartitionKind, Randomness, SynthesizeFn};
+use super::pacer::{Pacer, PacerMode, PacerState, PiConfig};
+use crate::assignment::{CapacityHints, ProvingAssignment};
+use crate::error::{Error, Result};
+use crate::params::Parameters;
+use crate::pool::{HostAllocator, PinnedPool, PoolConfig, PoolStats, WhenFull};
+use crate::proof::Proof;
+use crate::prover::{Backend, BackendChoice, Prover};
+
+/// Smoothing factor of the engine's moving averages of synthesis and GPU time (the pacer
+/// keeps its own EMA of GPU time with its own factor).
+const EMA_ALPHA: f64 = 0.2;
+
+/// A backend the engine proves on.
+#[derive(Clone)]
+pub enum EngineBackend {
+    /// A backend [`Prover::with_backend`] makes (`Gpu(n)` for device `n`).
+    Choice(BackendChoice),
+    /// A backend made by the caller (e.g. `CudaBackend::shared(d)`).
+    Custom(Arc<dyn Backend>),
+}
+
+impl std::fmt::Debug for EngineBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Choice(c) => f.debug_tuple("Choice").field(c).finish(),
+            Self::Custom(b) => f.debug_tuple("Custom").field(&b.name()).finish(),
+        }
+    }
+}
+
+/// How an [`Engine`] is built. `EngineConfig::default()` and change fields.
+pub struct EngineConfig {
+    /// Threads that synthesize partitions (at least 1). Default: the host's cores.
+    pub synthesis_workers: usize,
+    /// The dispatch pacer. Default: PI with [`PiConfig::default`]; an `in_flight_cap` of `None`
+    /// becomes `target + synthesis workers` (see the module docs).
+    pub pacer: PacerMode,
+    /// The memory budget in bytes for the partitions in flight (a/b/c, aux, inputs); also the
+    /// pool's cap. Default: half the host's memory.
+    pub budget_bytes: usize,
+    /// How long a dispatch waits for room in the budget before its job fails. Default 10 min.
+    pub budget_timeout: Duration,
+    /// GPU worker threads per backend (at least 1). Default 1.
+    pub gpu_workers_per_backend: usize,
+    /// The backends to prove on, one set of GPU workers each (at least one). Default: one
+    /// [`BackendChoice::Auto`].
+    pub backends: Vec<EngineBackend>,
+    /// The memory the pool allocates from. Default `None`: [`PinnedPool::best_available`]
+    /// (CUDA pinned memory in a `cuda` build with a GPU, else the heap).
+    pub pool_allocator: Option<Box<dyn HostAllocator>>,
+    /// The pool's `max_reuse_factor` (≥ 1). Default 1: a stream of one circuit type and size
+    /// reuses its buffers exactly, and a reservation is exactly what a partition checks out
+    /// (a larger factor makes every reservation that much larger; see
+    /// [`partition_bytes`](super::budget::partition_bytes)).
+    pub pool_reuse_factor: f64,
+}
+
+impl std::fmt::Debug for EngineConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineConfig")
+            .field("synthesis_workers", &self.synthesis_workers)
+            .field("pacer", &self.pacer)
+            .field("budget_bytes", &self.budget_bytes)
+            .field("budget_timeout", &self.budget_timeout)
+            .field("gpu_workers_per_backend", &self.gpu_workers_per_backend)
+            .field("backends", &self.backends)
+            .field("pool_allocator", &self.pool_allocator.as_ref().map(|a| a.name()))
+            .field("pool_reuse_factor", &self.pool_reuse_factor)
+            .finish()
+    }
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            synthesis_workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            pacer: PacerMode::Pi(PiConfig::default()),
+            budget_bytes: host_memory().map_or(16 << 30, |m| m / 2),
+            budget_timeout: Duration::from_secs(600),
+            gpu_workers_per_backend: 1,
+            backends: vec![EngineBackend::Choice(BackendChoice::Auto)],
+            pool_allocator: None,
+            pool_reuse_factor: 1.0,
+        }
+    }
+}
+
+/// The host's memory in bytes, from `/proc/meminfo` (Linux).
+fn host_memory() -> Option<usize> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// One GPU worker's share of the work.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerStats {
+    /// Index of its backend in [`EngineConfig::backends`].
+    pub backend: usize,
+    /// The backend's name.
+    pub backend_name: &'static str,
+    /// Time spent proving since the engine started (a proof under way counts up to now).
+    pub busy: Duration,
+    /// `busy` over the time since the engine started.
+    pub busy_fraction: f64,
+    /// Partitions it finished (proved or failed).
+    pub partitions: u64,
+}
+
+/// A snapshot of the engine ([`Engine::stats`]).
+#[derive(Debug, Clone)]
+pub struct EngineStats {
+    /// Partitions submitted and not yet dispatched.
+    pub pending: usize,
+    /// Partitions dispatched and being synthesized.
+    pub in_synthesis: usize,
+    /// Synthesized partitions waiting for a GPU worker.
+    pub waiting: usize,
+    /// Partitions being proved.
+    pub on_gpu: usize,
+    /// Jobs not yet over.
+    pub jobs_active: usize,
+    /// Jobs whose proofs all came back.
+    pub jobs_done: u64,
+    /// Jobs that failed or were cancelled.
+    pub jobs_failed: u64,
+    /// Partitions proved.
+    pub partitions_done: u64,
+    /// Partitions whose own synthesis or proof failed.
+    pub partitions_failed: u64,
+    /// Partitions dropped unproved because their job failed or was cancelled.
+    pub partitions_dropped: u64,
+    /// The pacer's state.
+    pub pacer: PacerState,
+    /// The pool's counters.
+    pub pool: PoolStats,
+    /// Per GPU worker.
+    pub workers: Vec<WorkerStats>,
+    /// Moving average of a partition's synthesis time.
+    pub synthesis_time_ema: Option<Duration>,
+    /// Moving average of a partition's proving (GPU worker) time.
+    pub gpu_time_ema: Option<Duration>,
+    /// Bytes reserved in the budget now.
+    pub budget_used: usize,
+    /// The most bytes ever reserved at once.
+    pub budget_peak: usize,
+    /// The budget.
+    pub budget_limit: usize,
+    /// Time since the engine started.
+    pub uptime: Duration,
+}
+
+/// A partition not yet dispatched.
+struct Pending {
+    index: usize,
+    circuit_type: &'static str,
+    synthesize: SynthesizeFn,
+}
+
+/// A synthesized partition waiting for a GPU worker.
+struct Ready {
+    job: u64,
+    index: usize,
+    priority: i32,
+    assignment: ProvingAssignment,
+    params: Parameters,
+    r: Scalar,
+    s: Scalar,
+    /// Bytes it holds in the budget.
+    reserved: usize,
+    /// Whether the pacer dispatched it (pre-synthesized partitions skip the pacer).
+    paced: bool,
+}
+
+impl Ready {
+    /// Higher sorts first: priority, then the older job, then partition order.
+    fn key(&self) -> (i32, std::cmp::Reverse<u64>, std::cmp::Reverse<usize>) {
+        (
+            self.priority,
+            std::cmp::Reverse(self.job),
+            std::cmp::Reverse(self.index),
+        )
+    }
+}
+
+struct JobEntry {
+    shared: Arc<JobShared>,
+    priority: i32,
+    label: String,
+    params: Parameters,
+    r: Vec<Scalar>,
+    s: Vec<Scalar>,
+    pending: VecDeque<Pending>,
+    proofs: Vec<Option<Proof>>,
+    /// Partitions still in the engine (pending, in synthesis, waiting, on a GPU).
+    outstanding: usize,
+    error: Option<Error>,
+    submitted: Instant,
+    synthesis_time: Duration,
+    gpu_time: Duration,
+    /// Since when its next partition waits for budget room.
+    blocked_since: Option<Instant>,
+    /// Whether the pool was shrunk for that wait already.
+    shrunk: bool,
+}
+
+#[derive(Default)]
+struct Counters {
+    jobs_done: u64,
+    jobs_failed: u64,
+    done: u64,
+    failed: u64,
+    dropped: u64,
+}
+
+struct WorkerBooks {
+    backend: usize,
+    name: &'static str,
+    busy: Duration,
+    since: Option<Instant>,
+    partitions: u64,
+}
+
+struct State {
+    jobs: HashMap<u64, JobEntry>,
+    ready: Vec<Ready>,
+    pacer: Pacer,
+    budget: Budget,
+    in_synthesis: usize,
+    on_gpu: usize,
+    shutdown: bool,
+    next_id: u64,
+    synthesis_ema: Option<f64>,
+    gpu_ema: Option<f64>,
+    counters: Counters,
+    workers: Vec<WorkerBooks>,
+}
+
+/// Notifications to make once the engine's lock is released (callbacks may call back into
+/// the engine).
+#[derive(Default)]
+struct Deferred {
+    progressed: Vec<Arc<JobShared>>,
+    finished: Vec<(Arc<JobShared>, Result<Vec<Proof>>)>,
+}
+
+impl Deferred {
+    fn run(self) {
+        for job in self.progressed {
+            job.note_done();
+        }
+        for (job, result) in self.finished {
+            job.finish(result);
+        }
+    }
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// Wakes the dispatcher: a submission, a synthesis or proof done, budget released, shutdown.
+    dispatch_cv: Condvar,
+    /// Wakes GPU workers: a partition ready, shutdown.
+    gpu_cv: Condvar,
+    start: Instant,
+    pool: PinnedPool,
+    /// Synthesizes (never proves): the pool and the hints every GPU worker's prover shares.
+    synth_prover: Prover,
+    hints: CapacityHints,
+    reuse_factor: f64,
+    budget_timeout: Duration,
+    synthesis_workers: usize,
+}
+
+fn ema(old: Option<f64>, sample: Duration) -> Option<f64> {
+    let x = sample.as_secs_f64();
+    Some(old.map_or(x, |e| EMA_ALPHA * x + (1.0 - EMA_ALPHA) * e))
+}
+
+fn secs(x: Option<f64>) -> Option<Duration> {
+    x.and_then(|s| Duration::try_from_secs_f64(s).ok())
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".into()
+    }
+}
+
+impl State {
+    /// One partition of job `id` left the engine; finishes the job when it was the last.
+    fn partition_left(&mut self, id: u64, deferred: &mut Deferred) {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        job.outstanding = job.outstanding.saturating_sub(1);
+        if job.outstanding == 0 {
+            self.finalize(id, deferred);
+        }
+    }
+
+    /// Removes job `id` and reports its outcome.
+    fn finalize(&mut self, id: u64, deferred: &mut Deferred) {
+        let Some(mut job) = self.jobs.remove(&id) else {
+            return;
+        };
+        let wall = job.submitted.elapsed();
+        let result = match job.error.take() {
+            Some(e) => {
+                self.counters.jobs_failed += 1;
+                log::info!(
+                    "engine: job {id} '{}' failed after {:.2} s: {e}",
+                    job.label,
+                    wall.as_secs_f64()
+                );
+                Err(e)
+            }
+            None => {
+                let proofs: Option<Vec<Proof>> = job.proofs.iter().copied().collect();
+                match proofs {
+                    Some(proofs) => {
+                        self.counters.jobs_done += 1;
+                        log::info!(
+                            "engine: job {id} '{}' done: {} proofs in {:.2} s (synthesis {:.2} s, proving {:.2} s, summed over partitions)",
+                            job.label,
+                            proofs.len(),
+                            wall.as_secs_f64(),
+                            job.synthesis_time.as_secs_f64(),
+                            job.gpu_time.as_secs_f64()
+                        );
+                        Ok(proofs)
+                    }
+                    None => {
+                        self.counters.jobs_failed += 1;
+                        Err(Error::Cancelled(format!(
+                            "job {id}: partitions left the engine unproved"
+                        )))
+                    }
+                }
+            }
+        };
+        deferred.finished.push((job.shared.clone(), result));
+    }
+
+    /// Fails job `id` with `err` (the first error wins): drops its pending partitions and its
+    /// partitions waiting for a GPU (their buffers back to the pool, then their budget
+    /// released). Partitions in synthesis or on a GPU are dropped when they come back.
+    fn fail_job(&mut self, id: u64, err: Error, now: Duration, deferred: &mut Deferred) {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        if job.error.is_none() {
+            log::debug!("engine: job {id} '{}' fails: {err}", job.label);
+            job.error = Some(err);
+        }
+        let pending = std::mem::take(&mut job.pending).len();
+        job.outstanding -= pending;
+        self.counters.dropped += pending as u64;
+        let mut i = 0;
+        while i < self.ready.len() {
+            if self.ready[i].job != id {
+                i += 1;
+                continue;
+            }
+            let item = self.ready.swap_remove(i);
+            if item.paced {
+                // Leaves the pacer's waiting count (no GPU time is reported for it).
+                self.pacer.on_gpu_start(now);
+            }
+            let reserved = item.reserved;
+            drop(item); // buffers back to the pool before the budget says they are free
+            self.budget.release(reserved);
+            self.counters.dropped += 1;
+            if let Some(job) = self.jobs.get_mut(&id) {
+                job.outstanding -= 1;
+            }
+        }
+        if self.jobs.get(&id).is_some_and(|j| j.outstanding == 0) {
+            self.finalize(id, deferred);
+        }
+    }
+
+    /// The job whose next partition is dispatched next: highest priority, then oldest.
+    fn head_job(&self) -> Option<u64> {
+        self.jobs
+            .iter()
+            .filter(|(_, j)| j.error.is_none() && !j.pending.is_empty())
+            .max_by_key(|(&id, j)| (j.priority, std::cmp::Reverse(id)))
+            .map(|(&id, _)| id)
+    }
+}
+
+impl Shared {
+    fn now(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    fn dispatcher(self: Arc<Self>, synth: Arc<rayon::ThreadPool>) {
+        let mut st = self.state.lock();
+        loop {
+            if st.shutdown {
+                return;
+            }
+            let Some(id) = st.head_job() else {
+                self.dispatch_cv.wait(&mut st);
+                continue;
+            };
+            if st.in_synthesis >= self.synthesis_workers {
+                self.dispatch_cv.wait(&mut st);
+                continue;
+            }
+            let now = self.now();
+            // Liveness: with nothing in flight no event will come, so the pacer's "not until an
+            // event" (e.g. a start whose first partitions failed before any GPU time was known)
+            // must not stall the engine.
+            let idle = st.in_synthesis == 0 && st.ready.is_empty() && st.on_gpu == 0;
+            match st.pacer.next_dispatch_at(now) {
+                None if !idle => {
+                    self.dispatch_cv.wait(&mut st);
+                    continue;
+                }
+                Some(at) if at > now && !idle => {
+                    self.dispatch_cv.wait_for(&mut st, at - now);
+                    continue;
+                }
+                _ => {}
+            }
+
+            // The budget.
+            let state = &mut *st;
+            let job = state.jobs.get_mut(&id).expect("head job exists");
+            let Some(next) = job.pending.front() else {
+                continue;
+            };
+            let domain = job.params.domain_size();
+            let hint = match self.hints.get(next.circuit_type, Some(domain)) {
+                Some(h) => h,
+                None => {
+                    // First of its type at this size: sized from the parameters, pinned at once.
+                    let h = params_hint(&job.params);
+                    self.hints.record(next.circuit_type, h);
+                    h
+                }
+            };
+            let need = partition_bytes(hint, self.reuse_factor);
+            let limit = state.budget.limit();
+            if need > limit {
+                let err = Error::BudgetExhausted {
+                    requested: need,
+                    reserved: state.budget.reserved(),
+                    limit,
+                    waited: Duration::ZERO,
+                };
+                let mut deferred = Deferred::default();
+                state.fail_job(id, err, now, &mut deferred);
+                drop(st);
+                deferred.run();
+                st = self.state.lock();
+                continue;
+            }
+            if !state.budget.try_reserve(need) {
+                let since = *job.blocked_since.get_or_insert_with(Instant::now);
+                let waited = since.elapsed();
+                if waited >= self.budget_timeout {
+                    let err = Error::BudgetExhausted {
+                        requested: need,
+                        reserved: state.budget.reserved(),
+                        limit,
+                        waited,
+                    };
+                    let mut deferred = Deferred::default();
+                    state.fail_job(id, err, now, &mut deferred);
+                    drop(st);
+                    deferred.run();
+                    st = self.state.lock();
+                    continue;
+                }
+                if !job.shrunk {
+                    // Under pressure: idle buffers beyond what the free budget could use (but
+                    // keeping one partition's worth, which the next dispatch will reuse) go back.
+                    job.shrunk = true;
+                    let keep = limit.saturating_sub(state.budget.reserved()).max(need);
+                    drop(st);
+                    self.pool.shrink(keep);
+                    st = self.state.lock();
+                    continue;
+                }
+                log::debug!(
+                    "engine: job {id} waits for budget room: {need} bytes needed, {} of {limit} reserved",
+                    state.budget.reserved()
+                );
+                self.dispatch_cv
+                    .wait_for(&mut st, self.budget_timeout.saturating_sub(waited));
+                continue;
+            }
+            job.blocked_since = None;
+            job.shrunk = false;
+            let next = job.pending.pop_front().expect("front checked above");
+            let params = job.params.clone();
+            state.pacer.on_dispatch(now);
+            state.in_synthesis += 1;
+            log::debug!(
+                "engine: job {id} partition {} dispatched ({need} bytes reserved, {} in synthesis)",
+                next.index,
+                state.in_synthesis
+            );
+            let shared = self.clone();
+            synth.spawn(move || shared.synthesize(id, next, params, need));
+        }
+    }
+
+    fn synthesize(&self, id: u64, partition: Pending, params: Parameters, reserved: usize) {
+        let start = Instant::now();
+        let Pending { index, synthesize, .. } = partition;
+        let result = catch_unwind(AssertUnwindSafe(|| synthesize(&self.synth_prover, &params))).unwrap_or_else(|p| {
+            Err(Error::Panicked(format!(
+                "synthesis of partition {index}: {}",
+                panic_message(&*p)
+            )))
+        });
+        let elapsed = start.elapsed();
+        let mut deferred = Deferred::default();
+        let mut st = self.state.lock();
+        let now = self.now();
+        st.in_synthesis -= 1;
+        st.synthesis_ema = ema(st.synthesis_ema, elapsed);
+        let alive = st.jobs.get(&id).is_some_and(|j| j.error.is_none()) && !st.shutdown;
+        match result {
+            Ok(assignment) if alive => {
+                let held = assignment_bytes(&assignment);
+                let reserved = st.budget.adjust(reserved, held);
+                st.pacer.on_synthesis_done(now);
+                let job = st.jobs.get_mut(&id).expect("alive job exists");
+                job.synthesis_time += elapsed;
+                let item = Ready {
+                    job: id,
+                    index,
+                    priority: job.priority,
+                    params,
+                    r: job.r[index],
+                    s: job.s[index],
+                    assignment,
+                    reserved,
+                    paced: true,
+                };
+                log::debug!(
+                    "engine: job {id} partition {index} synthesized in {:.1} ms ({held} bytes)",
+                    elapsed.as_secs_f64() * 1e3
+                );
+                st.ready.push(item);
+                self.gpu_cv.notify_one();
+            }
+            Ok(assignment) => {
+                st.pacer.on_synthesis_failed(now);
+                drop(assignment); // buffers back before the budget says they are free
+                st.budget.release(reserved);
+                st.counters.dropped += 1;
+                st.partition_left(id, &mut deferred);
+            }
+            Err(e) => {
+                st.pacer.on_synthesis_failed(now);
+                st.budget.release(reserved);
+                st.counters.failed += 1;
+                log::info!("engine: job {id} partition {index} failed in synthesis: {e}");
+                st.fail_job(id, e, now, &mut deferred);
+                st.partition_left(id, &mut deferred);
+            }
+        }
+        drop(st);
+        self.dispatch_cv.notify_all();
+        deferred.run();
+    }
+
+    fn gpu_worker(&self, worker: usize, prover: Prover) {
+        loop {
+            let mut st = self.state.lock();
+            let item = loop {
+                if st.shutdown {
+                    return;
+                }
+                let best = st.ready.iter().enumerate().max_by_key(|(_, r)| r.key()).map(|(i, _)| i);
+                match best {
+                    Some(i) => break st.ready.swap_remove(i),
+                    None => self.gpu_cv.wait(&mut st),
+                }
+            };
+            let now = self.now();
+            if item.paced {
+                st.pacer.on_gpu_start(now);
+            }
+            st.on_gpu += 1;
+            st.workers[worker].since = Some(Instant::now());
+            drop(st);
+            self.dispatch_cv.notify_all();
+
+            let Ready {
+                job: id,
+                index,
+                assignment,
+                params,
+                r,
+                s,
+                reserved,
+                ..
+            } = item;
+            let start = Instant::now();
+            // The assignment is dropped inside (its buffers back to the pool) on every path.
+            let result = catch_unwind(AssertUnwindSafe(|| {
+                prover.prove_synthesized(vec![assignment], &params, &[r], &[s])
+            }))
+            .unwrap_or_else(|p| {
+                Err(Error::Panicked(format!(
+                    "proving partition {index} on {}: {}",
+                    prover.backend_name(),
+                    panic_message(&*p)
+                )))
+            });
+            let elapsed = start.elapsed();
+
+            let mut deferred = Deferred::default();
+            let mut st = self.state.lock();
+            let now = self.now();
+            st.on_gpu -= 1;
+            st.pacer.on_gpu_done(now, elapsed);
+            st.gpu_ema = ema(st.gpu_ema, elapsed);
+            let books = &mut st.workers[worker];
+            books.busy += elapsed;
+            books.since = None;
+            books.partitions += 1;
+            st.budget.release(reserved);
+            let alive = st.jobs.get(&id).is_some_and(|j| j.error.is_none());
+            match result {
+                Ok((mut proofs, _)) if alive => {
+                    st.counters.done += 1;
+                    let job = st.jobs.get_mut(&id).expect("alive job exists");
+                    job.gpu_time += elapsed;
+                    job.proofs[index] = proofs.pop();
+                    deferred.progressed.push(job.shared.clone());
+                    log::debug!(
+                        "engine: job {id} partition {index} proved on {} in {:.1} ms",
+                        prover.backend_name(),
+                        elapsed.as_secs_f64() * 1e3
+                    );
+                }
+                Ok(_) => st.counters.dropped += 1,
+                Err(e) => {
+                    st.counters.failed += 1;
+                    log::info!(
+                        "engine: job {id} partition {index} failed on {}: {e}",
+                        prover.backend_name()
+                    );
+                    st.fail_job(id, e, now, &mut deferred);
+                }
+            }
+            st.partition_left(id, &mut deferred);
+            drop(st);
+            self.dispatch_cv.notify_all();
+            deferred.run();
+        }
+    }
+
+    fn shutdown(&self) {
+        let mut deferred = Deferred::default();
+        let mut st = self.state.lock();
+        st.shutdown = true;
+        let now = self.now();
+        let ids: Vec<u64> = st.jobs.keys().copied().collect();
+        for id in ids {
+            st.fail_job(id, Error::Cancelled("the engine shut down".into()), now, &mut deferred);
+            // Partitions still in synthesis or on a GPU come back to a job that is gone.
+            st.finalize(id, &mut deferred);
+        }
+        drop(st);
+        self.dispatch_cv.notify_all();
+        self.gpu_cv.notify_all();
+        deferred.run();
+    }
+}
+
+impl Canceller for Shared {
+    fn cancel(&self, id: u64) -> bool {
+        let mut deferred = Deferred::default();
+        let mut st = self.state.lock();
+        let running = st.jobs.get(&id).is_some_and(|j| j.error.is_none());
+        if running {
+            let now = self.now();
+            log::info!("engine: job {id} cancelled");
+            st.fail_job(
+                id,
+                Error::Cancelled(format!("job {id} cancelled by its handle")),
+                now,
+                &mut deferred,
+            );
+        }
+        drop(st);
+        self.dispatch_cv.notify_all();
+        deferred.run();
+        running
+    }
+}
+
+/// The proving engine: see the [module docs](self).
+pub struct Engine {
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+    workers: usize,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("synthesis_workers", &self.shared.synthesis_workers)
+            .field("gpu_workers", &self.workers)
+            .field("pool", &self.shared.pool)
+            .finish()
+    }
+}
+
+fn spawn_error(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::InvalidArgument(format!("engine: cannot start {what}: {e}"))
+}
+
+impl Engine {
+    /// Starts an engine: its pool, synthesis threads, dispatcher and GPU workers.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for zero workers, no backend, a zero budget, a reuse factor
+    /// below 1, pacer constants out of range, or threads that cannot start; the backends'
+    /// errors ([`Error::NoGpu`], [`Error::Cuda`]) for a `BackendChoice` that is not usable.
+    pub fn new(config: EngineConfig) -> Result<Self> {
+        let EngineConfig {
+            synthesis_workers,
+            pacer,
+            budget_bytes,
+            budget_timeout,
+            gpu_workers_per_backend,
+            backends,
+            pool_allocator,
+            pool_reuse_factor,
+        } = config;
+        if synthesis_workers == 0 || gpu_workers_per_backend == 0 || backends.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "engine: needs at least one synthesis worker, one GPU worker per backend and one backend; found {synthesis_workers}, {gpu_workers_per_backend}, {}",
+                backends.len()
+            )));
+        }
+        if budget_bytes == 0 || !(pool_reuse_factor.is_finite() && pool_reuse_factor >= 1.0) {
+            return Err(Error::InvalidArgument(format!(
+                "engine: the budget must be > 0 and the reuse factor ≥ 1; found {budget_bytes} bytes, {pool_reuse_factor}"
+            )));
+        }
+        let gpu_workers = backends.len() * gpu_workers_per_backend;
+        let pacer = match pacer {
+            PacerMode::Pi(mut pi) if pi.in_flight_cap.is_none() => {
+                let target = pi.target_depth;
+                pi.in_flight_cap = Some(target.saturating_add(synthesis_workers.max(gpu_workers)));
+                PacerMode::Pi(pi)
+            }
+            other => other,
+        };
+        let pacer = Pacer::new(pacer, gpu_workers)?;
+
+        let pool_config = PoolConfig {
+            max_bytes: budget_bytes,
+            max_reuse_factor: pool_reuse_factor,
+            // Never used by a reserved partition (see `budget`); a safety net for circuits that
+            // grow past their parameters.
+            when_full: WhenFull::Wait(budget_timeout),
+            allow_fallback: false,
+        };
+        let pool = match pool_allocator {
+            Some(a) => PinnedPool::with_backend(a, pool_config),
+            None => PinnedPool::best_available(pool_config),
+        };
+        let base = Prover::new().with_pool(pool.clone());
+        let mut provers = Vec::with_capacity(gpu_workers);
+        let mut workers = Vec::with_capacity(gpu_workers);
+        for (b, backend) in backends.iter().enumerate() {
+            let prover = match backend {
+                EngineBackend::Choice(choice) => base.clone().with_backend(*choice)?,
+                EngineBackend::Custom(arc) => base.clone().with_custom_backend(arc.clone()),
+            };
+            for _ in 0..gpu_workers_per_backend {
+                workers.push(WorkerBooks {
+                    backend: b,
+                    name: prover.backend_name(),
+                    busy: Duration::ZERO,
+                    since: None,
+                    partitions: 0,
+                });
+                provers.push((b, prover.clone()));
+            }
+        }
+        let synth = rayon::ThreadPoolBuilder::new()
+            .num_threads(synthesis_workers)
+            .thread_name(|i| format!("cuzk-synth-{i}"))
+            .build()
+            .map_err(|e| spawn_error("synthesis threads", e))?;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                jobs: HashMap::new(),
+                ready: Vec::new(),
+                pacer,
+                budget: Budget::new(budget_bytes),
+                in_synthesis: 0,
+                on_gpu: 0,
+                shutdown: false,
+                next_id: 0,
+                synthesis_ema: None,
+                gpu_ema: None,
+                counters: Counters::default(),
+                workers,
+            }),
+            dispatch_cv: Condvar::new(),
+            gpu_cv: Condvar::new(),
+            start: Instant::now(),
+            hints: base.hints().clone(),
+            synth_prover: base,
+            pool,
+            reuse_factor: pool_reuse_factor,
+            budget_timeout,
+            synthesis_workers,
+        });
+        let mut engine = Engine {
+            shared: shared.clone(),
+            threads: Vec::new(),
+            workers: gpu_workers,
+        };
+        let synth = Arc::new(synth);
+        let s = shared.clone();
+        let t = std::thread::Builder::new()
+            .name("cuzk-dispatch".into())
+            .spawn(move || s.dispatcher(synth))
+            .map_err(|e| spawn_error("the dispatcher", e))?;
+        engine.threads.push(t);
+        for (w, (b, prover)) in provers.into_iter().enumerate() {
+            let s = shared.clone();
+            let t = std::thread::Builder::new()
+                .name(format!("cuzk-gpu-{b}-{w}"))
+                .spawn(move || s.gpu_worker(w, prover))
+                .map_err(|e| spawn_error("a GPU worker", e))?;
+            engine.threads.push(t);
+        }
+        log::info!(
+            "engine: {synthesis_workers} synthesis workers, {gpu_workers} GPU workers on {} backends, budget {} MiB, pool {}",
+            backends.len(),
+            budget_bytes >> 20,
+            engine.shared.pool.backend_name()
+        );
+        Ok(engine)
+    }
+
+    /// Submits a job without blocking; its proofs come from [`JobHandle::wait`]. A job that
+    /// cannot be run (no partition, r/s of the wrong length, the engine shutting down) gets a
+    /// handle that is already over, with the reason.
+    pub fn submit(&self, job: Job) -> JobHandle {
+        let Job {
+            params,
+            partitions,
+            priority,
+            randomness,
+            label,
+        } = job;
+        let n = partitions.len();
+        let mut st = self.shared.state.lock();
+        let id = st.next_id;
+        st.next_id += 1;
+        let shared_job = JobShared::new(id, n);
+        let handle = JobHandle {
+            shared: shared_job.clone(),
+            engine: {
+                let weak: Weak<dyn Canceller> = Arc::downgrade(&self.shared) as Weak<Shared>;
+                weak
+            },
+        };
+        let (r, s) = match randomness {
+            Randomness::OsRng => {
+                let mut rng = rand_core::OsRng;
+                let r = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+                let s = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+                (r, s)
+            }
+            Randomness::Given { r, s } => (r, s),
+        };
+        let invalid = if n == 0 {
+            Some(Error::InvalidArgument("empty job: nothing to prove".into()))
+        } else if r.len() != n || s.len() != n {
+            Some(Error::InvalidArgument(format!(
+                "{n} partitions need {n} values of r and of s; found {} and {}",
+                r.len(),
+                s.len()
+            )))
+        } else if st.shutdown {
+            Some(Error::Cancelled("the engine shut down".into()))
+        } else {
+            None
+        };
+        if let Some(e) = invalid {
+            drop(st);
+            log::info!("engine: job {id} '{label}' refused: {e}");
+            shared_job.finish(Err(e));
+            return handle;
+        }
+        let mut entry = JobEntry {
+            shared: shared_job,
+            priority,
+            label,
+            params: params.clone(),
+            r,
+            s,
+            pending: VecDeque::new(),
+            proofs: vec![None; n],
+            outstanding: n,
+            error: None,
+            submitted: Instant::now(),
+            synthesis_time: Duration::ZERO,
+            gpu_time: Duration::ZERO,
+            blocked_since: None,
+            shrunk: false,
+        };
+        let mut presynthesized = 0;
+        for (index, p) in partitions.into_iter().enumerate() {
+            match p.kind {
+                PartitionKind::Circuit {
+                    circuit_type,
+                    synthesize,
+                } => entry.pending.push_back(Pending {
+                    index,
+                    circuit_type,
+                    synthesize,
+                }),
+                PartitionKind::Synthesized(assignment) => {
+                    let assignment = *assignment;
+                    let reserved = assignment_bytes(&assignment);
+                    st.budget.force_reserve(reserved);
+                    st.ready.push(Ready {
+                        job: id,
+                        index,
+                        priority,
+                        assignment,
+                        params: params.clone(),
+                        r: entry.r[index],
+                        s: entry.s[index],
+                        reserved,
+                        paced: false,
+                    });
+                    presynthesized += 1;
+                }
+            }
+        }
+        log::info!(
+            "engine: job {id} '{}' submitted: {n} partitions ({presynthesized} synthesized already) of domain 2^{}, priority {priority}",
+            entry.label,
+            params.domain_size().trailing_zeros()
+        );
+        st.jobs.insert(id, entry);
+        drop(st);
+        self.shared.dispatch_cv.notify_all();
+        if presynthesized > 0 {
+            self.shared.gpu_cv.notify_all();
+        }
+        handle
+    }
+
+    /// Submits `job` and waits for its proofs.
+    ///
+    /// # Errors
+    /// See [`JobHandle::wait`].
+    pub fn prove(&self, job: Job) -> Result<Vec<Proof>> {
+        self.submit(job).wait()
+    }
+
+    /// The engine's pool.
+    pub fn pool(&self) -> &PinnedPool {
+        &self.shared.pool
+    }
+
+    /// A prover that synthesizes into the engine's pool with the engine's hints (for
+    /// partitions submitted as [`Partition::synthesized`](super::Partition::synthesized)).
+    pub fn prover(&self) -> &Prover {
+        &self.shared.synth_prover
+    }
+
+    /// The capacity-hint cache every synthesis of the engine uses.
+    pub fn hints(&self) -> &CapacityHints {
+        &self.shared.hints
+    }
+
+    /// A snapshot of the engine's state.
+    pub fn stats(&self) -> EngineStats {
+        let st = self.shared.state.lock();
+        let uptime = self.shared.now();
+        let up = uptime.as_secs_f64().max(1e-9);
+        let workers = st
+            .workers
+            .iter()
+            .map(|w| {
+                let busy = w.busy + w.since.map_or(Duration::ZERO, |s| s.elapsed());
+                WorkerStats {
+                    backend: w.backend,
+                    backend_name: w.name,
+                    busy,
+                    busy_fraction: (busy.as_secs_f64() / up).min(1.0),
+                    partitions: w.partitions,
+                }
+            })
+            .collect();
+        let stats = EngineStats {
+            pending: st.jobs.values().map(|j| j.pending.len()).sum(),
+            in_synthesis: st.in_synthesis,
+            waiting: st.ready.len(),
+            on_gpu: st.on_gpu,
+            jobs_active: st.jobs.len(),
+            jobs_done: st.counters.jobs_done,
+            jobs_failed: st.counters.jobs_failed,
+            partitions_done: st.counters.done,
+            partitions_failed: st.counters.failed,
+            partitions_dropped: st.counters.dropped,
+            pacer: st.pacer.state(),
+            pool: PoolStats::default(),
+            workers,
+            synthesis_time_ema: secs(st.synthesis_ema),
+            gpu_time_ema: secs(st.gpu_ema),
+            budget_used: st.budget.reserved(),
+            budget_peak: st.budget.peak(),
+            budget_limit: st.budget.limit(),
+            uptime,
+        };
+        drop(st);
+        EngineStats {
+            pool: self.shared.pool.stats(),
+            ..stats
+        }
+    }
+}
+
+impl Drop for Engine {
+    /// Cancels every job not yet over ([`Error::Cancelled`]), lets the proofs under way
+    /// finish, and joins the engine's threads (syntheses under way end on their own).
+    fn drop(&mut self) {
+        self.shared.shutdown();
+        for t in self.threads.drain(..) {
+            if t.join().is_err() {
+                log::error!("engine: a thread panicked while shutting down");
+            }
+        }
+    }
+}

@@ -1,0 +1,623 @@
+//! The proving engine on the CPU backend with small synthetic circuits: proofs identical to
+//! the plain prover's, streaming through a small budget, failures and cancellation confined to
+//! their job, priorities, the reserved-checkout-never-refused invariant, statistics.
+//!
+//! Tests hold the engine in a chosen state with gates (a circuit or a backend that blocks
+//! until the test opens it) and wait for states by polling `stats()`; they assert outcomes
+//! (bytes, counts, orders), never timings.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cuzk::engine::{
+    params_hint, partition_bytes, Engine, EngineBackend, EngineConfig, EngineStats, Job, PacerMode, Partition,
+    PiConfig, Progress,
+};
+use cuzk::prover::cpu::CpuBackend;
+use cuzk::prover::{Backend, Commitments, Timings};
+use cuzk::testing::{random_parameters, Synthetic};
+use cuzk::{
+    BackendChoice, Circuit, ConstraintSystem, Error, HeapAllocator, Parameters, Proof, Prover, ProvingAssignment,
+    Scalar, SynthesisError,
+};
+use ff::Field;
+use parking_lot::{Condvar, Mutex};
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+
+const K: u32 = 6;
+/// Long enough never to fire on a working engine; a broken one fails instead of hanging.
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// A latch: closed until `open`; `wait` gives up (false) after `DEADLINE`.
+#[derive(Default)]
+struct Gate {
+    open: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Gate {
+    fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    fn open(&self) {
+        *self.open.lock() = true;
+        self.cv.notify_all();
+    }
+
+    fn wait(&self) -> bool {
+        let deadline = Instant::now() + DEADLINE;
+        let mut open = self.open.lock();
+        while !*open {
+            if self.cv.wait_until(&mut open, deadline).timed_out() {
+                return *open;
+            }
+        }
+        true
+    }
+}
+
+/// A countdown: `arrive` blocks until `n` have arrived (false after `DEADLINE`).
+struct Barrier {
+    left: Mutex<usize>,
+    cv: Condvar,
+}
+
+impl Barrier {
+    fn new(n: usize) -> Arc<Self> {
+        Arc::new(Self {
+            left: Mutex::new(n),
+            cv: Condvar::new(),
+        })
+    }
+
+    fn arrive(&self) -> bool {
+        let deadline = Instant::now() + DEADLINE;
+        let mut left = self.left.lock();
+        *left = left.saturating_sub(1);
+        self.cv.notify_all();
+        while *left > 0 {
+            if self.cv.wait_until(&mut left, deadline).timed_out() {
+                return *left == 0;
+            }
+        }
+        true
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Normal,
+    Fail,
+    Panic,
+}
+
+/// A `Synthetic` that logs its tag when its synthesis starts, may wait on a gate or a barrier
+/// first (its pool buffers are checked out by then), and may fail or panic.
+#[derive(Clone)]
+struct TestCircuit {
+    inner: Synthetic,
+    tag: u32,
+    log: Option<Arc<Mutex<Vec<u32>>>>,
+    gate: Option<Arc<Gate>>,
+    barrier: Option<Arc<Barrier>>,
+    mode: Mode,
+}
+
+impl TestCircuit {
+    fn new(seed: u64) -> Self {
+        Self {
+            inner: Synthetic::new(K).with_seed(seed),
+            tag: 0,
+            log: None,
+            gate: None,
+            barrier: None,
+            mode: Mode::Normal,
+        }
+    }
+}
+
+impl Circuit<Scalar> for TestCircuit {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        if let Some(log) = &self.log {
+            log.lock().push(self.tag);
+        }
+        if let Some(gate) = &self.gate {
+            if !gate.wait() {
+                return Err(SynthesisError::AssignmentMissing);
+            }
+        }
+        if let Some(barrier) = &self.barrier {
+            if !barrier.arrive() {
+                return Err(SynthesisError::AssignmentMissing);
+            }
+        }
+        match self.mode {
+            Mode::Normal => self.inner.synthesize(cs),
+            Mode::Fail => Err(SynthesisError::Unsatisfiable),
+            Mode::Panic => panic!("test circuit panics on purpose"),
+        }
+    }
+}
+
+/// The CPU backend, held at the start of each proof until its gate opens.
+struct GatedBackend {
+    gate: Arc<Gate>,
+}
+
+impl Backend for GatedBackend {
+    fn name(&self) -> &'static str {
+        "gated-cpu"
+    }
+
+    fn commitments(
+        &self,
+        a: &mut ProvingAssignment,
+        params: &Parameters,
+        t: &mut Timings,
+    ) -> cuzk::Result<Commitments> {
+        if !self.gate.wait() {
+            return Err(Error::InvalidArgument("gate never opened".into()));
+        }
+        CpuBackend.commitments(a, params, t)
+    }
+}
+
+fn params() -> Parameters {
+    static PARAMS: std::sync::OnceLock<Parameters> = std::sync::OnceLock::new();
+    PARAMS
+        .get_or_init(|| random_parameters(Synthetic::new(K), 7).expect("parameters"))
+        .clone()
+}
+
+fn fast_pi() -> PacerMode {
+    let mut pi = PiConfig::default();
+    pi.initial_interval = Duration::from_millis(1);
+    pi.min_interval = Duration::from_millis(1);
+    PacerMode::Pi(pi)
+}
+
+fn config(synthesis_workers: usize, budget_bytes: usize) -> EngineConfig {
+    EngineConfig {
+        synthesis_workers,
+        pacer: fast_pi(),
+        budget_bytes,
+        budget_timeout: DEADLINE,
+        gpu_workers_per_backend: 1,
+        backends: vec![EngineBackend::Choice(BackendChoice::Cpu)],
+        pool_allocator: Some(Box::new(HeapAllocator)),
+        pool_reuse_factor: 1.0,
+    }
+}
+
+/// One partition's reservation at `K`.
+fn one_partition() -> usize {
+    partition_bytes(params_hint(&params()), 1.0)
+}
+
+fn randomness(n: usize, seed: u64) -> (Vec<Scalar>, Vec<Scalar>) {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let r = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+    let s = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+    (r, s)
+}
+
+/// The plain prover's proofs of `Synthetic::new(K)` with these seeds, r and s.
+fn reference(seeds: &[u64], r: &[Scalar], s: &[Scalar]) -> Vec<Proof> {
+    let circuits: Vec<Synthetic> = seeds.iter().map(|&seed| Synthetic::new(K).with_seed(seed)).collect();
+    Prover::new()
+        .with_backend(BackendChoice::Cpu)
+        .unwrap()
+        .prove_with_randomness(circuits, &params(), r, s)
+        .expect("reference proofs")
+}
+
+fn job_of(circuits: Vec<TestCircuit>, seed: u64) -> (Job, Vec<Scalar>, Vec<Scalar>) {
+    let (r, s) = randomness(circuits.len(), seed);
+    let job = Job::from_circuits(params(), circuits).with_randomness(r.clone(), s.clone());
+    (job, r, s)
+}
+
+/// Polls until `pred` holds (a state, not a timing); panics after `DEADLINE`.
+fn wait_for(engine: &Engine, what: &str, pred: impl Fn(&EngineStats) -> bool) {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let stats = engine.stats();
+        if pred(&stats) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "never reached: {what}; {stats:#?}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Every buffer back, the budget empty, no job left, and no fallback or refusal ever.
+fn assert_drained(engine: &Engine) {
+    wait_for(engine, "drained", |s| {
+        s.jobs_active == 0 && s.in_synthesis == 0 && s.on_gpu == 0
+    });
+    let stats = engine.stats();
+    assert_eq!(stats.budget_used, 0, "{stats:#?}");
+    assert_eq!(stats.pool.bytes_in_use, 0, "{stats:#?}");
+    assert_eq!(stats.pool.fallback_bytes_in_use, 0);
+    assert_eq!(stats.pool.fallbacks, 0, "{stats:#?}");
+    assert_eq!((stats.waiting, stats.pending), (0, 0));
+    assert_eq!(
+        (stats.pacer.waiting, stats.pacer.in_synthesis),
+        (0, 0),
+        "{:?}",
+        stats.pacer
+    );
+}
+
+#[test]
+fn proofs_are_the_provers_bytes() {
+    let engine = Engine::new(config(2, 1 << 30)).unwrap();
+    let seeds = [1, 2, 3, 4, 5];
+    let circuits = seeds.iter().map(|&s| TestCircuit::new(s)).collect();
+    let (job, r, s) = job_of(circuits, 11);
+    let proofs = engine.prove(job).unwrap();
+    assert_eq!(proofs, reference(&seeds, &r, &s));
+
+    // Mixed: partition 1 synthesized already, into the engine's pool.
+    let pre = engine
+        .prover()
+        .synthesize_for(Synthetic::new(K).with_seed(9), &params())
+        .unwrap();
+    assert!(pre.is_aux_pinned() || !engine.pool().is_pinned());
+    let partitions = vec![
+        Partition::circuit(TestCircuit::new(8)),
+        Partition::synthesized(pre),
+        Partition::circuit(TestCircuit::new(10)),
+    ];
+    let (r, s) = randomness(3, 12);
+    let proofs = engine
+        .prove(Job::new(params(), partitions).with_randomness(r.clone(), s.clone()))
+        .unwrap();
+    assert_eq!(proofs, reference(&[8, 9, 10], &r, &s));
+
+    assert_drained(&engine);
+    let stats = engine.stats();
+    assert_eq!((stats.partitions_done, stats.partitions_failed), (8, 0));
+    assert_eq!((stats.jobs_done, stats.jobs_failed), (2, 0));
+    assert_eq!(stats.workers.len(), 1);
+    assert_eq!(stats.workers[0].partitions, 8);
+    assert!((0.0..=1.0).contains(&stats.workers[0].busy_fraction));
+    assert!(stats.workers[0].busy > Duration::ZERO);
+    assert!(stats.synthesis_time_ema.is_some() && stats.gpu_time_ema.is_some());
+    assert_eq!(
+        stats.pacer.dispatched, 7,
+        "the pre-synthesized partition skips the pacer"
+    );
+}
+
+#[test]
+fn a_job_three_times_the_budget_streams_through() {
+    let one = one_partition();
+    let engine = Engine::new(config(2, 2 * one)).unwrap();
+    let seeds: Vec<u64> = (20..26).collect();
+    let circuits = seeds.iter().map(|&s| TestCircuit::new(s)).collect();
+    let (job, r, s) = job_of(circuits, 13);
+    let handle = engine.submit(job);
+    let seen = Arc::new(Mutex::new(Vec::<Progress>::new()));
+    let sink = seen.clone();
+    handle.on_progress(Box::new(move |p| sink.lock().push(p)));
+    let proofs = handle.wait().unwrap();
+    assert_eq!(proofs, reference(&seeds, &r, &s));
+
+    assert_drained(&engine);
+    let stats = engine.stats();
+    assert!(
+        stats.budget_peak <= 2 * one,
+        "{} reserved at most, budget {}",
+        stats.budget_peak,
+        2 * one
+    );
+    assert!(stats.pool.peak_bytes <= 2 * one);
+    assert_eq!((stats.pool.waits, stats.pool.failures), (0, 0), "{:?}", stats.pool);
+    // Two partitions' buffers at most ever exist, and every later checkout reuses them.
+    assert!(stats.pool.allocations <= 8, "{:?}", stats.pool);
+    assert_eq!(stats.pool.checkouts, 6 * 4);
+    assert!(stats.pool.reuses >= 16, "{:?}", stats.pool);
+
+    // Progress: 1..=6 in order (the callback may be set after the first proofs; then it
+    // starts later), then the end.
+    let seen = seen.lock().clone();
+    let last = *seen.last().unwrap();
+    assert_eq!(
+        last,
+        Progress {
+            done: 6,
+            total: 6,
+            finished: true
+        }
+    );
+    let dones: Vec<usize> = seen.iter().filter(|p| !p.finished).map(|p| p.done).collect();
+    assert!(dones.windows(2).all(|w| w[1] == w[0] + 1), "{dones:?}");
+}
+
+#[test]
+fn a_failing_partition_fails_only_its_job() {
+    let engine = Engine::new(config(2, 1 << 30)).unwrap();
+    let mut failing: Vec<TestCircuit> = (30..33).map(TestCircuit::new).collect();
+    failing[1].mode = Mode::Fail;
+    let mut panicking: Vec<TestCircuit> = (40..43).map(TestCircuit::new).collect();
+    panicking[2].mode = Mode::Panic;
+    let seeds = [50, 51, 52];
+    let good: Vec<TestCircuit> = seeds.iter().map(|&s| TestCircuit::new(s)).collect();
+
+    let (failing, ..) = job_of(failing, 1);
+    let (panicking, ..) = job_of(panicking, 2);
+    let (good, r, s) = job_of(good, 3);
+    let failing = engine.submit(failing);
+    let panicking = engine.submit(panicking.with_label("panics"));
+    let good = engine.submit(good);
+    // A circuit of another size than its parameters: fails on the prover's shape check.
+    let wrong = engine
+        .submit(Job::from_circuits(params(), vec![Synthetic::new(K + 1)]).with_rng(&mut ChaCha20Rng::seed_from_u64(4)));
+    // r and s of the wrong length, and an empty job: refused at submission.
+    let bad_rs = engine.submit(Job::from_circuits(params(), vec![TestCircuit::new(1)]).with_randomness(vec![], vec![]));
+    let empty = engine.submit(Job::new(params(), vec![]));
+
+    assert!(matches!(
+        failing.wait(),
+        Err(Error::Synthesis(SynthesisError::Unsatisfiable))
+    ));
+    let e = panicking.wait().unwrap_err();
+    assert!(matches!(&e, Error::Panicked(m) if m.contains("on purpose")), "{e}");
+    assert_eq!(good.wait().unwrap(), reference(&seeds, &r, &s));
+    assert!(matches!(wrong.wait(), Err(Error::CircuitMismatch(_))));
+    assert!(matches!(bad_rs.wait(), Err(Error::InvalidArgument(_))));
+    assert!(matches!(empty.wait(), Err(Error::InvalidArgument(_))));
+
+    assert_drained(&engine);
+    let stats = engine.stats();
+    assert_eq!(stats.jobs_done, 1);
+    assert_eq!(stats.jobs_failed, 3, "refused jobs never entered the engine");
+    assert_eq!(stats.partitions_failed, 3);
+    // Every partition is accounted for exactly once.
+    assert_eq!(
+        stats.partitions_done + stats.partitions_failed + stats.partitions_dropped,
+        3 + 3 + 3 + 1
+    );
+
+    // The engine goes on after all that.
+    let (job, r, s) = job_of(vec![TestCircuit::new(60)], 5);
+    assert_eq!(engine.prove(job).unwrap(), reference(&[60], &r, &s));
+}
+
+#[test]
+fn cancel_frees_partitions_not_yet_on_a_gpu() {
+    // The only synthesis worker held by a gated circuit: a second job cannot be dispatched.
+    let engine = Engine::new(config(1, 1 << 30)).unwrap();
+    let gate = Gate::new();
+    let mut held = TestCircuit::new(70);
+    held.gate = Some(gate.clone());
+    let (held_job, r, s) = job_of(vec![held], 6);
+    let held = engine.submit(held_job);
+    wait_for(&engine, "the gated partition in synthesis", |s| s.in_synthesis == 1);
+    let (job, ..) = job_of((71..75).map(TestCircuit::new).collect(), 7);
+    let cancelled = engine.submit(job);
+    assert_eq!(engine.stats().pending, 4);
+    assert!(cancelled.cancel());
+    assert!(!cancelled.cancel(), "cancelling twice");
+    assert!(cancelled.is_finished());
+    assert!(matches!(cancelled.wait(), Err(Error::Cancelled(_))));
+    assert_eq!(engine.stats().pending, 0);
+    gate.open();
+    assert_eq!(held.wait().unwrap(), reference(&[70], &r, &s));
+    assert_drained(&engine);
+    let stats = engine.stats();
+    assert_eq!((stats.partitions_done, stats.partitions_dropped), (1, 4));
+
+    // Partitions synthesized and waiting for the GPU: held by a gated backend.
+    let gpu_gate = Gate::new();
+    let backend: Arc<dyn Backend> = Arc::new(GatedBackend { gate: gpu_gate.clone() });
+    let engine = Engine::new(EngineConfig {
+        backends: vec![EngineBackend::Custom(backend)],
+        pacer: PacerMode::BoundedQueue { depth: 8 },
+        ..config(2, 1 << 30)
+    })
+    .unwrap();
+    let (first, r, s) = job_of(vec![TestCircuit::new(80)], 8);
+    let first = engine.submit(first);
+    wait_for(&engine, "a partition on the GPU", |s| s.on_gpu == 1);
+    let (job, ..) = job_of((81..84).map(TestCircuit::new).collect(), 9);
+    let waiting = engine.submit(job);
+    wait_for(&engine, "three partitions waiting", |s| s.waiting == 3);
+    let before = engine.stats();
+    assert!(waiting.cancel());
+    // Their buffers and budget are back as soon as cancel returns.
+    let after = engine.stats();
+    assert_eq!(after.waiting, 0);
+    assert_eq!(after.pacer.waiting, 0);
+    assert!(after.pool.bytes_in_use < before.pool.bytes_in_use);
+    assert!(
+        after.budget_used * 4 <= before.budget_used + 4096,
+        "{} then {}",
+        before.budget_used,
+        after.budget_used
+    );
+    assert!(matches!(waiting.wait(), Err(Error::Cancelled(_))));
+    gpu_gate.open();
+    assert_eq!(first.wait().unwrap(), reference(&[80], &r, &s));
+    assert_drained(&engine);
+}
+
+#[test]
+fn priorities_order_dispatch() {
+    let engine = Engine::new(EngineConfig {
+        pacer: PacerMode::BoundedQueue { depth: 16 },
+        ..config(1, 1 << 30)
+    })
+    .unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let gate = Gate::new();
+    let tagged = |seed: u64, tag: u32| {
+        let mut c = TestCircuit::new(seed);
+        c.tag = tag;
+        c.log = Some(log.clone());
+        c
+    };
+    let mut held = tagged(90, 0);
+    held.gate = Some(gate.clone());
+    let held = engine.submit(job_of(vec![held], 1).0);
+    wait_for(&engine, "the gated partition in synthesis", |s| s.in_synthesis == 1);
+    let low = engine.submit(job_of((1..4).map(|i| tagged(90 + i, 100 + i as u32)).collect(), 2).0);
+    let high = engine.submit(
+        job_of((1..4).map(|i| tagged(95 + i, 200 + i as u32)).collect(), 3)
+            .0
+            .with_priority(5),
+    );
+    let low2 = engine.submit(job_of(vec![tagged(99, 300)], 4).0);
+    gate.open();
+    for h in [held, low, high, low2] {
+        h.wait().unwrap();
+    }
+    assert_eq!(*log.lock(), vec![0, 201, 202, 203, 101, 102, 103, 300]);
+    assert_drained(&engine);
+}
+
+#[test]
+fn a_reserved_partition_is_never_refused() {
+    // The field failure: a partition whose bytes the budget reserved was refused by the pool
+    // (which charged them again) and fell back to unpinned memory. Here the budget holds
+    // exactly three partitions; three synthesize at once (a barrier inside synthesis holds
+    // all three with their buffers checked out), and the pool starts full of idle buffers of
+    // a size none of them can reuse. Every checkout must succeed at once: no wait, no
+    // failure, no fallback.
+    let one = one_partition();
+    let limit = 3 * one;
+    let engine = Engine::new(EngineConfig {
+        pacer: PacerMode::BoundedQueue { depth: 3 },
+        ..config(3, limit)
+    })
+    .unwrap();
+    // Fill the pool with idle buffers of a useless size, up to its cap.
+    let odd = 3 * 4096 + 100;
+    let mut filler = Vec::new();
+    while let Ok(b) = engine.pool().checkout(odd) {
+        filler.push(b);
+        if engine.pool().stats().bytes_in_use + 2 * odd > limit {
+            break;
+        }
+    }
+    drop(filler);
+    let before = engine.pool().stats();
+    assert!(
+        before.bytes_idle + 2 * odd > limit,
+        "the pool is full of idle buffers: {before:?}"
+    );
+
+    let barrier = Barrier::new(3);
+    let seeds = [110, 111, 112];
+    let circuits = seeds
+        .iter()
+        .map(|&seed| {
+            let mut c = TestCircuit::new(seed);
+            c.barrier = Some(barrier.clone());
+            c
+        })
+        .collect();
+    let (job, r, s) = job_of(circuits, 10);
+    assert_eq!(engine.prove(job).unwrap(), reference(&seeds, &r, &s));
+    let after = engine.pool().stats();
+    assert_eq!(after.waits, before.waits, "a reserved checkout waited: {after:?}");
+    assert_eq!(
+        after.failures, before.failures,
+        "a reserved checkout was refused: {after:?}"
+    );
+    assert_eq!(after.fallbacks, 0, "{after:?}");
+    // All three held their buffers at once (the barrier), within the budget.
+    assert!(after.peak_bytes <= limit, "{after:?}");
+    assert!(engine.stats().budget_peak >= 3 * (4 * 4096 * 32));
+    assert_drained(&engine);
+}
+
+#[test]
+fn a_partition_larger_than_the_budget_fails_its_job_clearly() {
+    let engine = Engine::new(config(1, one_partition() - 1)).unwrap();
+    let (job, ..) = job_of(vec![TestCircuit::new(1)], 1);
+    let e = engine.prove(job).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::BudgetExhausted {
+                waited: Duration::ZERO,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert_drained(&engine);
+
+    // A budget that is full for longer than the timeout: the job waits, then fails.
+    let one = one_partition();
+    let engine = Engine::new(EngineConfig {
+        budget_timeout: Duration::from_millis(200),
+        ..config(2, one)
+    })
+    .unwrap();
+    let gate = Gate::new();
+    let mut held = TestCircuit::new(2);
+    held.gate = Some(gate.clone());
+    let held = engine.submit(job_of(vec![held], 2).0);
+    wait_for(&engine, "the budget full", |s| s.in_synthesis == 1);
+    let starved = engine.submit(job_of(vec![TestCircuit::new(3)], 3).0);
+    let e = starved.wait().unwrap_err();
+    assert!(
+        matches!(e, Error::BudgetExhausted { waited, .. } if waited >= Duration::from_millis(200)),
+        "{e}"
+    );
+    gate.open();
+    held.wait().unwrap();
+    assert_drained(&engine);
+}
+
+#[test]
+fn dropping_the_engine_cancels_its_jobs() {
+    let engine = Engine::new(config(1, 1 << 30)).unwrap();
+    let pool = engine.pool().clone();
+    let gate = Gate::new();
+    let mut held = TestCircuit::new(1);
+    held.gate = Some(gate.clone());
+    let held = engine.submit(job_of(vec![held, TestCircuit::new(2)], 1).0);
+    wait_for(&engine, "in synthesis", |s| s.in_synthesis == 1);
+    let queued = engine.submit(job_of(vec![TestCircuit::new(3)], 2).0);
+    drop(engine);
+    assert!(matches!(held.wait(), Err(Error::Cancelled(_))));
+    assert!(matches!(queued.wait(), Err(Error::Cancelled(_))));
+    // The synthesis under way ends on its own and gives its buffers back.
+    gate.open();
+    let deadline = Instant::now() + DEADLINE;
+    while pool.stats().bytes_in_use > 0 {
+        assert!(Instant::now() < deadline, "{:?}", pool.stats());
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn bad_configs_are_refused() {
+    for bad in [
+        EngineConfig {
+            synthesis_workers: 0,
+            ..config(1, 1 << 20)
+        },
+        EngineConfig {
+            backends: vec![],
+            ..config(1, 1 << 20)
+        },
+        config(1, 0),
+        EngineConfig {
+            pool_reuse_factor: 0.5,
+            ..config(1, 1 << 20)
+        },
+        EngineConfig {
+            pacer: PacerMode::BoundedQueue { depth: 0 },
+            ..config(1, 1 << 20)
+        },
+    ] {
+        assert!(matches!(Engine::new(bad), Err(Error::InvalidArgument(_))));
+    }
+}
