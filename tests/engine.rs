@@ -536,6 +536,24 @@ fn a_reserved_partition_is_never_refused() {
 }
 
 #[test]
+fn prewarmed_buffers_are_reused_by_the_stream() {
+    let one = one_partition();
+    let engine = Engine::new(config(2, 3 * one)).unwrap();
+    // Stops at the budget: room for three.
+    assert_eq!(engine.prewarm(params_hint(&params()), 5).unwrap(), 3);
+    let warm = engine.pool().stats();
+    assert_eq!((warm.allocations, warm.bytes_in_use), (12, 0));
+    assert_eq!(engine.stats().budget_used, 0);
+    let seeds: Vec<u64> = (120..126).collect();
+    let (job, r, s) = job_of(seeds.iter().map(|&s| TestCircuit::new(s)).collect(), 14);
+    assert_eq!(engine.prove(job).unwrap(), reference(&seeds, &r, &s));
+    let after = engine.pool().stats();
+    assert_eq!(after.allocations, 12, "the stream pinned nothing new: {after:?}");
+    assert_eq!(after.reuses - warm.reuses, 6 * 4);
+    assert_drained(&engine);
+}
+
+#[test]
 fn a_partition_larger_than_the_budget_fails_its_job_clearly() {
     let engine = Engine::new(config(1, one_partition() - 1)).unwrap();
     let (job, ..) = job_of(vec![TestCircuit::new(1)], 1);

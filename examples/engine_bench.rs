@@ -1,0 +1,283 @@
+//! Engine benchmark (feature `cuda`): a stream of synthetic partitions of 2^k constraints through
+//! the [`Engine`] on every GPU, against the naive loop (synthesize, then prove, one at a time).
+//!
+//!     cargo run --release --features cuda --example engine_bench -- --log-size 24 --partitions 32
+//!     ... --devices 0 --gpu-workers 2     # two GPU workers on one GPU
+//!     ... --pacer queue --depth 4         # the bounded-queue mode, for comparison
+//!
+//! Prints one table: seconds per partition end to end once warm (the first `--warmup`
+//! partitions excluded), GPU busy fraction over the same window (per GPU worker, averaged),
+//! pool reuses / checkouts after the warm-up, peak pinned bytes, the budget, and the ratio
+//! naive / engine. Parameters are random points of the right shape
+//! (`cuzk::testing::random_parameters_for`), so the engine's proofs are checked against the
+//! naive loop's bytes (same circuits, same r and s) instead of being verified.
+
+mod support;
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use blstrs::Scalar;
+use cuzk::engine::{
+    params_hint, partition_bytes, Engine, EngineBackend, EngineConfig, EngineStats, Job, PacerMode, PiConfig,
+};
+use cuzk::pool::{CudaPinnedAllocator, PinMode};
+use cuzk::prover::cuda::{device_count, CudaBackend};
+use cuzk::prover::Backend;
+use cuzk::testing::{random_parameters_for, Synthetic};
+use cuzk::{PinnedPool, PoolConfig, Prover};
+use ff::Field;
+use rand::SeedableRng;
+use support::{fail, machine};
+
+const USAGE: &str = "usage: engine_bench [--log-size 24] [--partitions 32] [--warmup 4] [--naive 3] \
+                     [--devices all|0,1] [--gpu-workers 1 (per device)] [--synthesis-workers N (default: cores − 1)] \
+                     [--pacer pi|queue] [--target 2 (PI target depth)] [--depth 4 (queue depth)] \
+                     [--budget-gib G (default: (target + GPU workers + synthesis workers) partitions)] \
+                     [--prewarm 1] [--bit-percent 75]";
+
+fn gib(bytes: usize) -> f64 {
+    bytes as f64 / (1u64 << 30) as f64
+}
+
+fn circuit(k: u32, bits: u32, seed: u64) -> Synthetic {
+    let mut c = Synthetic::new(k).with_seed(seed);
+    c.bit_percent = bits;
+    c
+}
+
+fn busy(stats: &EngineStats) -> Duration {
+    stats.workers.iter().map(|w| w.busy).sum()
+}
+
+fn main() {
+    support::init_logging();
+    let args = support::Args::parse(USAGE);
+    let k: u32 = args.get("--log-size", 24);
+    let n: usize = args.get("--partitions", 32);
+    let warmup: usize = args.get("--warmup", 4).min(n.saturating_sub(1));
+    let naive_runs: usize = args.get("--naive", 3);
+    let bits: u32 = args.get("--bit-percent", 75);
+    let gpu_workers: usize = args.get("--gpu-workers", 1);
+    let cores = std::thread::available_parallelism().map_or(2, |c| c.get());
+    let synthesis_workers: usize = args.get("--synthesis-workers", cores.saturating_sub(1).max(1));
+    let pacer_name: String = args.get("--pacer", "pi".to_string());
+    let target: usize = args.get("--target", 2);
+    let depth: usize = args.get("--depth", 4);
+    let prewarm: u32 = args.get("--prewarm", 1);
+    let devices: Vec<usize> = match args.get("--devices", "all".to_string()).as_str() {
+        "all" => (0..device_count().unwrap_or_else(|e| fail(&format!("no GPU: {e}")))).collect(),
+        list => list
+            .split(',')
+            .map(|d| {
+                d.parse()
+                    .unwrap_or_else(|_| fail(&format!("--devices: cannot parse {d:?}")))
+            })
+            .collect(),
+    };
+    if devices.is_empty() {
+        fail("no GPU");
+    }
+    let backends: Vec<std::sync::Arc<CudaBackend>> = devices
+        .iter()
+        .map(|&d| CudaBackend::shared(d).unwrap_or_else(|e| fail(&format!("GPU {d}: {e}"))))
+        .collect();
+
+    // Parameters of the circuit's shape, uploaded to every GPU before anything is timed.
+    eprintln!("synthesizing a 2^{k} partition for the parameters' shape ...");
+    let shape = Prover::new()
+        .synthesize(circuit(k, bits, 0))
+        .unwrap_or_else(|e| fail(&e.to_string()));
+    let params = random_parameters_for(&shape, u64::from(k)).unwrap_or_else(|e| fail(&e.to_string()));
+    drop(shape);
+    for (b, d) in backends.iter().zip(&devices) {
+        b.prepare(&params)
+            .unwrap_or_else(|e| fail(&format!("GPU {d}: uploading parameters: {e}")));
+    }
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(42);
+    let r: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+    let s: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+
+    // The naive loop on GPU 0: synthesize (pinned, hinted after the first), then prove.
+    let naive_pool = PinnedPool::cuda(devices[0], PinMode::default(), PoolConfig::default())
+        .unwrap_or_else(|e| fail(&format!("pinned pool: {e}")));
+    let naive = Prover::new()
+        .with_custom_backend(backends[0].clone())
+        .with_pool(naive_pool);
+    let mut naive_times = Vec::new();
+    let mut naive_gpu = Duration::ZERO;
+    let mut naive_proofs = Vec::new();
+    for i in 0..naive_runs.min(n) {
+        let start = Instant::now();
+        let a = naive
+            .synthesize_for(circuit(k, bits, i as u64), &params)
+            .unwrap_or_else(|e| fail(&e.to_string()));
+        let proving = Instant::now();
+        let (mut p, _) = naive
+            .prove_synthesized(vec![a], &params, &r[i..=i], &s[i..=i])
+            .unwrap_or_else(|e| fail(&e.to_string()));
+        let gpu = proving.elapsed();
+        let total = start.elapsed();
+        eprintln!(
+            "naive {i}: {:.2} s (synthesis {:.2} s, proof {:.3} s)",
+            total.as_secs_f64(),
+            (total - gpu).as_secs_f64(),
+            gpu.as_secs_f64()
+        );
+        if i > 0 || naive_runs == 1 {
+            naive_times.push(total.as_secs_f64());
+            naive_gpu += gpu;
+        }
+        naive_proofs.push(p.pop().expect("one proof"));
+    }
+    drop(naive);
+    let naive_s = naive_times.iter().sum::<f64>() / naive_times.len().max(1) as f64;
+    let naive_busy = naive_gpu.as_secs_f64() / naive_times.iter().sum::<f64>().max(1e-9);
+
+    // The engine.
+    let all_gpu_workers = gpu_workers * devices.len();
+    let one = partition_bytes(params_hint(&params), 1.0);
+    let budget = match args.get("--budget-gib", 0.0f64) {
+        g if g > 0.0 => (g * (1u64 << 30) as f64) as usize,
+        _ => (target + all_gpu_workers + synthesis_workers) * one,
+    };
+    let pacer = match pacer_name.as_str() {
+        "pi" => {
+            let mut pi = PiConfig::default();
+            pi.target_depth = target;
+            PacerMode::Pi(pi)
+        }
+        "queue" => PacerMode::BoundedQueue { depth },
+        other => fail(&format!("--pacer: pi or queue, not {other:?}")),
+    };
+    let allocator = CudaPinnedAllocator::new(devices[0], PinMode::default())
+        .unwrap_or_else(|e| fail(&format!("pinned allocator: {e}")));
+    let engine = Engine::new(EngineConfig {
+        synthesis_workers,
+        pacer,
+        budget_bytes: budget,
+        gpu_workers_per_backend: gpu_workers,
+        backends: backends
+            .iter()
+            .map(|b| EngineBackend::Custom(b.clone() as std::sync::Arc<dyn Backend>))
+            .collect(),
+        pool_allocator: Some(Box::new(allocator)),
+        ..EngineConfig::default()
+    })
+    .unwrap_or_else(|e| fail(&e.to_string()));
+    if prewarm > 0 {
+        let start = Instant::now();
+        let want = (target + all_gpu_workers + synthesis_workers).min(n);
+        let got = engine
+            .prewarm(params_hint(&params), want)
+            .unwrap_or_else(|e| fail(&format!("prewarm: {e}")));
+        eprintln!(
+            "prewarmed {got} partitions' pinned buffers ({:.1} GiB) in {:.1} s",
+            gib(engine.pool().stats().bytes_idle),
+            start.elapsed().as_secs_f64()
+        );
+    }
+
+    let start = Instant::now();
+    let circuits = (0..n).map(|i| circuit(k, bits, i as u64)).collect();
+    let handle = engine.submit(
+        Job::from_circuits(params.clone(), circuits)
+            .with_randomness(r.clone(), s.clone())
+            .with_label("engine_bench"),
+    );
+    let (tx, rx) = mpsc::channel();
+    handle.on_progress(Box::new(move |p| {
+        let _ = tx.send((p, Instant::now()));
+    }));
+    let mut warm: Option<(Instant, EngineStats)> = None;
+    let mut last_done = start;
+    for (p, at) in rx {
+        if p.done == warmup && warm.is_none() && !p.finished {
+            warm = Some((at, engine.stats()));
+        }
+        if !p.finished {
+            last_done = at;
+            if p.done % 8 == 0 || p.done == n {
+                let st = engine.stats();
+                eprintln!(
+                    "{}/{n} at {:.1} s: {} in synthesis, {} waiting, {} on GPU, pacer rate {:?}/s, budget {:.1}/{:.1} GiB",
+                    p.done,
+                    at.duration_since(start).as_secs_f64(),
+                    st.in_synthesis,
+                    st.waiting,
+                    st.on_gpu,
+                    st.pacer.dispatch_rate.map(|r| (r * 100.0).round() / 100.0),
+                    gib(st.budget_used),
+                    gib(st.budget_limit)
+                );
+            }
+        }
+        if p.finished {
+            break;
+        }
+    }
+    let proofs = handle.wait().unwrap_or_else(|e| fail(&format!("engine: {e}")));
+    let end = engine.stats();
+    let wall = start.elapsed();
+    let identical = proofs.iter().zip(&naive_proofs).all(|(a, b)| a == b);
+
+    let (warm_at, warm_stats) = warm.unwrap_or((start, engine.stats()));
+    let window = last_done.duration_since(warm_at).as_secs_f64();
+    let per_partition = window / (n - warmup).max(1) as f64;
+    let busy_fraction = (busy(&end) - busy(&warm_stats)).as_secs_f64() / (window * all_gpu_workers as f64).max(1e-9);
+    let checkouts = end.pool.checkouts - warm_stats.pool.checkouts;
+    let reuses = end.pool.reuses - warm_stats.pool.reuses;
+
+    println!();
+    println!("machine: {}", machine());
+    println!(
+        "GPUs: {} ({} worker(s) each), synthesis workers {synthesis_workers}, pacer {pacer_name} (target {target}, in-flight cap {}), 2^{k} constraints, {bits}% bits, {n} partitions ({warmup} warm-up)",
+        devices.len(),
+        gpu_workers,
+        end.pacer.in_flight_cap
+    );
+    println!(
+        "| run | s / partition | GPU busy | reuses / checkouts | peak pinned | budget (peak / limit) | vs naive |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "| naive loop (GPU {}, {} partitions after the first) | {naive_s:.3} | {:.0}% | — | — | — | 1.00× |",
+        devices[0],
+        naive_times.len(),
+        naive_busy * 100.0
+    );
+    println!(
+        "| engine | {per_partition:.3} | {:.1}% | {reuses} / {checkouts} ({:.1}%) | {:.1} GiB | {:.1} / {:.1} GiB | {:.2}× |",
+        busy_fraction * 100.0,
+        100.0 * reuses as f64 / checkouts.max(1) as f64,
+        gib(end.pool.peak_bytes),
+        gib(end.budget_peak),
+        gib(end.budget_limit),
+        naive_s / per_partition
+    );
+    println!(
+        "engine wall {:.1} s for {n}; one partition reserves {:.2} GiB; pool: {} allocations, {} reuses, {} fallbacks, {} waits, {:.1} s pinning; synthesis EMA {:.2} s, proof EMA {:.3} s; per worker busy: {}",
+        wall.as_secs_f64(),
+        gib(one),
+        end.pool.allocations,
+        end.pool.reuses,
+        end.pool.fallbacks,
+        end.pool.waits,
+        end.pool.alloc_time.as_secs_f64(),
+        end.synthesis_time_ema.unwrap_or_default().as_secs_f64(),
+        end.gpu_time_ema.unwrap_or_default().as_secs_f64(),
+        end.workers
+            .iter()
+            .map(|w| format!("{}:{:.0}%", w.backend, w.busy_fraction * 100.0))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    println!(
+        "proofs identical to the naive loop's (first {}): {}",
+        naive_proofs.len(),
+        if identical { "yes" } else { "NO" }
+    );
+    if !identical {
+        std::process::exit(1);
+    }
+}
