@@ -6,6 +6,7 @@
 //! until the test opens it) and wait for states by polling `stats()`; they assert outcomes
 //! (bytes, counts, orders), never timings.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -161,6 +162,31 @@ impl Backend for GatedBackend {
             return Err(Error::InvalidArgument("gate never opened".into()));
         }
         CpuBackend.commitments(a, params, t)
+    }
+}
+
+/// A GPU that hits a sticky error on its first proof (or is lost from the start).
+struct LosingBackend {
+    lost: AtomicBool,
+}
+
+impl Backend for LosingBackend {
+    fn name(&self) -> &'static str {
+        "losing"
+    }
+
+    fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
+    }
+
+    fn commitments(&self, a: &mut ProvingAssignment, _: &Parameters, _: &mut Timings) -> cuzk::Result<Commitments> {
+        self.lost.store(true, Ordering::SeqCst);
+        a.release_abc();
+        Err(Error::DeviceLost {
+            device: 9,
+            code: 700,
+            message: "illegal address (test)".into(),
+        })
     }
 }
 
@@ -613,6 +639,50 @@ fn dropping_the_engine_cancels_its_jobs() {
         assert!(Instant::now() < deadline, "{:?}", pool.stats());
         std::thread::sleep(Duration::from_millis(2));
     }
+}
+
+#[test]
+fn a_lost_gpu_fails_its_partitions_and_stops_taking_work() {
+    // Two workers on one GPU that is lost at its first proof: the jobs they take fail with
+    // DeviceLost; once both have seen it, new jobs are refused.
+    let losing: Arc<dyn Backend> = Arc::new(LosingBackend {
+        lost: AtomicBool::new(false),
+    });
+    let engine = Engine::new(EngineConfig {
+        backends: vec![EngineBackend::Custom(losing)],
+        gpu_workers_per_backend: 2,
+        ..config(1, 1 << 30)
+    })
+    .unwrap();
+    let (a, ..) = job_of(vec![TestCircuit::new(1)], 1);
+    assert!(matches!(engine.prove(a), Err(Error::DeviceLost { .. })));
+    let (b, ..) = job_of(vec![TestCircuit::new(2)], 2);
+    // The other worker either takes it (and sees the loss itself) or has seen the loss
+    // already, before taking anything (then no worker is left and the job is refused).
+    let e = engine.prove(b).unwrap_err();
+    assert!(matches!(e, Error::DeviceLost { .. } | Error::NoGpu(_)), "{e}");
+    wait_for(&engine, "both workers retired", |s| s.workers.iter().all(|w| w.lost));
+    let (c, ..) = job_of(vec![TestCircuit::new(3)], 3);
+    assert!(matches!(engine.prove(c), Err(Error::NoGpu(_))));
+    assert_drained(&engine);
+
+    // A lost GPU next to a healthy one: its worker retires, the other proves everything.
+    let lost: Arc<dyn Backend> = Arc::new(LosingBackend {
+        lost: AtomicBool::new(true),
+    });
+    let engine = Engine::new(EngineConfig {
+        backends: vec![EngineBackend::Choice(BackendChoice::Cpu), EngineBackend::Custom(lost)],
+        ..config(2, 1 << 30)
+    })
+    .unwrap();
+    wait_for(&engine, "the lost worker retired", |s| s.workers[1].lost);
+    let seeds = [4, 5, 6, 7];
+    let (job, r, s) = job_of(seeds.iter().map(|&s| TestCircuit::new(s)).collect(), 4);
+    assert_eq!(engine.prove(job).unwrap(), reference(&seeds, &r, &s));
+    let stats = engine.stats();
+    assert_eq!((stats.workers[0].partitions, stats.workers[1].partitions), (4, 0));
+    assert!(!stats.workers[0].lost);
+    assert_drained(&engine);
 }
 
 #[test]

@@ -63,13 +63,12 @@ fn checkout_bytes(bytes: usize, reuse_factor: f64) -> usize {
 pub fn partition_bytes(hint: CapacityHint, reuse_factor: f64) -> usize {
     let abc = hint.constraints.max(DEFAULT_INITIAL_CONSTRAINTS).saturating_mul(ELEM);
     let aux = hint.aux.max(DEFAULT_INITIAL_CONSTRAINTS).saturating_mul(ELEM);
-    let heap = hint.inputs.saturating_mul(ELEM).saturating_add(
-        hint.aux
-            .saturating_mul(2)
-            .saturating_add(hint.inputs)
-            .div_ceil(64)
-            .saturating_mul(8),
-    );
+    // Three density trackers: A and B over aux, B over inputs, a 64-bit word per 64 variables.
+    let density_words = (hint.aux.div_ceil(64).saturating_mul(2)).saturating_add(hint.inputs.div_ceil(64).max(1));
+    let heap = hint
+        .inputs
+        .saturating_mul(ELEM)
+        .saturating_add(density_words.saturating_mul(8));
     checkout_bytes(abc, reuse_factor)
         .saturating_mul(3)
         .saturating_add(checkout_bytes(aux, reuse_factor))
@@ -202,6 +201,21 @@ mod tests {
         assert!(assignment_bytes(&a) >= in_use);
         // With factor 2 a reused buffer may be up to twice each request.
         assert!(partition_bytes(hint, 2.0) >= 2 * (3 * 10_000 + 9_000) * ELEM);
+        // A synthesized circuit holds no more than its reservation (sized from its
+        // parameters' hint, as the engine sizes a first synthesis).
+        let circuit = crate::testing::Synthetic::new(8);
+        let params = crate::testing::random_parameters(circuit.clone(), 1).unwrap();
+        let prover = crate::Prover::new().with_pool(pool.clone());
+        let hint = params_hint(&params);
+        prover
+            .hints()
+            .record(std::any::type_name::<crate::testing::Synthetic>(), hint);
+        let a = prover.synthesize_for(circuit, &params).unwrap();
+        assert!(assignment_bytes(&a) <= partition_bytes(hint, 1.0));
+        assert!(
+            assignment_bytes(&a) + 4096 > partition_bytes(hint, 1.0),
+            "a tight estimate"
+        );
         // A hint below the unhinted start is charged the start's size.
         let tiny = CapacityHint {
             constraints: 1,

@@ -204,11 +204,16 @@ impl JobShared {
         })
     }
 
-    pub(crate) fn note_done(&self) {
+    /// Reports `done` partitions proved (counted by the engine under its lock, so the count
+    /// is exact when the job finishes; a report that arrives after the end is dropped).
+    pub(crate) fn note_done(&self, done: usize) {
         let mut st = self.state.lock();
-        st.done += 1;
+        if st.over || done <= st.done {
+            return;
+        }
+        st.done = done;
         let progress = Progress {
-            done: st.done,
+            done,
             total: self.total,
             finished: false,
         };
@@ -217,12 +222,14 @@ impl JobShared {
         }
     }
 
-    pub(crate) fn finish(&self, result: Result<Vec<Proof>>) {
+    /// Ends the job with `result`, `done` partitions proved.
+    pub(crate) fn finish(&self, result: Result<Vec<Proof>>, done: usize) {
         let mut st = self.state.lock();
         if st.over {
             return;
         }
         st.over = true;
+        st.done = st.done.max(done);
         st.result = Some(result);
         let progress = Progress {
             done: st.done,

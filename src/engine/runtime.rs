@@ -159,6 +159,8 @@ pub struct WorkerStats {
     pub busy_fraction: f64,
     /// Partitions it finished (proved or failed).
     pub partitions: u64,
+    /// Whether its backend is lost (a sticky GPU error): the worker stopped taking partitions.
+    pub lost: bool,
 }
 
 /// A snapshot of the engine ([`Engine::stats`]).
@@ -246,6 +248,8 @@ struct JobEntry {
     s: Vec<Scalar>,
     pending: VecDeque<Pending>,
     proofs: Vec<Option<Proof>>,
+    /// Partitions proved.
+    done: usize,
     /// Partitions still in the engine (pending, in synthesis, waiting, on a GPU).
     outstanding: usize,
     error: Option<Error>,
@@ -273,6 +277,7 @@ struct WorkerBooks {
     busy: Duration,
     since: Option<Instant>,
     partitions: u64,
+    lost: bool,
 }
 
 struct State {
@@ -288,23 +293,25 @@ struct State {
     gpu_ema: Option<f64>,
     counters: Counters,
     workers: Vec<WorkerBooks>,
+    /// GPU workers whose backend is not lost; at 0 every job fails and new ones are refused.
+    live_workers: usize,
 }
 
 /// Notifications to make once the engine's lock is released (callbacks may call back into
 /// the engine).
 #[derive(Default)]
 struct Deferred {
-    progressed: Vec<Arc<JobShared>>,
-    finished: Vec<(Arc<JobShared>, Result<Vec<Proof>>)>,
+    progressed: Vec<(Arc<JobShared>, usize)>,
+    finished: Vec<(Arc<JobShared>, Result<Vec<Proof>>, usize)>,
 }
 
 impl Deferred {
     fn run(self) {
-        for job in self.progressed {
-            job.note_done();
+        for (job, done) in self.progressed {
+            job.note_done(done);
         }
-        for (job, result) in self.finished {
-            job.finish(result);
+        for (job, result, done) in self.finished {
+            job.finish(result, done);
         }
     }
 }
@@ -396,7 +403,7 @@ impl State {
                 }
             }
         };
-        deferred.finished.push((job.shared.clone(), result));
+        deferred.finished.push((job.shared.clone(), result, job.done));
     }
 
     /// Fails job `id` with `err` (the first error wins): drops its pending partitions and its
@@ -631,6 +638,10 @@ impl Shared {
     fn gpu_worker(&self, worker: usize, prover: Prover) {
         loop {
             let mut st = self.state.lock();
+            if prover.is_backend_lost() {
+                self.retire(&mut st, worker, &prover);
+                return;
+            }
             let item = loop {
                 if st.shutdown {
                     return;
@@ -692,7 +703,8 @@ impl Shared {
                     let job = st.jobs.get_mut(&id).expect("alive job exists");
                     job.gpu_time += elapsed;
                     job.proofs[index] = proofs.pop();
-                    deferred.progressed.push(job.shared.clone());
+                    job.done += 1;
+                    deferred.progressed.push((job.shared.clone(), job.done));
                     log::debug!(
                         "engine: job {id} partition {index} proved on {} in {:.1} ms",
                         prover.backend_name(),
@@ -714,6 +726,31 @@ impl Shared {
             self.dispatch_cv.notify_all();
             deferred.run();
         }
+    }
+
+    /// Worker `worker`'s backend is lost: it takes no more partitions. When it was the last,
+    /// every job fails (nothing could prove its partitions) and new jobs are refused.
+    fn retire(&self, st: &mut parking_lot::MutexGuard<'_, State>, worker: usize, prover: &Prover) {
+        log::error!(
+            "engine: GPU worker {worker} stops: its {} backend is lost",
+            prover.backend_name()
+        );
+        st.workers[worker].lost = true;
+        st.live_workers -= 1;
+        if st.live_workers > 0 {
+            return;
+        }
+        let mut deferred = Deferred::default();
+        let now = self.now();
+        let ids: Vec<u64> = st.jobs.keys().copied().collect();
+        for id in ids {
+            let err = Error::NoGpu("every GPU worker's backend of this engine is lost".into());
+            st.fail_job(id, err, now, &mut deferred);
+        }
+        parking_lot::MutexGuard::unlocked(st, || {
+            self.dispatch_cv.notify_all();
+            deferred.run();
+        });
     }
 
     fn shutdown(&self) {
@@ -844,6 +881,7 @@ impl Engine {
                     busy: Duration::ZERO,
                     since: None,
                     partitions: 0,
+                    lost: false,
                 });
                 provers.push((b, prover.clone()));
             }
@@ -866,6 +904,7 @@ impl Engine {
                 synthesis_ema: None,
                 gpu_ema: None,
                 counters: Counters::default(),
+                live_workers: workers.len(),
                 workers,
             }),
             dispatch_cv: Condvar::new(),
@@ -949,13 +988,15 @@ impl Engine {
             )))
         } else if st.shutdown {
             Some(Error::Cancelled("the engine shut down".into()))
+        } else if st.live_workers == 0 {
+            Some(Error::NoGpu("every GPU worker's backend of this engine is lost".into()))
         } else {
             None
         };
         if let Some(e) = invalid {
             drop(st);
             log::info!("engine: job {id} '{label}' refused: {e}");
-            shared_job.finish(Err(e));
+            shared_job.finish(Err(e), 0);
             return handle;
         }
         let mut entry = JobEntry {
@@ -967,6 +1008,7 @@ impl Engine {
             s,
             pending: VecDeque::new(),
             proofs: vec![None; n],
+            done: 0,
             outstanding: n,
             error: None,
             submitted: Instant::now(),
@@ -1097,6 +1139,7 @@ impl Engine {
                     busy,
                     busy_fraction: (busy.as_secs_f64() / up).min(1.0),
                     partitions: w.partitions,
+                    lost: w.lost,
                 }
             })
             .collect();

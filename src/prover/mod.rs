@@ -312,6 +312,12 @@ impl Prover {
         self.backend.name()
     }
 
+    /// Whether the backend can no longer prove ([`Backend::is_lost`]: a GPU after a sticky
+    /// error; never for `Auto`, which goes on on the CPU).
+    pub fn is_backend_lost(&self) -> bool {
+        self.backend.is_lost()
+    }
+
     /// Gets the backend ready for `params` ahead of the first proof (the CUDA backend
     /// uploads them to the device once; later proofs reuse them).
     ///
