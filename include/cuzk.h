@@ -98,9 +98,43 @@ typedef enum cuzk_status {
   CUZK_STATUS_FILECOIN = 60,
   // The library was built without the feature this function needs (e.g. `filecoin`).
   CUZK_STATUS_UNSUPPORTED = 61,
+  // A job of the engine was cancelled (`cuzk_job_cancel`, `cuzk_job_free`) or its engine was
+  // freed before it was over.
+  CUZK_STATUS_CANCELLED = 70,
+  // The engine's memory budget could not make room for a partition in time (or the
+  // partition alone is larger than the budget).
+  CUZK_STATUS_BUDGET_EXHAUSTED = 71,
   // An error this version of the ABI has no code for (see the message).
   CUZK_STATUS_UNKNOWN = 99,
 } cuzk_status;
+
+// Which backend a prover uses.
+typedef enum cuzk_backend {
+  // GPU 0 when the library is built with CUDA and finds a usable GPU, else the CPU
+  // (decided once per process and shared by every `Auto` prover).
+  CUZK_BACKEND_AUTO = 0,
+  // The host's cores.
+  CUZK_BACKEND_CPU = 1,
+  // The GPU named by `gpu_index`; `CUZK_STATUS_NO_GPU` if it is not usable.
+  CUZK_BACKEND_GPU = 2,
+} cuzk_backend;
+
+// How the engine paces dispatches.
+typedef enum cuzk_pacer_mode {
+  // A PI controller keeps `pacer_depth` synthesized partitions waiting for a GPU.
+  CUZK_PACER_MODE_PI = 0,
+  // At most `pacer_depth` partitions in synthesis or waiting.
+  CUZK_PACER_MODE_BOUNDED_QUEUE = 1,
+} cuzk_pacer_mode;
+
+// Which memory a pool hands out.
+typedef enum cuzk_pool_memory {
+  // CUDA pinned (page-locked) memory of GPU 0 when the library is built with CUDA and a
+  // GPU is usable, else ordinary page-aligned memory (logged as a warning).
+  CUZK_POOL_MEMORY_BEST_AVAILABLE = 0,
+  // Ordinary page-aligned heap memory (never pinned).
+  CUZK_POOL_MEMORY_HEAP = 1,
+} cuzk_pool_memory;
 
 // Severity of a log record (the `log` crate's levels). Also the most verbose level a
 // callback asks for.
@@ -128,26 +162,6 @@ typedef enum cuzk_point_check {
   CUZK_POINT_CHECK_SUBGROUP = 1,
 } cuzk_point_check;
 
-// Which memory a pool hands out.
-typedef enum cuzk_pool_memory {
-  // CUDA pinned (page-locked) memory of GPU 0 when the library is built with CUDA and a
-  // GPU is usable, else ordinary page-aligned memory (logged as a warning).
-  CUZK_POOL_MEMORY_BEST_AVAILABLE = 0,
-  // Ordinary page-aligned heap memory (never pinned).
-  CUZK_POOL_MEMORY_HEAP = 1,
-} cuzk_pool_memory;
-
-// Which backend a prover uses.
-typedef enum cuzk_backend {
-  // GPU 0 when the library is built with CUDA and finds a usable GPU, else the CPU
-  // (decided once per process and shared by every `Auto` prover).
-  CUZK_BACKEND_AUTO = 0,
-  // The host's cores.
-  CUZK_BACKEND_CPU = 1,
-  // The GPU named by `gpu_index`; `CUZK_STATUS_NO_GPU` if it is not usable.
-  CUZK_BACKEND_GPU = 2,
-} cuzk_backend;
-
 // A synthesized circuit, ready for `cuzk_prove`. Opaque; one owner at a time (not
 // thread-safe). `cuzk_prove` consumes it; otherwise free it with `cuzk_assignment_free`.
 typedef struct cuzk_assignment cuzk_assignment;
@@ -155,6 +169,12 @@ typedef struct cuzk_assignment cuzk_assignment;
 // A buffer checked out of a pool, until it is checked in or handed to an assignment.
 // Opaque; not thread-safe (one owner at a time).
 typedef struct cuzk_buffer cuzk_buffer;
+
+// An engine. Opaque; thread-safe (submit, stats and job calls from any thread).
+typedef struct cuzk_engine cuzk_engine;
+
+// A job submitted to an engine. Opaque; thread-safe.
+typedef struct cuzk_job cuzk_job;
 
 // Groth16 parameters. Opaque; immutable, so thread-safe: any number of threads may prove
 // and query with one `const cuzk_params *` at once.
@@ -218,6 +238,116 @@ typedef struct cuzk_raw_assignment {
   // Which aux variables appear in B.
   const uint64_t *b_aux_density;
 } cuzk_raw_assignment;
+
+// How an engine is built. Start from `cuzk_engine_config_default` and change fields; a 0
+// means "the default" where a field says so.
+typedef struct cuzk_engine_config {
+  // Threads that synthesize (0: the host's cores). Through the ABI jobs arrive synthesized,
+  // so these threads are idle unless Rust code shares the engine.
+  uint32_t synthesis_workers;
+  // GPU worker threads per backend (0: 1).
+  uint32_t gpu_workers_per_backend;
+  // The backend: `CUZK_BACKEND_GPU` proves on GPUs `first_gpu` .. `first_gpu + num_gpus − 1`.
+  enum cuzk_backend backend;
+  // The first GPU (with `CUZK_BACKEND_GPU`).
+  uint32_t first_gpu;
+  // How many GPUs from `first_gpu` (with `CUZK_BACKEND_GPU`; 0: 1).
+  uint32_t num_gpus;
+  // The memory budget for the partitions in flight, also the pool's cap (0: half the host's
+  // memory).
+  uint64_t budget_bytes;
+  // How long a partition waits for room in the budget before its job fails (0: 600 000 ms).
+  uint64_t budget_timeout_ms;
+  // The pacer's mode.
+  enum cuzk_pacer_mode pacer;
+  // The PI target depth or the bounded queue's depth (0: 2 for PI, 4 for the queue).
+  uint32_t pacer_depth;
+  // The pool's memory.
+  enum cuzk_pool_memory memory;
+} cuzk_engine_config;
+
+// A snapshot of a pool's counters. Every checkout is one of an allocation, a reuse or a
+// fallback: `allocations + reuses + fallbacks == checkouts`.
+typedef struct cuzk_pool_statistics {
+  // Successful checkouts.
+  uint64_t checkouts;
+  // Checkouts served by a new allocation.
+  uint64_t allocations;
+  // Checkouts served by an idle buffer.
+  uint64_t reuses;
+  // Checkouts served by unpinned fallback memory.
+  uint64_t fallbacks;
+  // Checkouts that failed.
+  uint64_t failures;
+  // Checkouts that had to wait for returned buffers.
+  uint64_t waits;
+  // Buffers handed back to the allocator.
+  uint64_t frees;
+  // Pool bytes checked out now (0 once every buffer and assignment is back).
+  uint64_t bytes_in_use;
+  // Pool bytes idle, ready for reuse.
+  uint64_t bytes_idle;
+  // Most pool bytes held at once.
+  uint64_t peak_bytes;
+  // Unpinned fallback bytes checked out now.
+  uint64_t fallback_bytes_in_use;
+  // Idle buffers.
+  uint64_t idle_buffers;
+  // Nanoseconds spent allocating.
+  uint64_t alloc_ns;
+  // Nanoseconds spent freeing.
+  uint64_t free_ns;
+} cuzk_pool_statistics;
+
+// A snapshot of an engine. Times are nanoseconds (0: not known yet).
+typedef struct cuzk_engine_statistics {
+  // Partitions submitted and not yet dispatched to synthesis.
+  uint64_t pending;
+  // Partitions being synthesized.
+  uint64_t in_synthesis;
+  // Synthesized partitions waiting for a GPU worker.
+  uint64_t waiting;
+  // Partitions being proved.
+  uint64_t on_gpu;
+  // Jobs not yet over.
+  uint64_t jobs_active;
+  // Jobs whose proofs all came back.
+  uint64_t jobs_done;
+  // Jobs that failed or were cancelled.
+  uint64_t jobs_failed;
+  // Partitions proved.
+  uint64_t partitions_done;
+  // Partitions whose own synthesis or proof failed.
+  uint64_t partitions_failed;
+  // Partitions dropped unproved because their job failed or was cancelled.
+  uint64_t partitions_dropped;
+  // Bytes reserved in the budget now.
+  uint64_t budget_used;
+  // The most bytes reserved at once.
+  uint64_t budget_peak;
+  // The budget.
+  uint64_t budget_limit;
+  // Moving average of a partition's synthesis time.
+  uint64_t synthesis_ema_ns;
+  // Moving average of a partition's proving time.
+  uint64_t gpu_ema_ns;
+  // GPU workers.
+  uint32_t gpu_workers;
+  // GPU workers whose backend is lost (they take no more partitions).
+  uint32_t gpu_workers_lost;
+  // Mean over GPU workers of the fraction of the engine's lifetime spent proving.
+  double gpu_busy_fraction;
+  // Dispatches per second the pacer aims at (0: not pacing by rate).
+  double pacer_dispatch_rate;
+  // The pacer's target depth (or queue bound).
+  uint64_t pacer_target_depth;
+  // The most partitions allowed in synthesis and waiting together.
+  uint64_t pacer_in_flight_cap;
+  // Time since the engine started.
+  uint64_t uptime_ns;
+  // The engine's pool.
+  struct cuzk_pool_statistics pool;
+} cuzk_engine_statistics;
 
 // Bytes the library allocated and hands to the caller (proof bytes): `len` bytes at `data`
 // (`data` is NULL when `len` is 0). Free with `cuzk_bytes_free`, once.
@@ -283,39 +413,6 @@ typedef struct cuzk_pool_config {
   // `cuzk_pool_statistics.fallbacks`, logged).
   bool allow_fallback;
 } cuzk_pool_config;
-
-// A snapshot of a pool's counters. Every checkout is one of an allocation, a reuse or a
-// fallback: `allocations + reuses + fallbacks == checkouts`.
-typedef struct cuzk_pool_statistics {
-  // Successful checkouts.
-  uint64_t checkouts;
-  // Checkouts served by a new allocation.
-  uint64_t allocations;
-  // Checkouts served by an idle buffer.
-  uint64_t reuses;
-  // Checkouts served by unpinned fallback memory.
-  uint64_t fallbacks;
-  // Checkouts that failed.
-  uint64_t failures;
-  // Checkouts that had to wait for returned buffers.
-  uint64_t waits;
-  // Buffers handed back to the allocator.
-  uint64_t frees;
-  // Pool bytes checked out now (0 once every buffer and assignment is back).
-  uint64_t bytes_in_use;
-  // Pool bytes idle, ready for reuse.
-  uint64_t bytes_idle;
-  // Most pool bytes held at once.
-  uint64_t peak_bytes;
-  // Unpinned fallback bytes checked out now.
-  uint64_t fallback_bytes_in_use;
-  // Idle buffers.
-  uint64_t idle_buffers;
-  // Nanoseconds spent allocating.
-  uint64_t alloc_ns;
-  // Nanoseconds spent freeing.
-  uint64_t free_ns;
-} cuzk_pool_statistics;
 
 // Where the time of a `cuzk_prove` call went, in nanoseconds, summed over the batch.
 typedef struct cuzk_timings {
@@ -433,6 +530,106 @@ enum cuzk_status cuzk_assignment_new_raw(const struct cuzk_raw_assignment *raw,
 // # Safety
 // `assignment` is NULL or from this library, not freed or consumed by `cuzk_prove` before.
 void cuzk_assignment_free(struct cuzk_assignment *assignment);
+
+// The documented defaults. Thread-safe.
+struct cuzk_engine_config cuzk_engine_config_default(void);
+
+// Starts an engine (its threads and pool). On success `*out` holds it (free with
+// `cuzk_engine_free`). Thread-safe.
+//
+// # Safety
+// `config` live; `out` writable; `err` NULL or writable.
+enum cuzk_status cuzk_engine_new(const struct cuzk_engine_config *config,
+                                 struct cuzk_engine **out,
+                                 char **err);
+
+// Stops an engine: jobs not yet over fail with `CUZK_STATUS_CANCELLED` (`cuzk_job_wait`
+// reports it), proofs under way finish, its threads are joined. NULL is
+// accepted. Not to be called while another thread uses the engine (its jobs may outlive it).
+//
+// # Safety
+// `engine` is NULL or from `cuzk_engine_new`, not freed before.
+void cuzk_engine_free(struct cuzk_engine *engine);
+
+// A handle on the engine's pool (free it with `cuzk_pool_free`; the pool lives on while the
+// engine or any handle holds it): make a job's assignments there, so their bytes are the
+// ones the engine's budget counts. Thread-safe.
+//
+// # Safety
+// `engine` live; `out` writable; `err` NULL or writable.
+enum cuzk_status cuzk_engine_pool(const struct cuzk_engine *engine,
+                                  struct cuzk_pool **out,
+                                  char **err);
+
+// Submits a job of `count` (≥ 1) assignments proved with `params`, without blocking; on
+// success `*out` holds the job (wait with `cuzk_job_wait`, free with `cuzk_job_free`).
+// Higher `priority` goes to a GPU first. `r` and `s` are both NULL (drawn from the operating
+// system's RNG) or both hold `count` canonical 32-byte scalars (the same r, s give
+// `cuzk_prove`'s bytes).
+//
+// Ownership: every assignment in the array is **consumed whatever the status**, as by
+// `cuzk_prove`. Their bytes are charged to the engine's budget at once (they exist already).
+// Thread-safe.
+//
+// # Safety
+// `engine`, `params` live; `assignments` holds `count` handles; `r`, `s` NULL or
+// `count * 32` bytes; `out` writable; `err` NULL or writable.
+enum cuzk_status cuzk_engine_submit(const struct cuzk_engine *engine,
+                                    const struct cuzk_params *params,
+                                    struct cuzk_assignment *const *assignments,
+                                    size_t count,
+                                    const uint8_t *r,
+                                    const uint8_t *s,
+                                    int32_t priority,
+                                    struct cuzk_job **out,
+                                    char **err);
+
+// Blocks until the job is over and writes its `count` proofs (192 bytes each, in the order
+// submitted) to `proofs_out` (`proofs_out_len` ≥ 192 · count bytes); or returns why it
+// failed (its partition's error, cancelled, budget exhausted, ...). The result can be taken
+// once: a second call is `CUZK_STATUS_INVALID_ARGUMENT`. A buffer too small is reported
+// before waiting and leaves the result in place. Thread-safe.
+//
+// # Safety
+// `job` live; `proofs_out` `proofs_out_len` writable bytes; `err` NULL or writable.
+enum cuzk_status cuzk_job_wait(const struct cuzk_job *job,
+                               uint8_t *proofs_out,
+                               size_t proofs_out_len,
+                               char **err);
+
+// Cancels the job: partitions not yet on a GPU are dropped (their buffers back to the pool),
+// `cuzk_job_wait` then reports the cancellation. Returns whether the job was still running
+// (false for NULL, a job already over, or one already waited for). Thread-safe.
+//
+// # Safety
+// `job` NULL or live.
+bool cuzk_job_cancel(const struct cuzk_job *job);
+
+// The job's progress: `*done` partitions proved of `*total`, `*finished` whether it is over
+// (true too once waited for). Thread-safe.
+//
+// # Safety
+// `job` live; `done`, `total`, `finished` writable; `err` NULL or writable.
+enum cuzk_status cuzk_job_progress(const struct cuzk_job *job,
+                                   uint64_t *done,
+                                   uint64_t *total,
+                                   bool *finished,
+                                   char **err);
+
+// Frees a job handle; a job not yet over is cancelled first (nobody can take its proofs any
+// more). NULL is accepted. Not to be called while another thread uses the handle.
+//
+// # Safety
+// `job` is NULL or from `cuzk_engine_submit`, not freed before.
+void cuzk_job_free(struct cuzk_job *job);
+
+// A snapshot of the engine's queues, pacer, budget, pool and GPU workers. Thread-safe.
+//
+// # Safety
+// `engine` live; `out` writable; `err` NULL or writable.
+enum cuzk_status cuzk_engine_stats(const struct cuzk_engine *engine,
+                                   struct cuzk_engine_statistics *out,
+                                   char **err);
 
 // Frees bytes the library returned. A `cuzk_bytes` with NULL `data` is accepted and ignored.
 //

@@ -17,13 +17,14 @@
 //!   ([`scalar`] converts).
 //!
 //! One module per handle kind: [`pool`], [`params`], [`assignment`] (with the R1CS route),
-//! [`prover`]; [`filecoin`] (Filecoin proofs from filecoin-ffi's bytes; `CUZK_STATUS_UNSUPPORTED`
+//! [`prover`], [`engine`] (the proving engine and its jobs); [`filecoin`] (Filecoin proofs from filecoin-ffi's bytes; `CUZK_STATUS_UNSUPPORTED`
 //! without the `filecoin` feature); plus [`status`], [`scalar`], [`strings`], [`log`] and the panic boundary.
 //! All raw-pointer handling sits in `boundary`; the entry points only call it.
 
 mod boundary;
 
 pub mod assignment;
+pub mod engine;
 pub mod filecoin;
 pub mod log;
 pub mod params;

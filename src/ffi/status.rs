@@ -52,6 +52,12 @@ pub enum cuzk_status {
     Filecoin = 60,
     /// The library was built without the feature this function needs (e.g. `filecoin`).
     Unsupported = 61,
+    /// A job of the engine was cancelled (`cuzk_job_cancel`, `cuzk_job_free`) or its engine was
+    /// freed before it was over.
+    Cancelled = 70,
+    /// The engine's memory budget could not make room for a partition in time (or the
+    /// partition alone is larger than the budget).
+    BudgetExhausted = 71,
     /// An error this version of the ABI has no code for (see the message).
     Unknown = 99,
 }
@@ -76,6 +82,9 @@ impl cuzk_status {
             Error::FilecoinParams { source, .. } => Self::of(source),
             Error::Filecoin(_) => Self::Filecoin,
             Error::Unsupported(_) => Self::Unsupported,
+            Error::Cancelled(_) => Self::Cancelled,
+            Error::BudgetExhausted { .. } => Self::BudgetExhausted,
+            Error::Panicked(_) => Self::Panic,
             #[allow(unreachable_patterns)]
             _ => Self::Unknown,
         }

@@ -1,0 +1,472 @@
+//! `cuzk_engine`: the proving engine (synthesis overlapped with GPU proving, a paced dispatch,
+//! one memory budget), and `cuzk_job`: a batch submitted to it.
+//!
+//! Through the ABI a job is a batch of assignments synthesized already (`cuzk_assignment`,
+//! from an R1CS and a witness or from raw buffers), best made in the engine's own pool
+//! (`cuzk_engine_pool`) so their bytes are the ones the engine's budget counts.
+
+use std::ffi::c_char;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use super::assignment::cuzk_assignment;
+use super::boundary::{arg, call, call_value, call_void, into_handle, slice_out, take_handle, Out};
+use super::params::cuzk_params;
+use super::pool::{cuzk_pool, cuzk_pool_memory, cuzk_pool_statistics};
+use super::prover::{cuzk_backend, take_assignments, CUZK_PROOF_BYTES};
+use super::scalar;
+use super::status::{cuzk_status, AbiError};
+use crate::engine::{Engine, EngineBackend, EngineConfig, Job, JobHandle, PacerMode, Partition, PiConfig};
+use crate::pool::HeapAllocator;
+use crate::prover::BackendChoice;
+
+/// How the engine paces dispatches.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum cuzk_pacer_mode {
+    /// A PI controller keeps `pacer_depth` synthesized partitions waiting for a GPU.
+    Pi = 0,
+    /// At most `pacer_depth` partitions in synthesis or waiting.
+    BoundedQueue = 1,
+}
+
+/// How an engine is built. Start from `cuzk_engine_config_default` and change fields; a 0
+/// means "the default" where a field says so.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct cuzk_engine_config {
+    /// Threads that synthesize (0: the host's cores). Through the ABI jobs arrive synthesized,
+    /// so these threads are idle unless Rust code shares the engine.
+    pub synthesis_workers: u32,
+    /// GPU worker threads per backend (0: 1).
+    pub gpu_workers_per_backend: u32,
+    /// The backend: `CUZK_BACKEND_GPU` proves on GPUs `first_gpu` .. `first_gpu + num_gpus − 1`.
+    pub backend: cuzk_backend,
+    /// The first GPU (with `CUZK_BACKEND_GPU`).
+    pub first_gpu: u32,
+    /// How many GPUs from `first_gpu` (with `CUZK_BACKEND_GPU`; 0: 1).
+    pub num_gpus: u32,
+    /// The memory budget for the partitions in flight, also the pool's cap (0: half the host's
+    /// memory).
+    pub budget_bytes: u64,
+    /// How long a partition waits for room in the budget before its job fails (0: 600 000 ms).
+    pub budget_timeout_ms: u64,
+    /// The pacer's mode.
+    pub pacer: cuzk_pacer_mode,
+    /// The PI target depth or the bounded queue's depth (0: 2 for PI, 4 for the queue).
+    pub pacer_depth: u32,
+    /// The pool's memory.
+    pub memory: cuzk_pool_memory,
+}
+
+/// A snapshot of an engine. Times are nanoseconds (0: not known yet).
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct cuzk_engine_statistics {
+    /// Partitions submitted and not yet dispatched to synthesis.
+    pub pending: u64,
+    /// Partitions being synthesized.
+    pub in_synthesis: u64,
+    /// Synthesized partitions waiting for a GPU worker.
+    pub waiting: u64,
+    /// Partitions being proved.
+    pub on_gpu: u64,
+    /// Jobs not yet over.
+    pub jobs_active: u64,
+    /// Jobs whose proofs all came back.
+    pub jobs_done: u64,
+    /// Jobs that failed or were cancelled.
+    pub jobs_failed: u64,
+    /// Partitions proved.
+    pub partitions_done: u64,
+    /// Partitions whose own synthesis or proof failed.
+    pub partitions_failed: u64,
+    /// Partitions dropped unproved because their job failed or was cancelled.
+    pub partitions_dropped: u64,
+    /// Bytes reserved in the budget now.
+    pub budget_used: u64,
+    /// The most bytes reserved at once.
+    pub budget_peak: u64,
+    /// The budget.
+    pub budget_limit: u64,
+    /// Moving average of a partition's synthesis time.
+    pub synthesis_ema_ns: u64,
+    /// Moving average of a partition's proving time.
+    pub gpu_ema_ns: u64,
+    /// GPU workers.
+    pub gpu_workers: u32,
+    /// GPU workers whose backend is lost (they take no more partitions).
+    pub gpu_workers_lost: u32,
+    /// Mean over GPU workers of the fraction of the engine's lifetime spent proving.
+    pub gpu_busy_fraction: f64,
+    /// Dispatches per second the pacer aims at (0: not pacing by rate).
+    pub pacer_dispatch_rate: f64,
+    /// The pacer's target depth (or queue bound).
+    pub pacer_target_depth: u64,
+    /// The most partitions allowed in synthesis and waiting together.
+    pub pacer_in_flight_cap: u64,
+    /// Time since the engine started.
+    pub uptime_ns: u64,
+    /// The engine's pool.
+    pub pool: cuzk_pool_statistics,
+}
+
+/// An engine. Opaque; thread-safe (submit, stats and job calls from any thread).
+#[allow(non_camel_case_types)]
+pub struct cuzk_engine {
+    inner: Engine,
+}
+
+/// A job submitted to an engine. Opaque; thread-safe.
+#[allow(non_camel_case_types)]
+pub struct cuzk_job {
+    /// `None` once `cuzk_job_wait` took the result.
+    handle: Mutex<Option<JobHandle>>,
+    total: usize,
+}
+
+/// The documented defaults. Thread-safe.
+#[no_mangle]
+pub extern "C" fn cuzk_engine_config_default() -> cuzk_engine_config {
+    call_value(default_config(), default_config)
+}
+
+fn default_config() -> cuzk_engine_config {
+    cuzk_engine_config {
+        synthesis_workers: 0,
+        gpu_workers_per_backend: 0,
+        backend: cuzk_backend::Auto,
+        first_gpu: 0,
+        num_gpus: 0,
+        budget_bytes: 0,
+        budget_timeout_ms: 0,
+        pacer: cuzk_pacer_mode::Pi,
+        pacer_depth: 0,
+        memory: cuzk_pool_memory::BestAvailable,
+    }
+}
+
+fn engine_config(c: &cuzk_engine_config) -> EngineConfig {
+    let default = EngineConfig::default();
+    let nonzero = |v: u32, d: usize| if v == 0 { d } else { v as usize };
+    let backends = match c.backend {
+        cuzk_backend::Auto => vec![EngineBackend::Choice(BackendChoice::Auto)],
+        cuzk_backend::Cpu => vec![EngineBackend::Choice(BackendChoice::Cpu)],
+        cuzk_backend::Gpu => (0..nonzero(c.num_gpus, 1))
+            .map(|i| EngineBackend::Choice(BackendChoice::Gpu(c.first_gpu as usize + i)))
+            .collect(),
+    };
+    let pacer = match c.pacer {
+        cuzk_pacer_mode::Pi => {
+            let mut pi = PiConfig::default();
+            pi.target_depth = nonzero(c.pacer_depth, pi.target_depth);
+            PacerMode::Pi(pi)
+        }
+        cuzk_pacer_mode::BoundedQueue => PacerMode::BoundedQueue {
+            depth: nonzero(c.pacer_depth, 4),
+        },
+    };
+    EngineConfig {
+        synthesis_workers: nonzero(c.synthesis_workers, default.synthesis_workers),
+        pacer,
+        budget_bytes: if c.budget_bytes == 0 {
+            default.budget_bytes
+        } else {
+            usize::try_from(c.budget_bytes).unwrap_or(usize::MAX)
+        },
+        budget_timeout: if c.budget_timeout_ms == 0 {
+            default.budget_timeout
+        } else {
+            Duration::from_millis(c.budget_timeout_ms)
+        },
+        gpu_workers_per_backend: nonzero(c.gpu_workers_per_backend, 1),
+        backends,
+        pool_allocator: match c.memory {
+            cuzk_pool_memory::Heap => Some(Box::new(HeapAllocator)),
+            cuzk_pool_memory::BestAvailable => None,
+        },
+        ..default
+    }
+}
+
+/// Starts an engine (its threads and pool). On success `*out` holds it (free with
+/// `cuzk_engine_free`). Thread-safe.
+///
+/// # Safety
+/// `config` live; `out` writable; `err` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn cuzk_engine_new(
+    config: *const cuzk_engine_config,
+    out: *mut *mut cuzk_engine,
+    err: *mut *mut c_char,
+) -> cuzk_status {
+    call(err, || {
+        let out = Out::new(out, "out")?;
+        // SAFETY: live per the contract.
+        let config = unsafe { arg(config, "config") }?;
+        let inner = Engine::new(engine_config(config))?;
+        // SAFETY: non-NULL, writable per the contract.
+        unsafe { out.write(into_handle(cuzk_engine { inner })) };
+        Ok(())
+    })
+}
+
+/// Stops an engine: jobs not yet over fail with `CUZK_STATUS_CANCELLED` (`cuzk_job_wait`
+/// reports it), proofs under way finish, its threads are joined. NULL is
+/// accepted. Not to be called while another thread uses the engine (its jobs may outlive it).
+///
+/// # Safety
+/// `engine` is NULL or from `cuzk_engine_new`, not freed before.
+#[no_mangle]
+pub unsafe extern "C" fn cuzk_engine_free(engine: *mut cuzk_engine) {
+    // SAFETY: per the contract.
+    call_void(|| drop(unsafe { take_handle(engine) }))
+}
+
+/// A handle on the engine's pool (free it with `cuzk_pool_free`; the pool lives on while the
+/// engine or any handle holds it): make a job's assignments there, so their bytes are the
+/// ones the engine's budget counts. Thread-safe.
+///
+/// # Safety
+/// `engine` live; `out` writable; `err` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn cuzk_engine_pool(
+    engine: *const cuzk_engine,
+    out: *mut *mut cuzk_pool,
+    err: *mut *mut c_char,
+) -> cuzk_status {
+    call(err, || {
+        let out = Out::new(out, "out")?;
+        // SAFETY: live per the contract.
+        let engine = unsafe { arg(engine, "engine") }?;
+        let inner = engine.inner.pool().clone();
+        // SAFETY: non-NULL, writable per the contract.
+        unsafe { out.write(into_handle(cuzk_pool { inner })) };
+        Ok(())
+    })
+}
+
+/// Submits a job of `count` (≥ 1) assignments proved with `params`, without blocking; on
+/// success `*out` holds the job (wait with `cuzk_job_wait`, free with `cuzk_job_free`).
+/// Higher `priority` goes to a GPU first. `r` and `s` are both NULL (drawn from the operating
+/// system's RNG) or both hold `count` canonical 32-byte scalars (the same r, s give
+/// `cuzk_prove`'s bytes).
+///
+/// Ownership: every assignment in the array is **consumed whatever the status**, as by
+/// `cuzk_prove`. Their bytes are charged to the engine's budget at once (they exist already).
+/// Thread-safe.
+///
+/// # Safety
+/// `engine`, `params` live; `assignments` holds `count` handles; `r`, `s` NULL or
+/// `count * 32` bytes; `out` writable; `err` NULL or writable.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn cuzk_engine_submit(
+    engine: *const cuzk_engine,
+    params: *const cuzk_params,
+    assignments: *const *mut cuzk_assignment,
+    count: usize,
+    r: *const u8,
+    s: *const u8,
+    priority: i32,
+    out: *mut *mut cuzk_job,
+    err: *mut *mut c_char,
+) -> cuzk_status {
+    call(err, || {
+        // Taken first, so they are consumed on every path below.
+        // SAFETY: per the contract.
+        let taken = unsafe { take_assignments(assignments, count) }?;
+        let out = Out::new(out, "out")?;
+        // SAFETY: per the contract.
+        let (engine, params) = unsafe { (arg(engine, "engine")?, arg(params, "params")?) };
+        if count == 0 {
+            return Err(AbiError::invalid("an empty job: nothing to prove"));
+        }
+        let partitions = taken.into_iter().map(Partition::synthesized).collect();
+        let mut job = Job::new(params.inner.clone(), partitions).with_priority(priority);
+        match (r.is_null(), s.is_null()) {
+            (true, true) => {}
+            (false, false) => {
+                // SAFETY: per the contract.
+                let (r, s) = unsafe { (scalar::read_all(r, count, "r")?, scalar::read_all(s, count, "s")?) };
+                job = job.with_randomness(r, s);
+            }
+            _ => return Err(AbiError::invalid("r and s must both be NULL or both be given")),
+        }
+        let handle = engine.inner.submit(job);
+        let job = cuzk_job {
+            handle: Mutex::new(Some(handle)),
+            total: count,
+        };
+        // SAFETY: non-NULL, writable per the contract.
+        unsafe { out.write(into_handle(job)) };
+        Ok(())
+    })
+}
+
+/// Blocks until the job is over and writes its `count` proofs (192 bytes each, in the order
+/// submitted) to `proofs_out` (`proofs_out_len` ≥ 192 · count bytes); or returns why it
+/// failed (its partition's error, cancelled, budget exhausted, ...). The result can be taken
+/// once: a second call is `CUZK_STATUS_INVALID_ARGUMENT`. A buffer too small is reported
+/// before waiting and leaves the result in place. Thread-safe.
+///
+/// # Safety
+/// `job` live; `proofs_out` `proofs_out_len` writable bytes; `err` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn cuzk_job_wait(
+    job: *const cuzk_job,
+    proofs_out: *mut u8,
+    proofs_out_len: usize,
+    err: *mut *mut c_char,
+) -> cuzk_status {
+    call(err, || {
+        // SAFETY: live per the contract.
+        let job = unsafe { arg(job, "job") }?;
+        let needed = job.total.saturating_mul(CUZK_PROOF_BYTES);
+        if proofs_out_len < needed {
+            return Err(AbiError::BufferTooSmall {
+                what: "proofs_out",
+                needed,
+                found: proofs_out_len,
+            });
+        }
+        // SAFETY: per the contract.
+        let dst = unsafe { slice_out(proofs_out, proofs_out_len, "proofs_out") }?;
+        let handle = job
+            .handle
+            .lock()
+            .take()
+            .ok_or_else(|| AbiError::invalid("the job's result was taken already by cuzk_job_wait"))?;
+        let proofs = handle.wait()?;
+        for (chunk, proof) in dst.chunks_exact_mut(CUZK_PROOF_BYTES).zip(&proofs) {
+            chunk.copy_from_slice(&proof.to_bytes());
+        }
+        Ok(())
+    })
+}
+
+/// Cancels the job: partitions not yet on a GPU are dropped (their buffers back to the pool),
+/// `cuzk_job_wait` then reports the cancellation. Returns whether the job was still running
+/// (false for NULL, a job already over, or one already waited for). Thread-safe.
+///
+/// # Safety
+/// `job` NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn cuzk_job_cancel(job: *const cuzk_job) -> bool {
+    call_value(false, || {
+        // SAFETY: NULL or live per the contract.
+        let Some(job) = (unsafe { job.as_ref() }) else {
+            return false;
+        };
+        job.handle.lock().as_ref().is_some_and(|h| h.cancel())
+    })
+}
+
+/// The job's progress: `*done` partitions proved of `*total`, `*finished` whether it is over
+/// (true too once waited for). Thread-safe.
+///
+/// # Safety
+/// `job` live; `done`, `total`, `finished` writable; `err` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn cuzk_job_progress(
+    job: *const cuzk_job,
+    done: *mut u64,
+    total: *mut u64,
+    finished: *mut bool,
+    err: *mut *mut c_char,
+) -> cuzk_status {
+    call(err, || {
+        let (done, total_out, finished) = (
+            Out::new(done, "done")?,
+            Out::new(total, "total")?,
+            Out::new(finished, "finished")?,
+        );
+        // SAFETY: live per the contract.
+        let job = unsafe { arg(job, "job") }?;
+        let (d, f) = match job.handle.lock().as_ref() {
+            Some(h) => {
+                let p = h.progress();
+                (p.done, p.finished)
+            }
+            None => (job.total, true),
+        };
+        // SAFETY: non-NULL, writable per the contract.
+        unsafe {
+            done.write(d as u64);
+            total_out.write(job.total as u64);
+            finished.write(f);
+        }
+        Ok(())
+    })
+}
+
+/// Frees a job handle; a job not yet over is cancelled first (nobody can take its proofs any
+/// more). NULL is accepted. Not to be called while another thread uses the handle.
+///
+/// # Safety
+/// `job` is NULL or from `cuzk_engine_submit`, not freed before.
+#[no_mangle]
+pub unsafe extern "C" fn cuzk_job_free(job: *mut cuzk_job) {
+    call_void(|| {
+        // SAFETY: per the contract.
+        if let Some(job) = unsafe { take_handle(job) } {
+            if let Some(h) = job.handle.lock().take() {
+                h.cancel();
+            }
+        }
+    })
+}
+
+/// A snapshot of the engine's queues, pacer, budget, pool and GPU workers. Thread-safe.
+///
+/// # Safety
+/// `engine` live; `out` writable; `err` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn cuzk_engine_stats(
+    engine: *const cuzk_engine,
+    out: *mut cuzk_engine_statistics,
+    err: *mut *mut c_char,
+) -> cuzk_status {
+    call(err, || {
+        let out = Out::new(out, "out")?;
+        // SAFETY: live per the contract.
+        let engine = unsafe { arg(engine, "engine") }?;
+        let s = engine.inner.stats();
+        let n = |v: usize| v as u64;
+        let ns = |d: Option<Duration>| d.map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        let workers = s.workers.len();
+        let busy = s.workers.iter().map(|w| w.busy_fraction).sum::<f64>() / workers.max(1) as f64;
+        let stats = cuzk_engine_statistics {
+            pending: n(s.pending),
+            in_synthesis: n(s.in_synthesis),
+            waiting: n(s.waiting),
+            on_gpu: n(s.on_gpu),
+            jobs_active: n(s.jobs_active),
+            jobs_done: s.jobs_done,
+            jobs_failed: s.jobs_failed,
+            partitions_done: s.partitions_done,
+            partitions_failed: s.partitions_failed,
+            partitions_dropped: s.partitions_dropped,
+            budget_used: n(s.budget_used),
+            budget_peak: n(s.budget_peak),
+            budget_limit: n(s.budget_limit),
+            synthesis_ema_ns: ns(s.synthesis_time_ema),
+            gpu_ema_ns: ns(s.gpu_time_ema),
+            gpu_workers: u32::try_from(workers).unwrap_or(u32::MAX),
+            gpu_workers_lost: s.workers.iter().filter(|w| w.lost).count() as u32,
+            gpu_busy_fraction: busy,
+            pacer_dispatch_rate: s.pacer.dispatch_rate.unwrap_or(0.0),
+            pacer_target_depth: n(s.pacer.target_depth),
+            pacer_in_flight_cap: n(s.pacer.in_flight_cap),
+            uptime_ns: ns(Some(s.uptime)),
+            pool: s.pool.into(),
+        };
+        // SAFETY: non-NULL, writable per the contract.
+        unsafe { out.write(stats) };
+        Ok(())
+    })
+}

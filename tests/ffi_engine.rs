@@ -1,0 +1,259 @@
+//! The engine through the C ABI, called from Rust the way a C program calls it: a job of R1CS
+//! assignments made in the engine's pool gives `cuzk_prove`'s bytes; progress, statistics,
+//! cancel-on-free, a second wait, short buffers and bad arguments.
+
+use std::ffi::{c_char, CStr};
+use std::ptr::{null, null_mut};
+
+use blstrs::Scalar;
+use cuzk::ffi::assignment::*;
+use cuzk::ffi::engine::*;
+use cuzk::ffi::params::*;
+use cuzk::ffi::pool::*;
+use cuzk::ffi::prover::*;
+use cuzk::ffi::scalar::*;
+use cuzk::ffi::status::cuzk_status;
+use cuzk::ffi::*;
+use ff::Field;
+
+fn call(f: impl FnOnce(*mut *mut c_char) -> cuzk_status) -> (cuzk_status, String) {
+    let mut err: *mut c_char = null_mut();
+    let status = f(&mut err);
+    let msg = if err.is_null() {
+        String::new()
+    } else {
+        // SAFETY: a message from the library, freed once.
+        let m = unsafe { CStr::from_ptr(err) }.to_string_lossy().into_owned();
+        unsafe { cuzk_string_free(err) };
+        m
+    };
+    assert_eq!(status == cuzk_status::Ok, msg.is_empty(), "{msg}");
+    (status, msg)
+}
+
+fn ok(f: impl FnOnce(*mut *mut c_char) -> cuzk_status) {
+    let (status, msg) = call(f);
+    assert_eq!(status, cuzk_status::Ok, "{msg}");
+}
+
+fn term(constraint: u32, variable: u32, coeff: i64) -> cuzk_r1cs_term {
+    let mut t = cuzk_r1cs_term {
+        constraint,
+        variable,
+        coeff: [0; 32],
+    };
+    assert_eq!(
+        unsafe { cuzk_scalar_from_i64(coeff, t.coeff.as_mut_ptr()) },
+        cuzk_status::Ok
+    );
+    t
+}
+
+/// x³ + x + 5 = y: variables 0 = one, 1 = y (public), 2 = x, 3 = x², 4 = x³.
+fn toy_r1cs() -> *mut cuzk_r1cs {
+    let a = [
+        term(0, 2, 1),
+        term(1, 3, 1),
+        term(2, 4, 1),
+        term(2, 2, 1),
+        term(2, 0, 5),
+    ];
+    let b = [term(0, 2, 1), term(1, 2, 1), term(2, 0, 1)];
+    let c = [term(0, 3, 1), term(1, 4, 1), term(2, 1, 1)];
+    let mut r1cs = null_mut();
+    ok(|e| unsafe { cuzk_r1cs_new(1, 3, 3, a.as_ptr(), 5, b.as_ptr(), 3, c.as_ptr(), 3, &mut r1cs, e) });
+    r1cs
+}
+
+fn assignment(r1cs: *const cuzk_r1cs, pool: *const cuzk_pool, x: u64) -> *mut cuzk_assignment {
+    let xs = Scalar::from(x);
+    let y = xs * xs * xs + xs + Scalar::from(5);
+    let public = y.to_bytes_le();
+    let aux: Vec<u8> = [xs, xs * xs, xs * xs * xs]
+        .iter()
+        .flat_map(|s| s.to_bytes_le())
+        .collect();
+    let mut asg = null_mut();
+    ok(|e| unsafe { cuzk_assignment_new_r1cs(r1cs, pool, public.as_ptr(), 1, aux.as_ptr(), 3, &mut asg, e) });
+    asg
+}
+
+fn scalars(n: usize, seed: u64) -> Vec<u8> {
+    (0..n as u64)
+        .flat_map(|i| (Scalar::from(seed * 1000 + i + 1).square() + Scalar::from(7)).to_bytes_le())
+        .collect()
+}
+
+fn cpu_engine() -> *mut cuzk_engine {
+    let mut config = cuzk_engine_config_default();
+    assert_eq!(
+        (config.backend, config.pacer, config.budget_bytes),
+        (cuzk_backend::Auto, cuzk_pacer_mode::Pi, 0)
+    );
+    config.backend = cuzk_backend::Cpu;
+    config.memory = cuzk_pool_memory::Heap;
+    config.synthesis_workers = 1;
+    config.budget_bytes = 1 << 30;
+    let mut engine = null_mut();
+    ok(|e| unsafe { cuzk_engine_new(&config, &mut engine, e) });
+    engine
+}
+
+fn stats(engine: *const cuzk_engine) -> cuzk_engine_statistics {
+    let mut s = cuzk_engine_statistics::default();
+    ok(|e| unsafe { cuzk_engine_stats(engine, &mut s, e) });
+    s
+}
+
+#[test]
+fn a_job_of_assignments_gives_cuzk_proves_bytes() {
+    let r1cs = toy_r1cs();
+    let mut params = null_mut();
+    ok(|e| unsafe { cuzk_params_generate_insecure_for_development(r1cs, 3, &mut params, e) });
+    let engine = cpu_engine();
+    let mut pool = null_mut();
+    ok(|e| unsafe { cuzk_engine_pool(engine, &mut pool, e) });
+
+    let n = 4;
+    let (r, s) = (scalars(n, 1), scalars(n, 2));
+    let assignments: Vec<_> = (0..n as u64).map(|x| assignment(r1cs, pool, x + 3)).collect();
+    let mut job = null_mut();
+    ok(|e| unsafe {
+        cuzk_engine_submit(
+            engine,
+            params,
+            assignments.as_ptr(),
+            n,
+            r.as_ptr(),
+            s.as_ptr(),
+            0,
+            &mut job,
+            e,
+        )
+    });
+    // A buffer too small is refused before waiting, and the result stays.
+    let mut proofs = vec![0u8; n * CUZK_PROOF_BYTES];
+    let (status, _) = call(|e| unsafe { cuzk_job_wait(job, proofs.as_mut_ptr(), proofs.len() - 1, e) });
+    assert_eq!(status, cuzk_status::BufferTooSmall);
+    ok(|e| unsafe { cuzk_job_wait(job, proofs.as_mut_ptr(), proofs.len(), e) });
+    let (status, _) = call(|e| unsafe { cuzk_job_wait(job, proofs.as_mut_ptr(), proofs.len(), e) });
+    assert_eq!(status, cuzk_status::InvalidArgument, "the result is taken once");
+    let (mut done, mut total, mut finished) = (0, 0, false);
+    ok(|e| unsafe { cuzk_job_progress(job, &mut done, &mut total, &mut finished, e) });
+    assert_eq!((done, total, finished), (n as u64, n as u64, true));
+    assert!(!unsafe { cuzk_job_cancel(job) });
+    unsafe { cuzk_job_free(job) };
+
+    // The plain prover's bytes, same assignments, same r and s.
+    let mut prover = null_mut();
+    ok(|e| unsafe { cuzk_prover_new(cuzk_backend::Cpu, 0, null(), &mut prover, e) });
+    let assignments: Vec<_> = (0..n as u64).map(|x| assignment(r1cs, null(), x + 3)).collect();
+    let mut expected = vec![0u8; n * CUZK_PROOF_BYTES];
+    ok(|e| unsafe {
+        cuzk_prove(
+            prover,
+            params,
+            assignments.as_ptr(),
+            n,
+            r.as_ptr(),
+            s.as_ptr(),
+            expected.as_mut_ptr(),
+            expected.len(),
+            null_mut(),
+            e,
+        )
+    });
+    assert_eq!(proofs, expected);
+
+    let st = stats(engine);
+    assert_eq!((st.partitions_done, st.jobs_done, st.jobs_active), (n as u64, 1, 0));
+    assert_eq!((st.budget_used, st.budget_limit), (0, 1 << 30));
+    assert_eq!((st.gpu_workers, st.gpu_workers_lost), (1, 0));
+    assert!(st.gpu_busy_fraction > 0.0 && st.gpu_busy_fraction <= 1.0);
+    assert!(st.gpu_ema_ns > 0);
+    assert_eq!(st.pool.bytes_in_use, 0);
+    assert!(
+        st.pool.checkouts >= 4 * n as u64,
+        "the assignments were made in the engine's pool"
+    );
+
+    unsafe {
+        cuzk_prover_free(prover);
+        cuzk_pool_free(pool);
+        cuzk_engine_free(engine);
+        cuzk_params_free(params);
+        cuzk_r1cs_free(r1cs);
+    }
+}
+
+#[test]
+fn bad_arguments_and_freed_engines() {
+    let r1cs = toy_r1cs();
+    let mut params = null_mut();
+    ok(|e| unsafe { cuzk_params_generate_insecure_for_development(r1cs, 3, &mut params, e) });
+    let engine = cpu_engine();
+    let mut job = null_mut();
+
+    // Empty job, r without s, NULL engine: errors, the assignments consumed either way.
+    let (status, _) =
+        call(|e| unsafe { cuzk_engine_submit(engine, params, null(), 0, null(), null(), 0, &mut job, e) });
+    assert_eq!(status, cuzk_status::InvalidArgument);
+    let a = [assignment(r1cs, null(), 2)];
+    let r = scalars(1, 3);
+    let (status, _) =
+        call(|e| unsafe { cuzk_engine_submit(engine, params, a.as_ptr(), 1, r.as_ptr(), null(), 0, &mut job, e) });
+    assert_eq!(status, cuzk_status::InvalidArgument);
+    let a = [assignment(r1cs, null(), 2)];
+    let (status, _) =
+        call(|e| unsafe { cuzk_engine_submit(null(), params, a.as_ptr(), 1, null(), null(), 0, &mut job, e) });
+    assert_eq!(status, cuzk_status::NullArgument);
+    assert!(job.is_null(), "out-parameters are written only on success");
+    let (status, _) = call(|e| unsafe { cuzk_engine_new(null(), &mut null_mut(), e) });
+    assert_eq!(status, cuzk_status::NullArgument);
+    let mut bad = cuzk_engine_config_default();
+    bad.backend = cuzk_backend::Cpu;
+    bad.pacer = cuzk_pacer_mode::BoundedQueue;
+    bad.budget_bytes = 1 << 20;
+    bad.memory = cuzk_pool_memory::Heap;
+    let mut e2 = null_mut();
+    ok(|e| unsafe { cuzk_engine_new(&bad, &mut e2, e) });
+
+    // A job whose circuit does not match its parameters fails at wait with its status.
+    let other = {
+        let a = [term(0, 2, 1)];
+        let b = [term(0, 2, 1)];
+        let c = [term(0, 1, 1)];
+        let mut r = null_mut();
+        ok(|e| unsafe { cuzk_r1cs_new(1, 1, 1, a.as_ptr(), 1, b.as_ptr(), 1, c.as_ptr(), 1, &mut r, e) });
+        r
+    };
+    let x = Scalar::from(3u64);
+    let (public, aux) = ((x * x).to_bytes_le(), x.to_bytes_le());
+    let mut asg = null_mut();
+    ok(|e| unsafe { cuzk_assignment_new_r1cs(other, null(), public.as_ptr(), 1, aux.as_ptr(), 1, &mut asg, e) });
+    ok(|e| unsafe { cuzk_engine_submit(e2, params, &asg, 1, null(), null(), 0, &mut job, e) });
+    let mut proof = vec![0u8; CUZK_PROOF_BYTES];
+    let (status, _) = call(|e| unsafe { cuzk_job_wait(job, proof.as_mut_ptr(), proof.len(), e) });
+    assert_eq!(status, cuzk_status::CircuitMismatch);
+    unsafe { cuzk_job_free(job) };
+
+    // Freeing the engine ends its jobs; their handles stay usable.
+    unsafe { cuzk_engine_free(e2) };
+    unsafe { cuzk_engine_free(null_mut()) };
+    unsafe { cuzk_job_free(null_mut()) };
+    assert!(!unsafe { cuzk_job_cancel(null()) });
+    let (status, _) = call(|e| unsafe { cuzk_engine_stats(engine, null_mut(), e) });
+    assert_eq!(status, cuzk_status::NullArgument);
+    assert_eq!(
+        cuzk_status::of(&cuzk::Error::Cancelled("x".into())),
+        cuzk_status::Cancelled
+    );
+    assert_eq!(cuzk_status::Cancelled as i32, 70);
+    assert_eq!(cuzk_status::BudgetExhausted as i32, 71);
+    unsafe {
+        cuzk_engine_free(engine);
+        cuzk_params_free(params);
+        cuzk_r1cs_free(r1cs);
+        cuzk_r1cs_free(other);
+    }
+}
