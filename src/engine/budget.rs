@@ -5,7 +5,7 @@
 //! checkout charged a memory budget that had already reserved the partition's bytes, was
 //! refused, and fell back to unpinned heap memory for every partition. Here:
 //!
-//! - A partition **reserves** its bytes in the [`Budget`] before its synthesis starts; the
+//! - A partition **reserves** its bytes in the budget before its synthesis starts; the
 //!   reservation is its permission to check out pool buffers. The pool's checkouts never touch
 //!   the budget.
 //! - The engine's pool has `max_bytes` equal to the budget's limit, so the pool bounds the

@@ -104,7 +104,7 @@ pub struct EngineConfig {
     /// The pool's `max_reuse_factor` (≥ 1). Default 1: a stream of one circuit type and size
     /// reuses its buffers exactly, and a reservation is exactly what a partition checks out
     /// (a larger factor makes every reservation that much larger; see
-    /// [`partition_bytes`](super::budget::partition_bytes)).
+    /// [`partition_bytes`]).
     pub pool_reuse_factor: f64,
 }
 
@@ -1070,7 +1070,7 @@ impl Engine {
     }
 
     /// Pins ahead of the stream: checks out the buffers of up to `partitions` partitions sized
-    /// by `hint` (e.g. [`params_hint`](super::budget::params_hint) of the parameters, or the
+    /// by `hint` (e.g. [`params_hint`] of the parameters, or the
     /// hint a first synthesis recorded), all at once, and returns them to the pool idle, so the
     /// stream's partitions reuse them instead of pinning on the synthesis path (pinning costs
     /// about 0.76 s/GiB on the H200 host and stalls the GPU workers' CUDA calls). The bytes are
