@@ -686,6 +686,51 @@ fn a_lost_gpu_fails_its_partitions_and_stops_taking_work() {
 }
 
 #[test]
+fn a_mixed_stream_with_failures_and_cancels_drains_clean() {
+    // Two GPU workers, three synthesis workers, a budget of four partitions; jobs of one to
+    // four partitions, mixed priorities, some with a failing partition, some cancelled at once.
+    let engine = Engine::new(EngineConfig {
+        gpu_workers_per_backend: 2,
+        ..config(3, 4 * one_partition())
+    })
+    .unwrap();
+    let mut jobs = Vec::new();
+    for j in 0..12u64 {
+        let size = 1 + (j % 4) as usize;
+        let seeds: Vec<u64> = (0..size as u64).map(|i| 1000 + 10 * j + i).collect();
+        let mut circuits: Vec<TestCircuit> = seeds.iter().map(|&s| TestCircuit::new(s)).collect();
+        let fails = j % 5 == 2;
+        if fails {
+            circuits[size - 1].mode = Mode::Fail;
+        }
+        let (job, r, s) = job_of(circuits, 100 + j);
+        let handle = engine.submit(job.with_priority((j % 3) as i32));
+        let cancelled = j % 3 == 1 && handle.cancel();
+        jobs.push((handle, seeds, r, s, fails, cancelled));
+    }
+    for (handle, seeds, r, s, fails, cancelled) in jobs {
+        match handle.wait() {
+            Ok(proofs) => {
+                assert!(!fails && !cancelled);
+                assert_eq!(proofs, reference(&seeds, &r, &s));
+            }
+            Err(Error::Cancelled(_)) => assert!(cancelled),
+            Err(Error::Synthesis(_)) => assert!(fails && !cancelled),
+            Err(e) => panic!("unexpected {e}"),
+        }
+    }
+    assert_drained(&engine);
+    let stats = engine.stats();
+    let total: u64 = (0..12).map(|j| 1 + j % 4).sum();
+    assert_eq!(
+        stats.partitions_done + stats.partitions_failed + stats.partitions_dropped,
+        total
+    );
+    assert!(stats.budget_peak <= 4 * one_partition());
+    assert_eq!(stats.jobs_done + stats.jobs_failed, 12);
+}
+
+#[test]
 fn bad_configs_are_refused() {
     for bad in [
         EngineConfig {

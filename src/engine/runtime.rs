@@ -1114,6 +1114,10 @@ impl Engine {
 
     /// A prover that synthesizes into the engine's pool with the engine's hints (for
     /// partitions submitted as [`Partition::synthesized`](super::Partition::synthesized)).
+    /// The bytes of such an assignment enter the budget only when its job is submitted: made
+    /// while the engine streams at its budget, they take pool room the budget has promised
+    /// to others, whose checkouts then wait for it. Make them while the engine is idle, or
+    /// submit them at once.
     pub fn prover(&self) -> &Prover {
         &self.shared.synth_prover
     }
