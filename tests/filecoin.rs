@@ -69,12 +69,14 @@ fn prover_id() -> [u8; 32] {
     filecoin::prover_id_from_miner_id(MINER)
 }
 
+/// Held while parameters are generated (one at a time) or their absence is relied on.
+static PARAMS_LOCK: Mutex<()> = Mutex::new(());
+
 /// Makes sure the parameters of `kind` exist in the cache, generating them with
 /// filecoin-proofs' own generator (test parameters) when they do not. One at a time.
 fn ensure_params(kind: ParamsKind) -> PathBuf {
     init();
-    static LOCK: Mutex<()> = Mutex::new(());
-    let _guard = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let _guard = PARAMS_LOCK.lock().unwrap_or_else(|p| p.into_inner());
     let path = filecoin::parameter_path(kind).expect("parameter path");
     // filecoin-proofs writes the file in place: one without our marker may be the remains of
     // an interrupted generation, so it is made again.
@@ -564,6 +566,22 @@ fn c2_refuses_another_sector_number_or_miner_and_bad_json_before_proving() {
         matches!(err, Error::InvalidArgument(ref m) if m.contains("JSON")),
         "{err}"
     );
+    // The right ids pass the check and reach the parameter lookup: without the 2 KiB PoRep
+    // parameters (CI never makes them), the error names filecoin-proofs' file for them.
+    let path = filecoin::parameter_path(ParamsKind::Seal(SEAL)).unwrap();
+    let _guard = PARAMS_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    if !path.exists() {
+        let err = filecoin::seal_commit_phase2(&json, prover_id(), s.sector_id, &prover()).unwrap_err();
+        assert!(
+            matches!(err, Error::FilecoinParams { path: ref p, .. } if *p == path),
+            "{err}"
+        );
+        let msg = err.to_string();
+        assert!(
+            msg.contains("stacked-proof-of-replication") && msg.contains("fetch"),
+            "{msg}"
+        );
+    }
 }
 
 /// Needs the 2 KiB PoRep parameters (~1 GB; generated here on first use: minutes) and two
