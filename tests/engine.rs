@@ -731,6 +731,27 @@ fn a_mixed_stream_with_failures_and_cancels_drains_clean() {
 }
 
 #[test]
+fn engines_and_handles_are_shared_between_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Engine>();
+    send_sync::<cuzk::engine::JobHandle>();
+    // Submitting from several threads at once.
+    let engine = Engine::new(config(2, 1 << 30)).unwrap();
+    std::thread::scope(|scope| {
+        for t in 0..3u64 {
+            let engine = &engine;
+            scope.spawn(move || {
+                let seeds = [200 + t, 210 + t];
+                let (job, r, s) = job_of(seeds.iter().map(|&s| TestCircuit::new(s)).collect(), 20 + t);
+                assert_eq!(engine.prove(job).unwrap(), reference(&seeds, &r, &s));
+            });
+        }
+    });
+    assert_drained(&engine);
+    assert_eq!(engine.stats().partitions_done, 6);
+}
+
+#[test]
 fn bad_configs_are_refused() {
     for bad in [
         EngineConfig {
