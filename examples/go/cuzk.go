@@ -62,6 +62,9 @@ const (
 	StatusDeviceLost       Status = C.CUZK_STATUS_DEVICE_LOST
 	StatusNoGPU            Status = C.CUZK_STATUS_NO_GPU
 	StatusUnknown          Status = C.CUZK_STATUS_UNKNOWN
+	// The engine's (cuzk_engine_*, cuzk_job_*): a cancelled job, a budget that stayed full.
+	StatusCancelled       Status = C.CUZK_STATUS_CANCELLED
+	StatusBudgetExhausted Status = C.CUZK_STATUS_BUDGET_EXHAUSTED
 )
 
 var statusNames = map[Status]string{
@@ -73,6 +76,7 @@ var statusNames = map[Status]string{
 	StatusCircuitMismatch: "circuit mismatch", StatusSynthesis: "synthesis failed",
 	StatusMalformedProof: "malformed proof", StatusCuda: "CUDA error",
 	StatusDeviceLost: "GPU lost", StatusNoGPU: "no GPU", StatusUnknown: "unknown error",
+	StatusCancelled: "cancelled", StatusBudgetExhausted: "memory budget exhausted",
 }
 
 func (s Status) String() string {
