@@ -239,10 +239,19 @@ fn a_real_out_of_memory_leaves_no_stale_error() {
     let prover = Prover::new().with_backend(BackendChoice::Gpu(0)).unwrap();
     assert_eq!(prove(&prover, st).unwrap(), st.expected);
     let baseline = free_after_release(&backend);
-    // A 2^30 domain: its NTT tables (96 GiB) fit on the H200, the a/b/c buffers after them do
-    // not, so the stream-ordered allocator itself fails (a real out-of-memory, not injected).
+    // Another context takes all but 5 GiB of the device; then a 2^26 domain's NTT tables
+    // (2 GiB) fit and its a/b/c buffers (3 × 2 GiB) do not, so the stream-ordered allocator
+    // itself fails (a real out-of-memory, not injected, and not cuzk's own limit).
     let tiny = vec![Scalar::ONE; 4];
-    let err = cuda::compute_h_once(0, &tiny, &tiny, &tiny, 30).unwrap_err();
+    let err = {
+        let filler_ctx = cust::quick_init().unwrap();
+        let take = cuda::device_memory(0).unwrap().0.saturating_sub(5 << 30);
+        let filler = cust::memory::DeviceBuffer::<u8>::zeroed(take).unwrap();
+        let err = cuda::compute_h_once(0, &tiny, &tiny, &tiny, 26).unwrap_err();
+        drop(filler);
+        drop(filler_ctx);
+        err
+    };
     assert!(
         matches!(err, Error::Cuda { code: 2, .. }),
         "expected out of memory, got {err}"
