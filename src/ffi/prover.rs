@@ -149,7 +149,10 @@ pub unsafe extern "C" fn cuzk_prover_backend_name(prover: *const cuzk_prover) ->
 ///
 /// # Safety
 /// `p` holds `count` pointers, each NULL or a live assignment.
-pub(crate) unsafe fn take_assignments(p: *const *mut cuzk_assignment, count: usize) -> AbiResult<Vec<ProvingAssignment>> {
+pub(crate) unsafe fn take_assignments(
+    p: *const *mut cuzk_assignment,
+    count: usize,
+) -> AbiResult<Vec<ProvingAssignment>> {
     // SAFETY: per the contract.
     let ptrs = unsafe { slice(p, count, "assignments") }?;
     let mut sorted = ptrs.to_vec();
