@@ -288,10 +288,15 @@ impl Pacer {
         self.waiting += 1;
     }
 
-    /// A partition's synthesis failed: it leaves the pipeline.
+    /// A partition's synthesis failed: it leaves the pipeline. Before the first GPU time is
+    /// known it no longer counts toward the start's `target` dispatches, so a start whose first
+    /// partitions all fail does not wait forever for a GPU time that cannot come.
     pub fn on_synthesis_failed(&mut self, now: Duration) {
         self.integrate(now);
         self.in_synthesis = self.in_synthesis.saturating_sub(1);
+        if self.gpu_time_ema.is_none() {
+            self.dispatched = self.dispatched.saturating_sub(1);
+        }
     }
 
     /// A GPU worker took a waiting partition.
@@ -688,6 +693,37 @@ mod tests {
             );
         }
         sim.assert_settled(50.0, 100.0, 4);
+    }
+
+    #[test]
+    fn a_start_whose_first_partitions_fail_goes_on_dispatching() {
+        let initial = Duration::from_millis(100);
+        let mut p = Pacer::new(
+            PacerMode::Pi(PiConfig {
+                initial_interval: initial,
+                ..config(2)
+            }),
+            1,
+        )
+        .unwrap();
+        let mut now = Duration::ZERO;
+        for _ in 0..2 {
+            now = p.next_dispatch_at(now).expect("the start dispatches");
+            p.on_dispatch(now);
+        }
+        assert_eq!(
+            p.next_dispatch_at(now),
+            None,
+            "target dispatched, no GPU time yet: wait"
+        );
+        p.on_synthesis_failed(now + secs(1.0));
+        p.on_synthesis_failed(now + secs(1.0));
+        let next = p.next_dispatch_at(now + secs(1.0));
+        assert_eq!(next, Some(now + initial), "both failed: the start goes on, still paced");
+        // And it stays paced: at most `target` in the pipeline before a GPU time is known.
+        p.on_dispatch(now + secs(1.0));
+        p.on_dispatch(now + secs(1.2));
+        assert_eq!(p.next_dispatch_at(now + secs(1.2)), None);
     }
 
     #[test]
