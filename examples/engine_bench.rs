@@ -33,7 +33,7 @@ use support::{fail, machine};
 const USAGE: &str = "usage: engine_bench [--log-size 24] [--partitions 32] [--warmup 4] [--naive 3] \
                      [--devices all|0,1] [--gpu-workers 1 (per device)] [--synthesis-workers N (default: cores − 1)] \
                      [--pacer pi|queue] [--target 2 (PI target depth)] [--depth 4 (queue depth)] \
-                     [--budget-gib G (default: (target + GPU workers + synthesis workers) partitions)] \
+                     [--budget-gib G (default: (target + GPU workers + synthesis workers) partitions + the parameters)] \
                      [--prewarm 1] [--bit-percent 75]";
 
 fn gib(bytes: usize) -> f64 {
@@ -139,7 +139,8 @@ fn main() {
     let one = partition_bytes(params_hint(&params), 1.0);
     let budget = match args.get("--budget-gib", 0.0f64) {
         g if g > 0.0 => (g * (1u64 << 30) as f64) as usize,
-        _ => (target + all_gpu_workers + synthesis_workers) * one,
+        // The partitions in flight, beside the parameters (charged once in the budget).
+        _ => (target + all_gpu_workers + synthesis_workers) * one + params.host_bytes(),
     };
     let pacer = match pacer_name.as_str() {
         "pi" => {
@@ -165,6 +166,10 @@ fn main() {
         ..EngineConfig::default()
     })
     .unwrap_or_else(|e| fail(&e.to_string()));
+    // The parameters enter the budget (and the GPUs) before the prewarm fills it.
+    engine
+        .add_parameters(&params)
+        .unwrap_or_else(|e| fail(&format!("parameters: {e}")));
     if prewarm > 0 {
         let start = Instant::now();
         let want = (target + all_gpu_workers + synthesis_workers).min(n);
@@ -271,6 +276,15 @@ fn main() {
             .map(|w| format!("{}:{:.0}%", w.backend, w.busy_fraction * 100.0))
             .collect::<Vec<_>>()
             .join(" ")
+    );
+    println!(
+        "budget: parameters {:.2} GiB on the host ({} sets; {:.2} GiB on the devices, at most), {} waits for room, {:.2} GiB of idle buffers and {} parameter sets evicted",
+        gib(end.params_host_bytes),
+        end.params_sets,
+        gib(end.params_device_bytes),
+        end.budget_waits,
+        gib(end.evicted_pool_bytes),
+        end.evicted_params
     );
     println!(
         "proofs identical to the naive loop's (first {}): {}",

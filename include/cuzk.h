@@ -254,8 +254,9 @@ typedef struct cuzk_engine_config {
   uint32_t first_gpu;
   // How many GPUs from `first_gpu` (with `CUZK_BACKEND_GPU`; 0: 1).
   uint32_t num_gpus;
-  // The memory budget for the partitions in flight, also the pool's cap (0: half the host's
-  // memory).
+  // The memory budget for host bytes: partitions in flight, synthesis in flight, the
+  // parameter sets the engine holds and the pool's idle buffers; also the pool's cap (0:
+  // half the host's memory).
   uint64_t budget_bytes;
   // How long a partition waits for room in the budget before its job fails (0: 600 000 ms).
   uint64_t budget_timeout_ms;
@@ -266,6 +267,17 @@ typedef struct cuzk_engine_config {
   // The pool's memory.
   enum cuzk_pool_memory memory;
 } cuzk_engine_config;
+
+// A job's progress callback: `user_data` as given to `cuzk_job_on_progress`, the job's id
+// (unique within its engine), `done` partitions proved and `failed` partitions left unproved
+// (failed, or dropped because the job failed or was cancelled) of `total`, and whether the
+// job is over (then `done + failed == total`; that call is the last).
+typedef void (*cuzk_job_progress_callback)(void *user_data,
+                                           uint64_t job_id,
+                                           uint64_t done,
+                                           uint64_t failed,
+                                           uint64_t total,
+                                           bool finished);
 
 // A snapshot of a pool's counters. Every checkout is one of an allocation, a reuse or a
 // fallback: `allocations + reuses + fallbacks == checkouts`.
@@ -328,6 +340,23 @@ typedef struct cuzk_engine_statistics {
   uint64_t budget_peak;
   // The budget.
   uint64_t budget_limit;
+  // Of `budget_used`: bytes reserved for circuits' own memory while they synthesize.
+  uint64_t synthesis_reserved;
+  // Parameter sets the engine holds.
+  uint64_t params_sets;
+  // Of `budget_used`: the host bytes of those sets, each set once.
+  uint64_t params_host_bytes;
+  // Device bytes of those sets resident on non-CPU backends (an upper bound: a backend
+  // also evicts under its own memory limit).
+  uint64_t params_device_bytes;
+  // Dispatches that found no room in the budget and nothing to evict, and waited.
+  uint64_t budget_waits;
+  // Idle pool bytes freed under budget pressure.
+  uint64_t evicted_pool_bytes;
+  // Parameter sets evicted under budget pressure.
+  uint64_t evicted_params;
+  // Host bytes those evictions freed (sets no one else held).
+  uint64_t evicted_params_host_bytes;
   // Moving average of a partition's synthesis time.
   uint64_t synthesis_ema_ns;
   // Moving average of a partition's proving time.
@@ -617,8 +646,29 @@ enum cuzk_status cuzk_job_progress(const struct cuzk_job *job,
                                    bool *finished,
                                    char **err);
 
+// Calls `callback(user_data, job id, done, failed, total, finished)` after each partition of
+// the job is proved or fails, and once when the job is over (`finished` true, the last call).
+// Called on an engine thread (a worker or the dispatcher; or a thread that cancels the job or
+// frees the engine),
+// with the job's lock held: it must return quickly and not block (the engine thread waits
+// for it), and must not call `cuzk_job_*` on this job. If the job is over already it is
+// called once, now, on this thread. A second registration replaces the first; after
+// `cuzk_job_free` returns it is never called. A NULL `callback` removes the registration.
+// `user_data` must stay valid until the last call (`finished`) or `cuzk_job_free`.
+// `CUZK_STATUS_INVALID_ARGUMENT` once `cuzk_job_wait` took the result. Thread-safe.
+//
+// # Safety
+// `job` live; `callback` NULL or safe to call from any thread with `user_data`; `err` NULL or
+// writable.
+enum cuzk_status cuzk_job_on_progress(const struct cuzk_job *job,
+                                      cuzk_job_progress_callback callback,
+                                      void *user_data,
+                                      char **err);
+
 // Frees a job handle; a job not yet over is cancelled first (nobody can take its proofs any
-// more). NULL is accepted. Not to be called while another thread uses the handle.
+// more). Its progress callback (`cuzk_job_on_progress`) is never called once this returns.
+// NULL is accepted. Not to be called while another thread uses the handle, nor from its
+// progress callback.
 //
 // # Safety
 // `job` is NULL or from `cuzk_engine_submit`, not freed before.

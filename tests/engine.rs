@@ -214,12 +214,19 @@ fn config(synthesis_workers: usize, budget_bytes: usize) -> EngineConfig {
         backends: vec![EngineBackend::Choice(BackendChoice::Cpu)],
         pool_allocator: Some(Box::new(HeapAllocator)),
         pool_reuse_factor: 1.0,
+        synthesis_bytes_per_constraint: 0,
     }
 }
 
 /// One partition's reservation at `K`.
 fn one_partition() -> usize {
     partition_bytes(params_hint(&params()), 1.0)
+}
+
+/// A budget of `n` partitions beside the parameters (charged once while the engine holds
+/// them).
+fn budget(n: usize) -> usize {
+    n * one_partition() + params().host_bytes()
 }
 
 fn randomness(n: usize, seed: u64) -> (Vec<Scalar>, Vec<Scalar>) {
@@ -258,13 +265,16 @@ fn wait_for(engine: &Engine, what: &str, pred: impl Fn(&EngineStats) -> bool) {
     }
 }
 
-/// Every buffer back, the budget empty, no job left, and no fallback or refusal ever.
+/// Every buffer back, nothing but the held parameters in the budget, no job left, and no
+/// fallback or refusal ever.
 fn assert_drained(engine: &Engine) {
     wait_for(engine, "drained", |s| {
         s.jobs_active == 0 && s.in_synthesis == 0 && s.on_gpu == 0
     });
     let stats = engine.stats();
-    assert_eq!(stats.budget_used, 0, "{stats:#?}");
+    assert_eq!(stats.budget_used, stats.params_host_bytes, "{stats:#?}");
+    assert_eq!(stats.synthesis_reserved, 0, "{stats:#?}");
+    assert!(stats.params.iter().all(|p| p.partitions == 0), "{:?}", stats.params);
     assert_eq!(stats.pool.bytes_in_use, 0, "{stats:#?}");
     assert_eq!(stats.pool.fallback_bytes_in_use, 0);
     assert_eq!(stats.pool.fallbacks, 0, "{stats:#?}");
@@ -321,7 +331,7 @@ fn proofs_are_the_provers_bytes() {
 #[test]
 fn a_job_three_times_the_budget_streams_through() {
     let one = one_partition();
-    let engine = Engine::new(config(2, 2 * one)).unwrap();
+    let engine = Engine::new(config(2, budget(2))).unwrap();
     let seeds: Vec<u64> = (20..26).collect();
     let circuits = seeds.iter().map(|&s| TestCircuit::new(s)).collect();
     let (job, r, s) = job_of(circuits, 13);
@@ -335,10 +345,10 @@ fn a_job_three_times_the_budget_streams_through() {
     assert_drained(&engine);
     let stats = engine.stats();
     assert!(
-        stats.budget_peak <= 2 * one,
+        stats.budget_peak <= budget(2),
         "{} reserved at most, budget {}",
         stats.budget_peak,
-        2 * one
+        budget(2)
     );
     assert!(stats.pool.peak_bytes <= 2 * one);
     assert_eq!((stats.pool.waits, stats.pool.failures), (0, 0), "{:?}", stats.pool);
@@ -355,6 +365,7 @@ fn a_job_three_times_the_budget_streams_through() {
         last,
         Progress {
             done: 6,
+            failed: 0,
             total: 6,
             finished: true
         }
@@ -459,8 +470,9 @@ fn cancel_frees_partitions_not_yet_on_a_gpu() {
     assert_eq!(after.waiting, 0);
     assert_eq!(after.pacer.waiting, 0);
     assert!(after.pool.bytes_in_use < before.pool.bytes_in_use);
+    let held = after.params_host_bytes;
     assert!(
-        after.budget_used * 4 <= before.budget_used + 4096,
+        (after.budget_used - held) * 4 <= before.budget_used - held + 4096,
         "{} then {}",
         before.budget_used,
         after.budget_used
@@ -513,8 +525,7 @@ fn a_reserved_partition_is_never_refused() {
     // all three with their buffers checked out), and the pool starts full of idle buffers of
     // a size none of them can reuse. Every checkout must succeed at once: no wait, no
     // failure, no fallback.
-    let one = one_partition();
-    let limit = 3 * one;
+    let limit = budget(3);
     let engine = Engine::new(EngineConfig {
         pacer: PacerMode::BoundedQueue { depth: 3 },
         ..config(3, limit)
@@ -563,8 +574,7 @@ fn a_reserved_partition_is_never_refused() {
 
 #[test]
 fn prewarmed_buffers_are_reused_by_the_stream() {
-    let one = one_partition();
-    let engine = Engine::new(config(2, 3 * one)).unwrap();
+    let engine = Engine::new(config(2, budget(3))).unwrap();
     // Stops at the budget: room for three.
     assert_eq!(engine.prewarm(params_hint(&params()), 5).unwrap(), 3);
     let warm = engine.pool().stats();
@@ -597,10 +607,9 @@ fn a_partition_larger_than_the_budget_fails_its_job_clearly() {
     assert_drained(&engine);
 
     // A budget that is full for longer than the timeout: the job waits, then fails.
-    let one = one_partition();
     let engine = Engine::new(EngineConfig {
         budget_timeout: Duration::from_millis(200),
-        ..config(2, one)
+        ..config(2, budget(1))
     })
     .unwrap();
     let gate = Gate::new();
@@ -691,7 +700,7 @@ fn a_mixed_stream_with_failures_and_cancels_drains_clean() {
     // four partitions, mixed priorities, some with a failing partition, some cancelled at once.
     let engine = Engine::new(EngineConfig {
         gpu_workers_per_backend: 2,
-        ..config(3, 4 * one_partition())
+        ..config(3, budget(4))
     })
     .unwrap();
     let mut jobs = Vec::new();
@@ -726,7 +735,7 @@ fn a_mixed_stream_with_failures_and_cancels_drains_clean() {
         stats.partitions_done + stats.partitions_failed + stats.partitions_dropped,
         total
     );
-    assert!(stats.budget_peak <= 4 * one_partition());
+    assert!(stats.budget_peak <= budget(4));
     assert_eq!(stats.jobs_done + stats.jobs_failed, 12);
 }
 
@@ -774,4 +783,294 @@ fn bad_configs_are_refused() {
     ] {
         assert!(matches!(Engine::new(bad), Err(Error::InvalidArgument(_))));
     }
+}
+
+/// A second parameter set for the same circuit (another id, the same shape and size).
+fn other_params(seed: u64) -> Parameters {
+    random_parameters(Synthetic::new(K), seed).expect("parameters")
+}
+
+/// The plain prover's proofs with `params`.
+fn reference_with(params: &Parameters, seeds: &[u64], r: &[Scalar], s: &[Scalar]) -> Vec<Proof> {
+    let circuits: Vec<Synthetic> = seeds.iter().map(|&seed| Synthetic::new(K).with_seed(seed)).collect();
+    Prover::new()
+        .with_backend(BackendChoice::Cpu)
+        .unwrap()
+        .prove_with_randomness(circuits, params, r, s)
+        .expect("reference proofs")
+}
+
+/// A "GPU" that proves on the CPU and counts how often it was asked to evict its resident
+/// parameters.
+#[derive(Default)]
+struct FakeGpu {
+    evictions: std::sync::atomic::AtomicUsize,
+}
+
+impl Backend for FakeGpu {
+    fn name(&self) -> &'static str {
+        "fake-gpu"
+    }
+
+    fn evict(&self) {
+        self.evictions.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn commitments(
+        &self,
+        a: &mut ProvingAssignment,
+        params: &Parameters,
+        t: &mut Timings,
+    ) -> cuzk::Result<Commitments> {
+        CpuBackend.commitments(a, params, t)
+    }
+}
+
+#[test]
+fn parameters_are_charged_once() {
+    let engine = Engine::new(config(2, 1 << 30)).unwrap();
+    let host = params().host_bytes();
+    assert_eq!(host, params().device_bytes());
+    assert!(host > 0);
+    // Two jobs with the same parameters, both partitions in synthesis at once.
+    let gate = Gate::new();
+    let gated = |seed| {
+        let mut c = TestCircuit::new(seed);
+        c.gate = Some(gate.clone());
+        c
+    };
+    let (a, ra, sa) = job_of(vec![gated(1)], 1);
+    let (b, rb, sb) = job_of(vec![gated(2)], 2);
+    let a = engine.submit(a);
+    let b = engine.submit(b);
+    wait_for(&engine, "both in synthesis", |s| s.in_synthesis == 2);
+    let stats = engine.stats();
+    assert_eq!((stats.params_sets, stats.params_host_bytes), (1, host), "{stats:#?}");
+    assert_eq!(
+        stats.budget_used,
+        host + 2 * one_partition(),
+        "the set once, two partitions"
+    );
+    assert_eq!(stats.params.len(), 1);
+    assert_eq!((stats.params[0].id, stats.params[0].partitions), (params().id(), 2));
+    assert_eq!(stats.params[0].resident_backends, 0, "the CPU keeps no device copy");
+    assert_eq!(stats.params_device_bytes, 0);
+    gate.open();
+    assert_eq!(a.wait().unwrap(), reference(&[1], &ra, &sa));
+    assert_eq!(b.wait().unwrap(), reference(&[2], &rb, &sb));
+    assert_drained(&engine);
+    let stats = engine.stats();
+    assert_eq!(
+        (stats.budget_used, stats.params_sets),
+        (host, 1),
+        "held once after the jobs"
+    );
+    assert_eq!(stats.params[0].partitions, 0);
+
+    // A second set: preloaded, charged once however often it is added.
+    let other = other_params(8);
+    engine.add_parameters(&other).unwrap();
+    engine.add_parameters(&other).unwrap();
+    let stats = engine.stats();
+    assert_eq!(stats.params_sets, 2);
+    assert_eq!(stats.budget_used, host + other.host_bytes());
+    assert_eq!(stats.params_host_bytes, host + other.host_bytes());
+    // Most recently used last.
+    assert_eq!(
+        stats.params.iter().map(|p| p.id).collect::<Vec<_>>(),
+        [params().id(), other.id()]
+    );
+
+    // Removing: not while a job uses it; then its charge leaves the budget.
+    let gate = Gate::new();
+    let mut held = TestCircuit::new(3);
+    held.gate = Some(gate.clone());
+    let (r, s) = randomness(1, 3);
+    let job = engine.submit(Job::from_circuits(other.clone(), vec![held]).with_randomness(r.clone(), s.clone()));
+    wait_for(&engine, "in synthesis", |s| s.in_synthesis == 1);
+    assert!(!engine.remove_parameters(&other), "in use");
+    gate.open();
+    assert_eq!(job.wait().unwrap(), reference_with(&other, &[3], &r, &s));
+    assert_drained(&engine);
+    assert!(engine.remove_parameters(&other));
+    assert!(!engine.remove_parameters(&other), "not held any more");
+    let stats = engine.stats();
+    assert_eq!((stats.budget_used, stats.params_sets), (host, 1));
+    assert_eq!(stats.evicted_params, 0, "removal is not an eviction");
+}
+
+#[test]
+fn under_pressure_an_idle_parameter_set_is_evicted_and_one_in_use_never() {
+    // Room for one partition and one and a half sets: two sets never fit beside a partition.
+    let (pa, pb) = (params(), other_params(9));
+    assert_eq!(pa.host_bytes(), pb.host_bytes());
+    let limit = one_partition() + pa.host_bytes() + pb.host_bytes() / 2;
+    let gpu = Arc::new(FakeGpu::default());
+    let engine = Engine::new(EngineConfig {
+        backends: vec![EngineBackend::Custom(gpu.clone())],
+        ..config(2, limit)
+    })
+    .unwrap();
+
+    // Job A (set A) holds its partition in synthesis; job B (set B) must wait: the only other
+    // set is in use.
+    let gate = Gate::new();
+    let mut held = TestCircuit::new(1);
+    held.gate = Some(gate.clone());
+    let (a, ra, sa) = job_of(vec![held], 1);
+    let a = engine.submit(a);
+    wait_for(&engine, "A in synthesis", |s| s.in_synthesis == 1);
+    let (rb, sb) = randomness(2, 2);
+    let b = engine.submit(
+        Job::from_circuits(pb.clone(), vec![TestCircuit::new(2), TestCircuit::new(3)])
+            .with_randomness(rb.clone(), sb.clone()),
+    );
+    wait_for(&engine, "B waits for budget room", |s| s.budget_waits == 1);
+    let stats = engine.stats();
+    assert_eq!((stats.evicted_params, stats.params_sets), (0, 2), "{stats:#?}");
+    assert_eq!((stats.in_synthesis, stats.pending), (1, 2), "B not dispatched");
+    assert_eq!(gpu.evictions.load(Ordering::SeqCst), 0);
+
+    // A done: its set is idle and goes (with the device's resident sets); B runs.
+    gate.open();
+    assert_eq!(a.wait().unwrap(), reference(&[1], &ra, &sa));
+    assert_eq!(b.wait().unwrap(), reference_with(&pb, &[2, 3], &rb, &sb));
+    assert_drained(&engine);
+    let stats = engine.stats();
+    assert_eq!(stats.evicted_params, 1, "{stats:#?}");
+    assert_eq!(stats.params.iter().map(|p| p.id).collect::<Vec<_>>(), [pb.id()]);
+    assert_eq!(stats.params_host_bytes, pb.host_bytes());
+    assert!(
+        stats.budget_peak <= limit + pb.host_bytes(),
+        "only the set charged at submission went past"
+    );
+    assert!(
+        gpu.evictions.load(Ordering::SeqCst) >= 1,
+        "the device copy was evicted too"
+    );
+    // B proved on the "GPU" since: its device copy is counted.
+    assert_eq!(stats.params[0].resident_backends, 1);
+    assert_eq!(stats.params_device_bytes, pb.device_bytes());
+    // The test still holds set A: its eviction freed no host bytes, and says so.
+    assert_eq!(stats.evicted_params_host_bytes, 0);
+
+    // One-partition jobs from here: evictions make room without waiting.
+    let waits = stats.budget_waits;
+    let pc = other_params(10);
+    let (pc_id, pc_bytes) = (pc.id(), pc.host_bytes());
+    let (rc, sc) = randomness(1, 4);
+    let c = Job::from_circuits(pc, vec![TestCircuit::new(4)]).with_randomness(rc, sc);
+    // Set C in, set B (idle, held by the test) evicted for it.
+    engine.submit(c).wait().unwrap();
+    assert_drained(&engine);
+    let stats = engine.stats();
+    assert_eq!(stats.params.iter().map(|p| p.id).collect::<Vec<_>>(), [pc_id]);
+    assert_eq!((stats.evicted_params, stats.evicted_params_host_bytes), (2, 0));
+    // Set A again (the test's clone): set C goes, and with it its host copy.
+    let (ra, sa) = randomness(1, 5);
+    let again = engine
+        .submit(Job::from_circuits(pa.clone(), vec![TestCircuit::new(5)]).with_randomness(ra.clone(), sa.clone()));
+    assert_eq!(again.wait().unwrap(), reference(&[5], &ra, &sa));
+    assert_drained(&engine);
+    let stats = engine.stats();
+    assert_eq!(stats.params.iter().map(|p| p.id).collect::<Vec<_>>(), [pa.id()]);
+    assert_eq!((stats.evicted_params, stats.evicted_params_host_bytes), (3, pc_bytes));
+    assert_eq!(stats.budget_waits, waits, "evictions made room without waiting");
+
+    // Between two idle sets, the one only the engine holds goes first (its eviction frees
+    // host memory), though the caller's is older. Room for one partition and two sets.
+    let engine = Engine::new(config(1, one_partition() + 2 * pa.host_bytes() + 1024)).unwrap();
+    engine.add_parameters(&pb).unwrap();
+    let pd = other_params(11);
+    let (pd_id, pd_bytes) = (pd.id(), pd.host_bytes());
+    engine.prove(Job::from_circuits(pd, vec![TestCircuit::new(6)])).unwrap();
+    assert_drained(&engine);
+    let ids = |e: &Engine| e.stats().params.iter().map(|p| p.id).collect::<Vec<_>>();
+    assert_eq!(ids(&engine), [pb.id(), pd_id], "least recently used first");
+    engine
+        .prove(Job::from_circuits(pa.clone(), vec![TestCircuit::new(7)]))
+        .unwrap();
+    assert_drained(&engine);
+    let stats = engine.stats();
+    assert_eq!(ids(&engine), [pb.id(), pa.id()]);
+    assert_eq!((stats.evicted_params, stats.evicted_params_host_bytes), (1, pd_bytes));
+}
+
+#[test]
+fn unreusable_pool_buffers_are_freed_before_reusable_ones() {
+    // Idle: one partition's buffers (four of 128 KiB, reused by the job) and two of 16 KiB
+    // that no partition of this size reuses. The budget leaves room for 16 KiB of idle beside
+    // the job: largest first would free a reusable buffer (and pin it again); the engine frees
+    // the two small ones.
+    let small = 16 << 10;
+    let engine = Engine::new(config(1, budget(1) + small)).unwrap();
+    assert_eq!(engine.prewarm(params_hint(&params()), 1).unwrap(), 1);
+    let held: Vec<_> = (0..2).map(|_| engine.pool().checkout(small).unwrap()).collect();
+    drop(held);
+    let before = engine.pool().stats();
+    assert_eq!((before.allocations, before.idle_buffers), (6, 6));
+    assert!(before.bytes_idle > 4 * small);
+
+    let (job, r, s) = job_of(vec![TestCircuit::new(1)], 1);
+    assert_eq!(engine.prove(job).unwrap(), reference(&[1], &r, &s));
+    assert_drained(&engine);
+    let stats = engine.stats();
+    assert_eq!(stats.evicted_pool_bytes, 2 * small, "{stats:#?}");
+    assert_eq!(
+        stats.pool.allocations, before.allocations,
+        "nothing pinned again: {:?}",
+        stats.pool
+    );
+    assert_eq!(stats.pool.reuses - before.reuses, 4);
+    assert_eq!(
+        (stats.pool.idle_buffers, stats.pool.bytes_idle),
+        (4, before.bytes_idle - 2 * small)
+    );
+    assert_eq!((stats.evicted_params, stats.budget_waits), (0, 0));
+}
+
+#[test]
+fn the_synthesis_reservation_ends_with_the_synthesis() {
+    let per = 10_000;
+    let synth = cuzk::engine::synthesis_bytes(params_hint(&params()), per);
+    assert_eq!(synth, params().domain_size() * per);
+    let gpu_gate = Gate::new();
+    let backend: Arc<dyn Backend> = Arc::new(GatedBackend { gate: gpu_gate.clone() });
+    let engine = Engine::new(EngineConfig {
+        synthesis_bytes_per_constraint: per,
+        backends: vec![EngineBackend::Custom(backend)],
+        ..config(2, 1 << 30)
+    })
+    .unwrap();
+    let host = params().host_bytes();
+    let gate = Gate::new();
+    let mut good = TestCircuit::new(1);
+    good.gate = Some(gate.clone());
+    let mut bad = TestCircuit::new(2);
+    bad.gate = Some(gate.clone());
+    bad.mode = Mode::Fail;
+    let (good, r, s) = job_of(vec![good], 1);
+    let good = engine.submit(good);
+    let bad = engine.submit(job_of(vec![bad], 2).0);
+    wait_for(&engine, "both in synthesis", |s| s.in_synthesis == 2);
+    let stats = engine.stats();
+    assert_eq!(stats.synthesis_reserved, 2 * synth);
+    assert_eq!(stats.budget_used, host + 2 * (one_partition() + synth));
+
+    // Synthesis over: one partition waits for the GPU, the other failed. Neither keeps its
+    // synthesis bytes.
+    gate.open();
+    assert!(matches!(bad.wait(), Err(Error::Synthesis(_))));
+    wait_for(&engine, "on the GPU, alone", |s| s.on_gpu == 1 && s.jobs_active == 1);
+    let stats = engine.stats();
+    assert_eq!(stats.synthesis_reserved, 0);
+    assert!(
+        stats.budget_used - host <= one_partition(),
+        "only the synthesized assignment: {} > {}",
+        stats.budget_used - host,
+        one_partition()
+    );
+    gpu_gate.open();
+    assert_eq!(good.wait().unwrap(), reference(&[1], &r, &s));
+    assert_drained(&engine);
 }

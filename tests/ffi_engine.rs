@@ -1,9 +1,10 @@
 //! The engine through the C ABI, called from Rust the way a C program calls it: a job of R1CS
-//! assignments made in the engine's pool gives `cuzk_prove`'s bytes; progress, statistics,
-//! cancel-on-free, a second wait, short buffers and bad arguments.
+//! assignments made in the engine's pool gives `cuzk_prove`'s bytes; progress (polled and by
+//! callback), statistics, cancel-on-free, a second wait, short buffers and bad arguments.
 
-use std::ffi::{c_char, CStr};
+use std::ffi::{c_char, c_void, CStr};
 use std::ptr::{null, null_mut};
+use std::sync::Mutex;
 
 use blstrs::Scalar;
 use cuzk::ffi::assignment::*;
@@ -167,7 +168,15 @@ fn a_job_of_assignments_gives_cuzk_proves_bytes() {
 
     let st = stats(engine);
     assert_eq!((st.partitions_done, st.jobs_done, st.jobs_active), (n as u64, 1, 0));
-    assert_eq!((st.budget_used, st.budget_limit), (0, 1 << 30));
+    assert_eq!(st.budget_limit, 1 << 30);
+    assert_eq!(
+        (st.params_sets, st.budget_used),
+        (1, st.params_host_bytes),
+        "only the held parameters"
+    );
+    assert!(st.params_host_bytes > 0);
+    assert_eq!((st.synthesis_reserved, st.params_device_bytes), (0, 0));
+    assert_eq!((st.evicted_params, st.evicted_pool_bytes, st.budget_waits), (0, 0, 0));
     assert_eq!((st.gpu_workers, st.gpu_workers_lost), (1, 0));
     assert!(st.gpu_busy_fraction > 0.0 && st.gpu_busy_fraction <= 1.0);
     assert!(st.gpu_ema_ns > 0);
@@ -251,6 +260,105 @@ fn bad_arguments_and_freed_engines() {
     assert_eq!(cuzk_status::Cancelled as i32, 70);
     assert_eq!(cuzk_status::BudgetExhausted as i32, 71);
     unsafe {
+        cuzk_engine_free(engine);
+        cuzk_params_free(params);
+        cuzk_r1cs_free(r1cs);
+        cuzk_r1cs_free(other);
+    }
+}
+
+/// One progress callback call: job id, done, failed, total, finished.
+type Call = (u64, u64, u64, u64, bool);
+
+/// Records each call in the `Mutex<Vec<Call>>` behind `user_data`.
+unsafe extern "C" fn record(user_data: *mut c_void, job: u64, done: u64, failed: u64, total: u64, finished: bool) {
+    // SAFETY: the tests pass a live `Mutex<Vec<Call>>` that outlives the job.
+    let calls = unsafe { &*(user_data as *const Mutex<Vec<Call>>) };
+    calls.lock().unwrap().push((job, done, failed, total, finished));
+}
+
+/// Asserts the calls count up to the end: done never decreasing, and one last call with
+/// `finished` saying how every partition ended.
+fn check_calls(calls: &Mutex<Vec<Call>>, done: u64, failed: u64, total: u64) -> u64 {
+    let calls = calls.lock().unwrap().clone();
+    let last = *calls.last().expect("at least the final call");
+    assert_eq!(
+        (last.1, last.2, last.3, last.4),
+        (done, failed, total, true),
+        "{calls:?}"
+    );
+    assert_eq!(calls.iter().filter(|c| c.4).count(), 1, "one final call: {calls:?}");
+    assert!(calls.iter().all(|c| c.0 == last.0 && c.3 == total), "{calls:?}");
+    assert!(
+        calls.windows(2).all(|w| w[0].1 <= w[1].1 && w[0].2 <= w[1].2),
+        "{calls:?}"
+    );
+    last.0
+}
+
+#[test]
+fn a_progress_callback_sees_every_partition_finish() {
+    let r1cs = toy_r1cs();
+    let mut params = null_mut();
+    ok(|e| unsafe { cuzk_params_generate_insecure_for_development(r1cs, 3, &mut params, e) });
+    let engine = cpu_engine();
+    let mut pool = null_mut();
+    ok(|e| unsafe { cuzk_engine_pool(engine, &mut pool, e) });
+
+    // Registered right after the submission: it sees the proofs after that, then the end.
+    let n = 5;
+    let calls = Mutex::new(Vec::<Call>::new());
+    let user_data = &calls as *const Mutex<Vec<Call>> as *mut c_void;
+    let assignments: Vec<_> = (0..n as u64).map(|x| assignment(r1cs, pool, x + 3)).collect();
+    let mut job = null_mut();
+    ok(|e| unsafe { cuzk_engine_submit(engine, params, assignments.as_ptr(), n, null(), null(), 0, &mut job, e) });
+    ok(|e| unsafe { cuzk_job_on_progress(job, Some(record), user_data, e) });
+    let mut proofs = vec![0u8; n * CUZK_PROOF_BYTES];
+    ok(|e| unsafe { cuzk_job_wait(job, proofs.as_mut_ptr(), proofs.len(), e) });
+    let first = check_calls(&calls, n as u64, 0, n as u64);
+    // After the wait the result is gone: registering is refused.
+    let (status, _) = call(|e| unsafe { cuzk_job_on_progress(job, Some(record), user_data, e) });
+    assert_eq!(status, cuzk_status::InvalidArgument);
+    unsafe { cuzk_job_free(job) };
+
+    // A failing job: the final call counts its partition as failed.
+    let other = {
+        let a = [term(0, 2, 1)];
+        let b = [term(0, 2, 1)];
+        let c = [term(0, 1, 1)];
+        let mut r = null_mut();
+        ok(|e| unsafe { cuzk_r1cs_new(1, 1, 1, a.as_ptr(), 1, b.as_ptr(), 1, c.as_ptr(), 1, &mut r, e) });
+        r
+    };
+    let x = Scalar::from(3u64);
+    let (public, aux) = ((x * x).to_bytes_le(), x.to_bytes_le());
+    let mut asg = null_mut();
+    ok(|e| unsafe { cuzk_assignment_new_r1cs(other, null(), public.as_ptr(), 1, aux.as_ptr(), 1, &mut asg, e) });
+    let failing_calls = Mutex::new(Vec::<Call>::new());
+    let failing_data = &failing_calls as *const Mutex<Vec<Call>> as *mut c_void;
+    ok(|e| unsafe { cuzk_engine_submit(engine, params, &asg, 1, null(), null(), 0, &mut job, e) });
+    ok(|e| unsafe { cuzk_job_on_progress(job, Some(record), failing_data, e) });
+    let mut proof = vec![0u8; CUZK_PROOF_BYTES];
+    let (status, _) = call(|e| unsafe { cuzk_job_wait(job, proof.as_mut_ptr(), proof.len(), e) });
+    assert_eq!(status, cuzk_status::CircuitMismatch);
+    let second = check_calls(&failing_calls, 0, 1, 1);
+    assert!(second > first, "job ids increase");
+    unsafe { cuzk_job_free(job) };
+
+    // Removed (NULL) before the job runs: never called. Then a NULL job is refused.
+    let quiet = Mutex::new(Vec::<Call>::new());
+    let quiet_data = &quiet as *const Mutex<Vec<Call>> as *mut c_void;
+    let a = [assignment(r1cs, pool, 4)];
+    ok(|e| unsafe { cuzk_engine_submit(engine, params, a.as_ptr(), 1, null(), null(), 0, &mut job, e) });
+    ok(|e| unsafe { cuzk_job_on_progress(job, None, quiet_data, e) });
+    ok(|e| unsafe { cuzk_job_wait(job, proof.as_mut_ptr(), proof.len(), e) });
+    unsafe { cuzk_job_free(job) };
+    assert!(quiet.lock().unwrap().is_empty());
+    let (status, _) = call(|e| unsafe { cuzk_job_on_progress(null(), Some(record), quiet_data, e) });
+    assert_eq!(status, cuzk_status::NullArgument);
+
+    unsafe {
+        cuzk_pool_free(pool);
         cuzk_engine_free(engine);
         cuzk_params_free(params);
         cuzk_r1cs_free(r1cs);

@@ -1,4 +1,5 @@
-//! The engine's one memory budget: bytes reserved per partition before its synthesis starts.
+//! The engine's one memory budget for host bytes: partitions (reserved before their synthesis
+//! starts), the circuits' synthesis in flight, parameter sets, and the pool's idle buffers.
 //!
 //! ## One budget, every byte counted once
 //! The field failure this module exists against (`CONTEXT.md`, "silent fallback"): the pool's
@@ -8,10 +9,9 @@
 //! - A partition **reserves** its bytes in the budget before its synthesis starts; the
 //!   reservation is its permission to check out pool buffers. The pool's checkouts never touch
 //!   the budget.
-//! - The engine's pool has `max_bytes` equal to the budget's limit, so the pool bounds the
-//!   bytes it really holds (in use **and** idle: idle buffers are free budget that happens to
-//!   be allocated, reused by the next partition, and freed largest-first by the pool when a new
-//!   allocation needs their room).
+//! - The engine's pool has `max_bytes` equal to the budget's limit, a bound on the bytes it
+//!   really holds (in use **and** idle; at its cap it frees idle buffers largest first when a
+//!   new allocation needs their room).
 //! - A reservation is the **most** bytes the partition's checkouts can take from the pool
 //!   ([`partition_bytes`]: each vector's request, page-rounded, or the largest idle buffer the
 //!   pool's reuse factor lets it take, whichever is larger). So the bytes the pool has in use
@@ -20,12 +20,45 @@
 //! - Once synthesized, the reservation is trued up to the bytes the assignment really holds
 //!   ([`assignment_bytes`]): the budget then counts exactly what is in use.
 //! - It is released when the partition's proof is done, or it fails, or it is cancelled.
+//! - The **pool's idle buffers** are memory too: a dispatch needs room for its reservation
+//!   beside the bytes already reserved **and** the idle bytes that no reservation covers:
+//!   idle buffers that it, a partition in synthesis (which may not have checked out yet) or
+//!   one on a GPU (which gives a/b/c back once H is computed, before its reservation is
+//!   released) would reuse are covered
+//!   ([`PinnedPool::idle_reusable_bytes`](crate::PinnedPool::idle_reusable_bytes) of their
+//!   sizes) and counted once, in those reservations. (A partition that holds its buffers
+//!   still claims idle ones of its sizes, so the idle bytes counted may fall short by up to
+//!   the pool bytes of the partitions in flight; the pool's cap still bounds what it holds.)
+//! - **Parameters** ([`Parameters::host_bytes`]: G1 affine points 96 B, G2 192 B) are charged
+//!   once per set while the engine holds it, from the submission of the first job that uses
+//!   it (or [`Engine::add_parameters`](super::Engine::add_parameters)) until the set is
+//!   evicted or removed, however many jobs and partitions use it. Those bytes exist already,
+//!   so they are charged even past the limit; dispatches then wait or evict. A caller that
+//!   keeps its own clone shares the same bytes (counted once); once the engine drops the set,
+//!   the caller's clone is the caller's memory, outside the budget. Device copies are bounded
+//!   by each backend's own memory limit (e.g. `CudaBackend::set_memory_limit`), not by this
+//!   budget: the host budget is the one budget for host bytes, and the engine reports the
+//!   device bytes of the sets it proved with.
+//! - **Synthesis in flight**: the circuit's own memory while it synthesizes (gadgets, witness
+//!   computation) is unknown to cuzk; [`synthesis_bytes`] charges
+//!   `EngineConfig::synthesis_bytes_per_constraint` per constraint of the partition's hint,
+//!   reserved with the partition at dispatch and released when its synthesis ends (true-up,
+//!   failure or drop alike).
 //!
-//! What the budget does not count: the circuit's own memory during synthesis (unknown to
-//! cuzk) and the parameters (host copy and device copy): size the budget for a/b/c and aux of
-//! the partitions in flight. A circuit larger than its parameters (which fails its proof
-//! anyway) can grow its vectors past its reservation while it synthesizes; its growth then
-//! waits for pool room like any checkout, and its true-up charges the real bytes.
+//! ## Under pressure
+//! When a dispatch does not fit, the engine frees, in this order, until it does: idle pool
+//! buffers that no request of the pending partitions' sizes would reuse
+//! ([`PinnedPool::shrink_unreusable`](crate::PinnedPool::shrink_unreusable)); other idle pool
+//! buffers, largest first; idle parameter sets (no pending or in-flight partition uses them),
+//! sets held by the engine alone first (dropping them frees their host copy), least recently
+//! used first, with their device copies (the [`Backend`](crate::prover::Backend) trait only
+//! evicts a backend's resident sets all at once: sets in use keep theirs until their proofs
+//! end, others upload again at their next proof). Nothing in use is evicted. When nothing can
+//! be freed the dispatch waits, up to `EngineConfig::budget_timeout`.
+//!
+//! A circuit larger than its parameters (which fails its proof anyway) can grow its vectors
+//! past its reservation while it synthesizes; its growth then waits for pool room like any
+//! checkout, and its true-up charges the real bytes.
 
 use crate::assignment::{CapacityHint, ProvingAssignment, DEFAULT_INITIAL_CONSTRAINTS};
 use crate::params::Parameters;
@@ -73,6 +106,20 @@ pub fn partition_bytes(hint: CapacityHint, reuse_factor: f64) -> usize {
         .saturating_mul(3)
         .saturating_add(checkout_bytes(aux, reuse_factor))
         .saturating_add(heap)
+}
+
+/// The bytes reserved for the circuit's own memory while a partition sized by `hint`
+/// synthesizes: `per_constraint` × its constraints (see the module docs).
+pub fn synthesis_bytes(hint: CapacityHint, per_constraint: usize) -> usize {
+    hint.constraints.saturating_mul(per_constraint)
+}
+
+/// The byte sizes of the pool checkouts a partition sized by `hint` makes: a, b, c, then aux
+/// (what [`ProvingAssignment::new_with_pinned`] asks for).
+pub(crate) fn pool_requests(hint: CapacityHint) -> [usize; 4] {
+    let abc = hint.constraints.max(DEFAULT_INITIAL_CONSTRAINTS).saturating_mul(ELEM);
+    let aux = hint.aux.max(DEFAULT_INITIAL_CONSTRAINTS).saturating_mul(ELEM);
+    [abc, abc, abc, aux]
 }
 
 /// The bytes a synthesized assignment holds: its a/b/c and aux buffers at their capacity (what
@@ -123,6 +170,15 @@ impl Budget {
                 self.peak = self.peak.max(total);
                 true
             }
+            _ => false,
+        }
+    }
+
+    /// Reserves `bytes` if they fit under the limit beside `beside` bytes held outside the
+    /// books (idle pool buffers the reservation will not reuse).
+    pub(crate) fn try_reserve_beside(&mut self, bytes: usize, beside: usize) -> bool {
+        match self.reserved.checked_add(bytes).and_then(|t| t.checked_add(beside)) {
+            Some(total) if total <= self.limit => self.try_reserve(bytes),
             _ => false,
         }
     }
@@ -178,6 +234,12 @@ mod tests {
         assert!(!b.try_reserve(1));
         assert_eq!(b.peak(), 230);
         assert!(!b.try_reserve(usize::MAX));
+        let mut b = Budget::new(100);
+        assert!(!b.try_reserve_beside(60, 41));
+        assert_eq!(b.reserved(), 0);
+        assert!(b.try_reserve_beside(60, 40));
+        assert!(!b.try_reserve_beside(1, usize::MAX));
+        assert_eq!(b.reserved(), 60);
     }
 
     #[test]

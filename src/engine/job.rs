@@ -164,6 +164,9 @@ impl Job {
 pub struct Progress {
     /// Partitions proved.
     pub done: usize,
+    /// Partitions that left the engine unproved: failed, or dropped because their job failed
+    /// or was cancelled. When the job is over, `done + failed == total`.
+    pub failed: usize,
     /// Partitions in the job.
     pub total: usize,
     /// Whether the job is over (all proved, failed or cancelled).
@@ -180,13 +183,14 @@ pub(crate) struct JobShared {
 
 pub(crate) struct JobOutcome {
     pub(crate) done: usize,
+    pub(crate) failed: usize,
     pub(crate) over: bool,
     pub(crate) result: Option<Result<Vec<Proof>>>,
     pub(crate) callback: Option<ProgressCallback>,
 }
 
-/// A function called with the job's progress after each partition's proof and at the end
-/// (on an engine thread: keep it short).
+/// A function called with the job's progress after each partition's proof, after each
+/// partition that fails, and once at the end (on an engine thread: keep it short).
 pub type ProgressCallback = Box<dyn FnMut(Progress) + Send>;
 
 impl JobShared {
@@ -196,6 +200,7 @@ impl JobShared {
             total,
             state: Mutex::new(JobOutcome {
                 done: 0,
+                failed: 0,
                 over: false,
                 result: None,
                 callback: None,
@@ -204,16 +209,19 @@ impl JobShared {
         })
     }
 
-    /// Reports `done` partitions proved (counted by the engine under its lock, so the count
-    /// is exact when the job finishes; a report that arrives after the end is dropped).
-    pub(crate) fn note_done(&self, done: usize) {
+    /// Reports `done` partitions proved and `failed` unproved (counted by the engine under its
+    /// lock, so the counts are exact when the job finishes; a report that arrives after the
+    /// end, or that tells nothing new, is dropped).
+    pub(crate) fn note_done(&self, done: usize, failed: usize) {
         let mut st = self.state.lock();
-        if st.over || done <= st.done {
+        if st.over || done < st.done || (done == st.done && failed <= st.failed) {
             return;
         }
         st.done = done;
+        st.failed = st.failed.max(failed);
         let progress = Progress {
             done,
+            failed: st.failed,
             total: self.total,
             finished: false,
         };
@@ -222,7 +230,7 @@ impl JobShared {
         }
     }
 
-    /// Ends the job with `result`, `done` partitions proved.
+    /// Ends the job with `result`, `done` partitions proved (the others left unproved).
     pub(crate) fn finish(&self, result: Result<Vec<Proof>>, done: usize) {
         let mut st = self.state.lock();
         if st.over {
@@ -230,9 +238,11 @@ impl JobShared {
         }
         st.over = true;
         st.done = st.done.max(done);
+        st.failed = self.total - st.done;
         st.result = Some(result);
         let progress = Progress {
             done: st.done,
+            failed: st.failed,
             total: self.total,
             finished: true,
         };
@@ -299,19 +309,23 @@ impl JobHandle {
         let st = self.shared.state.lock();
         Progress {
             done: st.done,
+            failed: st.failed,
             total: self.shared.total,
             finished: st.over,
         }
     }
 
-    /// Calls `callback` after each partition's proof and once at the end (on an engine thread,
-    /// under the job's lock: it must not call back into this handle). If the job is already
-    /// over it is called once, now.
+    /// Calls `callback` after each partition's proof or failure and once at the end, with
+    /// `finished` set (on an engine thread, under the job's lock: it must not call back into
+    /// this handle, and it should not block, since the engine thread waits for it). If the
+    /// job is already over it is called once, now, on this thread. A second call replaces the
+    /// callback; once it returns, the old one is never called again.
     pub fn on_progress(&self, mut callback: ProgressCallback) {
         let mut st = self.shared.state.lock();
         if st.over {
             callback(Progress {
                 done: st.done,
+                failed: st.failed,
                 total: self.shared.total,
                 finished: true,
             });

@@ -5,7 +5,10 @@
 //! (`Prover::prove_synthesized`: one code path proves, with or without the engine). Jobs —
 //! batches of partitions with parameters, a priority and r/s — are submitted without blocking;
 //! their partitions stream through one memory [`budget`] (reserve → synthesize → wait for a
-//! GPU → prove → release), so a job larger than the budget never holds and waits.
+//! GPU → prove → release), so a job larger than the budget never holds and waits. The budget
+//! also counts the parameter sets the engine holds (a cache: each set once), the circuits'
+//! synthesis in flight and the pool's idle buffers; under pressure idle buffers and idle
+//! parameter sets are evicted.
 //!
 //! ```no_run
 //! # fn main() -> cuzk::Result<()> {
@@ -30,7 +33,7 @@ pub mod job;
 pub mod pacer;
 pub mod runtime;
 
-pub use budget::{assignment_bytes, params_hint, partition_bytes};
+pub use budget::{assignment_bytes, params_hint, partition_bytes, synthesis_bytes};
 pub use job::{Job, JobHandle, Partition, Progress, ProgressCallback};
 pub use pacer::{Pacer, PacerMode, PacerState, PiConfig};
-pub use runtime::{Engine, EngineBackend, EngineConfig, EngineStats, WorkerStats};
+pub use runtime::{Engine, EngineBackend, EngineConfig, EngineStats, ParamSetStats, WorkerStats};

@@ -6,17 +6,25 @@
 //!
 //! - **Dispatch.** One dispatcher thread picks the next partition (highest job priority, then
 //!   the oldest job, then partition order) and dispatches it when the [`Pacer`] says so, a
-//!   synthesis worker is free, and the [`budget`](super::budget) can reserve its bytes. When
-//!   the budget is full it first shrinks the pool's idle buffers beyond what the free budget
-//!   can use, then waits (up to [`EngineConfig::budget_timeout`], then the job fails with
-//!   [`Error::BudgetExhausted`]). A partition larger than the whole budget fails its job at
+//!   synthesis worker is free, and the [`budget`](super::budget) has room for its bytes (its
+//!   pool buffers, heap parts and synthesis estimate) beside the bytes reserved (partitions,
+//!   synthesis in flight, the parameter sets the engine holds) and the idle pool bytes it
+//!   will not reuse. Without room it evicts, one step at a time: idle pool buffers no pending
+//!   size reuses, other idle buffers largest first, idle parameter sets (see the budget's
+//!   docs); nothing in use. When nothing can be freed it waits (up to
+//!   [`EngineConfig::budget_timeout`], then the job fails with [`Error::BudgetExhausted`]). A
+//!   partition that cannot fit even beside nothing but its own parameters fails its job at
 //!   once. A job larger than the budget streams: each partition reserves, synthesizes, waits
 //!   for a GPU, is proved and releases — never hold-and-wait.
+//! - **Parameters.** The engine holds each distinct set its jobs use ([`Parameters::id`],
+//!   shared by clones) from the first submission that uses it, charged once in the budget,
+//!   until it is evicted under pressure or [`Engine::remove_parameters`] drops it;
+//!   [`Engine::add_parameters`] preloads one. [`EngineStats::params`] lists them.
 //! - **Synthesis** runs on a dedicated thread pool of [`EngineConfig::synthesis_workers`]
 //!   threads, through [`Prover::synthesize_for`] (pinned buffers from the engine's pool, sized
 //!   by the shared hint cache; a circuit type with no hint yet is sized from its parameters,
-//!   so even the first synthesis is pinned and never grows). Its reservation is then trued up
-//!   to the bytes the assignment really holds.
+//!   so even the first synthesis is pinned and never grows). Its reservation (synthesis
+//!   estimate included) is then trued up to the bytes the assignment really holds.
 //! - **GPU workers** ([`EngineConfig::gpu_workers_per_backend`] threads per backend) take the
 //!   highest-priority waiting partition and prove it with [`Prover::prove_synthesized`]: one
 //!   code path proves, whether through the engine or not.
@@ -39,7 +47,7 @@
 //! and are discarded. [`JobHandle::wait`] returns once no partition of the job is left in
 //! the engine, so every buffer of the job is back in the pool by then. Other jobs go on.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
@@ -49,7 +57,7 @@ use blstrs::Scalar;
 use ff::Field;
 use parking_lot::{Condvar, Mutex};
 
-use super::budget::{assignment_bytes, params_hint, partition_bytes, Budget};
+use super::budget::{assignment_bytes, params_hint, partition_bytes, pool_requests, synthesis_bytes, Budget};
 use super::job::{Canceller, Job, JobHandle, JobShared, PartitionKind, Randomness, SynthesizeFn};
 use super::pacer::{Pacer, PacerMode, PacerState, PiConfig};
 use crate::assignment::{CapacityHint, CapacityHints, ProvingAssignment};
@@ -106,6 +114,16 @@ pub struct EngineConfig {
     /// (a larger factor makes every reservation that much larger; see
     /// [`partition_bytes`]).
     pub pool_reuse_factor: f64,
+    /// Bytes reserved per constraint (of the partition's capacity hint) for the circuit's own
+    /// memory while it synthesizes, released when its synthesis ends (see
+    /// [`synthesis_bytes`]). Default 0: cuzk counts exactly
+    /// what it allocates itself (a/b/c, aux, inputs, density bits: [`partition_bytes`]) but
+    /// cannot know a circuit's gadgets and witness computation, which range from nothing
+    /// (circuits whose witness is computed before synthesis, like the synthetic ones the
+    /// engine's benchmark streams) to several times a/b/c; a guess would either starve the
+    /// GPUs of partitions in flight or undercount. Measure one synthesis of your circuit (peak
+    /// resident memory minus [`partition_bytes`], over its constraints) and set it.
+    pub synthesis_bytes_per_constraint: usize,
 }
 
 impl std::fmt::Debug for EngineConfig {
@@ -119,6 +137,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("backends", &self.backends)
             .field("pool_allocator", &self.pool_allocator.as_ref().map(|a| a.name()))
             .field("pool_reuse_factor", &self.pool_reuse_factor)
+            .field("synthesis_bytes_per_constraint", &self.synthesis_bytes_per_constraint)
             .finish()
     }
 }
@@ -134,6 +153,7 @@ impl Default for EngineConfig {
             backends: vec![EngineBackend::Choice(BackendChoice::Auto)],
             pool_allocator: None,
             pool_reuse_factor: 1.0,
+            synthesis_bytes_per_constraint: 0,
         }
     }
 }
@@ -161,6 +181,21 @@ pub struct WorkerStats {
     pub partitions: u64,
     /// Whether its backend is lost (a sticky GPU error): the worker stopped taking partitions.
     pub lost: bool,
+}
+
+/// One parameter set in the engine's cache ([`EngineStats::params`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamSetStats {
+    /// [`Parameters::id`].
+    pub id: u64,
+    /// Host bytes charged to the budget.
+    pub host_bytes: usize,
+    /// Non-CPU backends it is (at most) resident on (see [`EngineStats::params_device_bytes`]).
+    pub resident_backends: usize,
+    /// Partitions of the engine's jobs using it (pending or in flight); 0: idle, evictable.
+    pub partitions: usize,
+    /// Time since a job used it last (submission, dispatch or proof).
+    pub idle_for: Duration,
 }
 
 /// A snapshot of the engine ([`Engine::stats`]).
@@ -196,8 +231,33 @@ pub struct EngineStats {
     pub synthesis_time_ema: Option<Duration>,
     /// Moving average of a partition's proving (GPU worker) time.
     pub gpu_time_ema: Option<Duration>,
-    /// Bytes reserved in the budget now.
+    /// Bytes reserved in the budget now: partitions, synthesis in flight, parameter sets (the
+    /// pool's idle buffers are not reserved; see [`budget`](super::budget)).
     pub budget_used: usize,
+    /// Of `budget_used`: bytes reserved for circuits' own memory while they synthesize
+    /// ([`EngineConfig::synthesis_bytes_per_constraint`]).
+    pub synthesis_reserved: usize,
+    /// Parameter sets the engine holds.
+    pub params_sets: usize,
+    /// Per set the engine holds, least recently used first.
+    pub params: Vec<ParamSetStats>,
+    /// Of `budget_used`: the host bytes of those sets, each set once.
+    pub params_host_bytes: usize,
+    /// Device bytes of the sets the engine holds that it proved with (or prepared) on each
+    /// non-CPU backend since that backend's last eviction, summed over backends. An upper
+    /// bound: a backend evicts idle sets under its own memory limit and streams sets too large
+    /// to be resident (`CudaBackend::resident_bytes` is exact for one backend).
+    pub params_device_bytes: usize,
+    /// Dispatches that found no room in the budget and nothing to evict, and waited (counted
+    /// once per wait, when the wait starts).
+    pub budget_waits: u64,
+    /// Idle pool bytes freed under budget pressure.
+    pub evicted_pool_bytes: usize,
+    /// Parameter sets evicted under budget pressure.
+    pub evicted_params: u64,
+    /// Host bytes those evictions freed: sets that no one else held (a set the caller still
+    /// holds a clone of leaves the budget, but its memory stays with the caller).
+    pub evicted_params_host_bytes: usize,
     /// The most bytes ever reserved at once.
     pub budget_peak: usize,
     /// The budget.
@@ -256,10 +316,12 @@ struct JobEntry {
     submitted: Instant,
     synthesis_time: Duration,
     gpu_time: Duration,
+    /// Partitions that left the engine unproved (failed or dropped).
+    unproved: usize,
     /// Since when its next partition waits for budget room.
     blocked_since: Option<Instant>,
-    /// Whether the pool was shrunk for that wait already.
-    shrunk: bool,
+    /// Whether that wait is counted in `budget_waits` already.
+    budget_waited: bool,
 }
 
 #[derive(Default)]
@@ -269,6 +331,21 @@ struct Counters {
     done: u64,
     failed: u64,
     dropped: u64,
+    budget_waits: u64,
+    evicted_pool_bytes: usize,
+    evicted_params: u64,
+    evicted_params_host_bytes: usize,
+}
+
+/// A parameter set the engine holds, charged once in the budget.
+struct ParamEntry {
+    params: Parameters,
+    /// Bytes charged: its host bytes when the engine took it.
+    host_bytes: usize,
+    /// The engine's use clock at its last submission, dispatch or proof (LRU order).
+    last_use: u64,
+    /// When that was.
+    last_used: Instant,
 }
 
 struct WorkerBooks {
@@ -295,20 +372,36 @@ struct State {
     workers: Vec<WorkerBooks>,
     /// GPU workers whose backend is not lost; at 0 every job fails and new ones are refused.
     live_workers: usize,
+    /// The parameter cache, by [`Parameters::id`] (shared by clones).
+    params: HashMap<u64, ParamEntry>,
+    /// The use clock of the parameter cache.
+    clock: u64,
+    /// Bytes reserved for synthesis in flight (part of the budget's reservations).
+    synthesis_reserved: usize,
+    /// The pool requests of the partitions in synthesis (which may not have checked out yet)
+    /// and the a/b/c buffer sizes of those on a GPU (which give a/b/c back to the pool once H
+    /// is computed): idle buffers of their sizes are counted in their reservations, not as
+    /// idle.
+    synthesis_requests: Vec<[usize; 4]>,
+    gpu_requests: Vec<[usize; 4]>,
+    /// Per backend: the sets proved with (or prepared) there since its last eviction.
+    resident: Vec<HashSet<u64>>,
+    /// Per backend: evictions so far (a proof that started before one does not mark its set).
+    evict_epoch: Vec<u64>,
 }
 
 /// Notifications to make once the engine's lock is released (callbacks may call back into
 /// the engine).
 #[derive(Default)]
 struct Deferred {
-    progressed: Vec<(Arc<JobShared>, usize)>,
+    progressed: Vec<(Arc<JobShared>, usize, usize)>,
     finished: Vec<(Arc<JobShared>, Result<Vec<Proof>>, usize)>,
 }
 
 impl Deferred {
     fn run(self) {
-        for (job, done) in self.progressed {
-            job.note_done(done);
+        for (job, done, failed) in self.progressed {
+            job.note_done(done, failed);
         }
         for (job, result, done) in self.finished {
             job.finish(result, done);
@@ -330,6 +423,9 @@ struct Shared {
     reuse_factor: f64,
     budget_timeout: Duration,
     synthesis_workers: usize,
+    synthesis_per_constraint: usize,
+    /// One prover per backend (for preparing and evicting parameters).
+    backend_provers: Vec<Prover>,
 }
 
 fn ema(old: Option<f64>, sample: Duration) -> Option<f64> {
@@ -419,6 +515,7 @@ impl State {
         }
         let pending = std::mem::take(&mut job.pending).len();
         job.outstanding -= pending;
+        job.unproved += pending;
         self.counters.dropped += pending as u64;
         let mut i = 0;
         while i < self.ready.len() {
@@ -437,11 +534,96 @@ impl State {
             self.counters.dropped += 1;
             if let Some(job) = self.jobs.get_mut(&id) {
                 job.outstanding -= 1;
+                job.unproved += 1;
             }
         }
-        if self.jobs.get(&id).is_some_and(|j| j.outstanding == 0) {
-            self.finalize(id, deferred);
+        match self.jobs.get(&id) {
+            Some(j) if j.outstanding == 0 => self.finalize(id, deferred),
+            Some(j) => deferred.progressed.push((j.shared.clone(), j.done, j.unproved)),
+            None => {}
         }
+    }
+
+    /// One partition of job `id` left the engine unproved (failed, or dropped after its job
+    /// failed); the caller then calls [`State::partition_left`].
+    fn note_unproved(&mut self, id: u64, deferred: &mut Deferred) {
+        if let Some(job) = self.jobs.get_mut(&id) {
+            job.unproved += 1;
+            deferred.progressed.push((job.shared.clone(), job.done, job.unproved));
+        }
+    }
+
+    /// Holds `params` in the parameter cache (charging its host bytes once, even past the
+    /// limit: they exist already) and marks it used now.
+    fn hold_params(&mut self, params: &Parameters) {
+        self.clock += 1;
+        let clock = self.clock;
+        if let Some(entry) = self.params.get_mut(&params.id()) {
+            entry.last_use = clock;
+            entry.last_used = Instant::now();
+            return;
+        }
+        let host_bytes = params.host_bytes();
+        self.budget.force_reserve(host_bytes);
+        log::info!(
+            "engine: holds parameters {} ({} MiB on the host, charged to the budget)",
+            params.id(),
+            host_bytes >> 20
+        );
+        self.params.insert(
+            params.id(),
+            ParamEntry {
+                params: params.clone(),
+                host_bytes,
+                last_use: clock,
+                last_used: Instant::now(),
+            },
+        );
+    }
+
+    /// Marks parameter set `id` used now.
+    fn touch_params(&mut self, id: u64) {
+        self.clock += 1;
+        if let Some(entry) = self.params.get_mut(&id) {
+            entry.last_use = self.clock;
+            entry.last_used = Instant::now();
+        }
+    }
+
+    /// Partitions of the engine's jobs (pending, in synthesis, waiting, on a GPU) that use
+    /// parameter set `id`.
+    fn params_users(&self, id: u64) -> usize {
+        self.jobs
+            .values()
+            .filter(|j| j.params.id() == id)
+            .map(|j| j.outstanding)
+            .sum()
+    }
+
+    /// The idle parameter set to evict first: no job of the engine uses it, it frees host
+    /// bytes; sets only the engine holds (their host copy goes with them) before sets a caller
+    /// also holds, then least recently used first.
+    fn eviction_candidate(&self) -> Option<u64> {
+        self.params
+            .iter()
+            .filter(|(&id, e)| e.host_bytes > 0 && !self.jobs.values().any(|j| j.params.id() == id))
+            .min_by_key(|(_, e)| (e.params.host_copy_holders() > 1, e.last_use))
+            .map(|(&id, _)| id)
+    }
+
+    /// Takes set `id` out of the cache and its charge out of the budget. The caller evicts the
+    /// backends' resident sets (all of them: see the module docs), so every residency mark
+    /// goes too.
+    fn drop_params(&mut self, id: u64) -> Option<ParamEntry> {
+        let entry = self.params.remove(&id)?;
+        self.budget.release(entry.host_bytes);
+        for set in &mut self.resident {
+            set.clear();
+        }
+        for epoch in &mut self.evict_epoch {
+            *epoch += 1;
+        }
+        Some(entry)
     }
 
     /// The job whose next partition is dispatched next: highest priority, then oldest.
@@ -506,11 +688,13 @@ impl Shared {
                     h
                 }
             };
-            let need = partition_bytes(hint, self.reuse_factor);
+            let synth_bytes = synthesis_bytes(hint, self.synthesis_per_constraint);
+            let need = partition_bytes(hint, self.reuse_factor).saturating_add(synth_bytes);
+            let own_params = state.params.get(&job.params.id()).map_or(0, |e| e.host_bytes);
             let limit = state.budget.limit();
-            if need > limit {
+            if need.saturating_add(own_params) > limit {
                 let err = Error::BudgetExhausted {
-                    requested: need,
+                    requested: need.saturating_add(own_params),
                     reserved: state.budget.reserved(),
                     limit,
                     waited: Duration::ZERO,
@@ -522,7 +706,21 @@ impl Shared {
                 st = self.state.lock();
                 continue;
             }
-            if !state.budget.try_reserve(need) {
+            // Room beside what is reserved and the idle pool bytes neither it nor a partition
+            // in synthesis (which may not have checked out yet) would reuse.
+            let requests = pool_requests(hint);
+            let claims: Vec<usize> = state
+                .synthesis_requests
+                .iter()
+                .chain(&state.gpu_requests)
+                .flatten()
+                .chain(&requests)
+                .copied()
+                .collect();
+            let idle = self.pool.stats().bytes_idle;
+            let other_idle = idle.saturating_sub(self.pool.idle_reusable_bytes(&claims));
+            if !state.budget.try_reserve_beside(need, other_idle) {
+                let job = state.jobs.get_mut(&id).expect("head job exists");
                 let since = *job.blocked_since.get_or_insert_with(Instant::now);
                 let waited = since.elapsed();
                 if waited >= self.budget_timeout {
@@ -539,41 +737,126 @@ impl Shared {
                     st = self.state.lock();
                     continue;
                 }
-                if !job.shrunk {
-                    // Under pressure: idle buffers beyond what the free budget could use (but
-                    // keeping one partition's worth, which the next dispatch will reuse) go back.
-                    job.shrunk = true;
-                    let keep = limit.saturating_sub(state.budget.reserved()).max(need);
-                    drop(st);
-                    self.pool.shrink(keep);
-                    st = self.state.lock();
+                let excess =
+                    (state.budget.reserved().saturating_add(need).saturating_add(other_idle)).saturating_sub(limit);
+                if self.make_room(&mut st, excess, other_idle) {
                     continue;
                 }
+                if let Some(job) = st.jobs.get_mut(&id) {
+                    if !job.budget_waited {
+                        job.budget_waited = true;
+                        st.counters.budget_waits += 1;
+                    }
+                }
                 log::debug!(
-                    "engine: job {id} waits for budget room: {need} bytes needed, {} of {limit} reserved",
-                    state.budget.reserved()
+                    "engine: job {id} waits for budget room: {need} bytes needed, {} of {limit} reserved, {other_idle} idle in the pool",
+                    st.budget.reserved()
                 );
                 self.dispatch_cv
                     .wait_for(&mut st, self.budget_timeout.saturating_sub(waited));
                 continue;
             }
+            let job = state.jobs.get_mut(&id).expect("head job exists");
             job.blocked_since = None;
-            job.shrunk = false;
+            job.budget_waited = false;
             let next = job.pending.pop_front().expect("front checked above");
             let params = job.params.clone();
+            state.touch_params(params.id());
             state.pacer.on_dispatch(now);
             state.in_synthesis += 1;
+            state.synthesis_reserved += synth_bytes;
+            state.synthesis_requests.push(requests);
             log::debug!(
-                "engine: job {id} partition {} dispatched ({need} bytes reserved, {} in synthesis)",
+                "engine: job {id} partition {} dispatched ({need} bytes reserved, {synth_bytes} of them for its synthesis, {} in synthesis)",
                 next.index,
                 state.in_synthesis
             );
             let shared = self.clone();
-            synth.spawn(move || shared.synthesize(id, next, params, need));
+            synth.spawn(move || shared.synthesize(id, next, params, need, synth_bytes, requests));
         }
     }
 
-    fn synthesize(&self, id: u64, partition: Pending, params: Parameters, reserved: usize) {
+    /// The pool request sizes of the pending partitions (each circuit type and domain once):
+    /// the "current sizes" an idle buffer must fit to be kept under pressure.
+    fn pending_requests(&self, st: &State) -> Vec<usize> {
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        for job in st.jobs.values().filter(|j| j.error.is_none()) {
+            let domain = job.params.domain_size();
+            for p in &job.pending {
+                if !seen.insert((p.circuit_type, domain)) {
+                    continue;
+                }
+                let hint = self
+                    .hints
+                    .get(p.circuit_type, Some(domain))
+                    .unwrap_or_else(|| params_hint(&job.params));
+                out.extend(pool_requests(hint));
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Frees memory for a dispatch `excess` bytes short of room, of which `other_idle` are
+    /// idle pool bytes it would not reuse: one step of the eviction order (see
+    /// [`budget`](super::budget)), the first that frees anything. Returns whether one did.
+    fn make_room(&self, st: &mut parking_lot::MutexGuard<'_, State>, excess: usize, other_idle: usize) -> bool {
+        // 1. Idle buffers that no pending partition's sizes would reuse.
+        let sizes = self.pending_requests(st);
+        let freed = parking_lot::MutexGuard::unlocked(st, || self.pool.shrink_unreusable(&sizes));
+        if freed > 0 {
+            st.counters.evicted_pool_bytes += freed;
+            log::debug!("engine: under pressure, freed {freed} idle pool bytes no pending size reuses");
+            return true;
+        }
+        // 2. Other idle buffers, largest first, as many bytes as are missing.
+        if other_idle > 0 {
+            let idle = self.pool.stats().bytes_idle;
+            let target = idle.saturating_sub(excess.min(other_idle));
+            let freed = parking_lot::MutexGuard::unlocked(st, || self.pool.shrink(target));
+            if freed > 0 {
+                st.counters.evicted_pool_bytes += freed;
+                log::debug!("engine: under pressure, freed {freed} idle pool bytes (largest first)");
+                return true;
+            }
+        }
+        // 3. An idle parameter set, with the backends' resident sets.
+        let Some(pid) = st.eviction_candidate() else {
+            return false;
+        };
+        let Some(entry) = st.drop_params(pid) else {
+            return false;
+        };
+        st.counters.evicted_params += 1;
+        let freed = parking_lot::MutexGuard::unlocked(st, || {
+            for prover in &self.backend_provers {
+                prover.evict_resident();
+            }
+            let alone = entry.params.host_copy_holders() == 1;
+            let bytes = entry.host_bytes;
+            drop(entry);
+            if alone {
+                bytes
+            } else {
+                0
+            }
+        });
+        st.counters.evicted_params_host_bytes += freed;
+        log::info!("engine: under pressure, evicted idle parameters {pid} ({freed} host bytes freed)");
+        true
+    }
+
+    fn synthesize(
+        &self,
+        id: u64,
+        partition: Pending,
+        params: Parameters,
+        reserved: usize,
+        synth_bytes: usize,
+        requests: [usize; 4],
+    ) {
         let start = Instant::now();
         let Pending { index, synthesize, .. } = partition;
         let result = catch_unwind(AssertUnwindSafe(|| synthesize(&self.synth_prover, &params))).unwrap_or_else(|p| {
@@ -587,8 +870,15 @@ impl Shared {
         let mut st = self.state.lock();
         let now = self.now();
         st.in_synthesis -= 1;
+        st.synthesis_reserved -= synth_bytes;
+        if let Some(i) = st.synthesis_requests.iter().position(|r| *r == requests) {
+            st.synthesis_requests.swap_remove(i);
+        }
         st.synthesis_ema = ema(st.synthesis_ema, elapsed);
         let alive = st.jobs.get(&id).is_some_and(|j| j.error.is_none()) && !st.shutdown;
+        // A clone of the parameters not handed on is dropped before the job's waiter wakes, so
+        // the engine's cache knows who else holds the set.
+        let mut leftover = None;
         match result {
             Ok(assignment) if alive => {
                 let held = assignment_bytes(&assignment);
@@ -615,22 +905,27 @@ impl Shared {
                 self.gpu_cv.notify_one();
             }
             Ok(assignment) => {
+                leftover = Some(params);
                 st.pacer.on_synthesis_failed(now);
                 drop(assignment); // buffers back before the budget says they are free
                 st.budget.release(reserved);
                 st.counters.dropped += 1;
+                st.note_unproved(id, &mut deferred);
                 st.partition_left(id, &mut deferred);
             }
             Err(e) => {
+                leftover = Some(params);
                 st.pacer.on_synthesis_failed(now);
                 st.budget.release(reserved);
                 st.counters.failed += 1;
                 log::info!("engine: job {id} partition {index} failed in synthesis: {e}");
+                st.note_unproved(id, &mut deferred);
                 st.fail_job(id, e, now, &mut deferred);
                 st.partition_left(id, &mut deferred);
             }
         }
         drop(st);
+        drop(leftover);
         self.dispatch_cv.notify_all();
         deferred.run();
     }
@@ -658,6 +953,11 @@ impl Shared {
             }
             st.on_gpu += 1;
             st.workers[worker].since = Some(Instant::now());
+            let a = &item.assignment;
+            let abc = [a.a.capacity(), a.b.capacity(), a.c.capacity(), 0].map(|n| n * std::mem::size_of::<Scalar>());
+            st.gpu_requests.push(abc);
+            let backend = st.workers[worker].backend;
+            let epoch = st.evict_epoch[backend];
             drop(st);
             self.dispatch_cv.notify_all();
 
@@ -689,6 +989,9 @@ impl Shared {
             let mut st = self.state.lock();
             let now = self.now();
             st.on_gpu -= 1;
+            if let Some(i) = st.gpu_requests.iter().position(|r| *r == abc) {
+                st.gpu_requests.swap_remove(i);
+            }
             st.pacer.on_gpu_done(now, elapsed);
             st.gpu_ema = ema(st.gpu_ema, elapsed);
             let books = &mut st.workers[worker];
@@ -696,6 +999,10 @@ impl Shared {
             books.since = None;
             books.partitions += 1;
             st.budget.release(reserved);
+            st.touch_params(params.id());
+            if result.is_ok() && st.evict_epoch[backend] == epoch && st.params.contains_key(&params.id()) {
+                st.resident[backend].insert(params.id());
+            }
             let alive = st.jobs.get(&id).is_some_and(|j| j.error.is_none());
             match result {
                 Ok((mut proofs, _)) if alive => {
@@ -704,16 +1011,20 @@ impl Shared {
                     job.gpu_time += elapsed;
                     job.proofs[index] = proofs.pop();
                     job.done += 1;
-                    deferred.progressed.push((job.shared.clone(), job.done));
+                    deferred.progressed.push((job.shared.clone(), job.done, job.unproved));
                     log::debug!(
                         "engine: job {id} partition {index} proved on {} in {:.1} ms",
                         prover.backend_name(),
                         elapsed.as_secs_f64() * 1e3
                     );
                 }
-                Ok(_) => st.counters.dropped += 1,
+                Ok(_) => {
+                    st.counters.dropped += 1;
+                    st.note_unproved(id, &mut deferred);
+                }
                 Err(e) => {
                     st.counters.failed += 1;
+                    st.note_unproved(id, &mut deferred);
                     log::info!(
                         "engine: job {id} partition {index} failed on {}: {e}",
                         prover.backend_name()
@@ -723,6 +1034,8 @@ impl Shared {
             }
             st.partition_left(id, &mut deferred);
             drop(st);
+            // Before the job's waiter wakes (see `synthesize`).
+            drop(params);
             self.dispatch_cv.notify_all();
             deferred.run();
         }
@@ -831,6 +1144,7 @@ impl Engine {
             backends,
             pool_allocator,
             pool_reuse_factor,
+            synthesis_bytes_per_constraint,
         } = config;
         if synthesis_workers == 0 || gpu_workers_per_backend == 0 || backends.is_empty() {
             return Err(Error::InvalidArgument(format!(
@@ -869,6 +1183,7 @@ impl Engine {
         let base = Prover::new().with_pool(pool.clone());
         let mut provers = Vec::with_capacity(gpu_workers);
         let mut workers = Vec::with_capacity(gpu_workers);
+        let mut backend_provers = Vec::with_capacity(backends.len());
         for (b, backend) in backends.iter().enumerate() {
             let prover = match backend {
                 EngineBackend::Choice(choice) => base.clone().with_backend(*choice)?,
@@ -885,6 +1200,7 @@ impl Engine {
                 });
                 provers.push((b, prover.clone()));
             }
+            backend_provers.push(prover);
         }
         let synth = rayon::ThreadPoolBuilder::new()
             .num_threads(synthesis_workers)
@@ -906,6 +1222,13 @@ impl Engine {
                 counters: Counters::default(),
                 live_workers: workers.len(),
                 workers,
+                params: HashMap::new(),
+                clock: 0,
+                synthesis_reserved: 0,
+                synthesis_requests: Vec::new(),
+                gpu_requests: Vec::new(),
+                resident: vec![HashSet::new(); backends.len()],
+                evict_epoch: vec![0; backends.len()],
             }),
             dispatch_cv: Condvar::new(),
             gpu_cv: Condvar::new(),
@@ -916,6 +1239,8 @@ impl Engine {
             reuse_factor: pool_reuse_factor,
             budget_timeout,
             synthesis_workers,
+            synthesis_per_constraint: synthesis_bytes_per_constraint,
+            backend_provers,
         });
         let mut engine = Engine {
             shared: shared.clone(),
@@ -1014,9 +1339,11 @@ impl Engine {
             submitted: Instant::now(),
             synthesis_time: Duration::ZERO,
             gpu_time: Duration::ZERO,
+            unproved: 0,
             blocked_since: None,
-            shrunk: false,
+            budget_waited: false,
         };
+        st.hold_params(&params);
         let mut presynthesized = 0;
         for (index, p) in partitions.into_iter().enumerate() {
             match p.kind {
@@ -1081,10 +1408,16 @@ impl Engine {
     /// The pool's checkout errors (the backend cannot pin).
     pub fn prewarm(&self, hint: CapacityHint, partitions: usize) -> Result<usize> {
         let need = partition_bytes(hint, self.shared.reuse_factor);
+        let requests = pool_requests(hint);
         let mut held = Vec::new();
         let mut result = Ok(());
         for _ in 0..partitions {
-            if !self.shared.state.lock().budget.try_reserve(need) {
+            let pool = &self.shared.pool;
+            let other_idle = pool
+                .stats()
+                .bytes_idle
+                .saturating_sub(pool.idle_reusable_bytes(&requests));
+            if !self.shared.state.lock().budget.try_reserve_beside(need, other_idle) {
                 break;
             }
             match ProvingAssignment::new_with_pinned(&self.shared.pool, Some(hint)) {
@@ -1105,6 +1438,58 @@ impl Engine {
             self.shared.pool.stats().bytes_idle >> 20
         );
         result.map(|()| n)
+    }
+
+    /// Holds `params` in the engine's parameter cache ahead of its jobs: its host bytes are
+    /// charged to the budget now (once; even past the limit, since they exist already: later
+    /// dispatches then evict or wait), and every backend gets it ready
+    /// ([`Prover::prepare`]: the CUDA backend uploads it). A set already held is only marked
+    /// used. Jobs hold their set the same way when submitted;
+    /// [`remove_parameters`](Self::remove_parameters) or eviction under pressure drops it.
+    ///
+    /// # Errors
+    /// A backend's `prepare` error (the set stays held and charged; its proofs may still run,
+    /// e.g. streamed).
+    pub fn add_parameters(&self, params: &Parameters) -> Result<()> {
+        let epochs = {
+            let mut st = self.shared.state.lock();
+            st.hold_params(params);
+            st.evict_epoch.clone()
+        };
+        self.shared.dispatch_cv.notify_all();
+        for (b, prover) in self.shared.backend_provers.iter().enumerate() {
+            prover.prepare(params)?;
+            let mut st = self.shared.state.lock();
+            if st.evict_epoch[b] == epochs[b] && st.params.contains_key(&params.id()) {
+                st.resident[b].insert(params.id());
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops `params` from the engine's parameter cache: its charge leaves the budget and the
+    /// backends evict their resident sets (the [`Backend`] trait evicts all of a backend's
+    /// sets at once; sets in use keep theirs until their proofs end, others upload again at
+    /// their next proof). Returns false, changing nothing, when the engine does not hold the
+    /// set or a job of the engine still uses it (nothing in use is dropped).
+    pub fn remove_parameters(&self, params: &Parameters) -> bool {
+        let entry = {
+            let mut st = self.shared.state.lock();
+            if st.params_users(params.id()) > 0 || st.jobs.values().any(|j| j.params.id() == params.id()) {
+                return false;
+            }
+            match st.drop_params(params.id()) {
+                Some(e) => e,
+                None => return false,
+            }
+        };
+        for prover in &self.shared.backend_provers {
+            prover.evict_resident();
+        }
+        log::info!("engine: parameters {} removed", params.id());
+        drop(entry);
+        self.shared.dispatch_cv.notify_all();
+        true
     }
 
     /// The engine's pool.
@@ -1147,7 +1532,48 @@ impl Engine {
                 }
             })
             .collect();
+        let params_device_bytes = self
+            .shared
+            .backend_provers
+            .iter()
+            .zip(&st.resident)
+            .filter(|(p, _)| p.backend_name() != "cpu")
+            .flat_map(|(_, ids)| ids.iter())
+            .filter_map(|id| st.params.get(id))
+            .map(|e| e.params.device_bytes())
+            .sum();
+        let mut params: Vec<(u64, ParamSetStats)> = st
+            .params
+            .iter()
+            .map(|(&id, e)| {
+                let resident_backends = self
+                    .shared
+                    .backend_provers
+                    .iter()
+                    .zip(&st.resident)
+                    .filter(|(p, ids)| p.backend_name() != "cpu" && ids.contains(&id))
+                    .count();
+                let stats = ParamSetStats {
+                    id,
+                    host_bytes: e.host_bytes,
+                    resident_backends,
+                    partitions: st.params_users(id),
+                    idle_for: e.last_used.elapsed(),
+                };
+                (e.last_use, stats)
+            })
+            .collect();
+        params.sort_by_key(|(at, _)| *at);
         let stats = EngineStats {
+            params: params.into_iter().map(|(_, p)| p).collect(),
+            synthesis_reserved: st.synthesis_reserved,
+            params_sets: st.params.len(),
+            params_host_bytes: st.params.values().map(|e| e.host_bytes).sum(),
+            params_device_bytes,
+            budget_waits: st.counters.budget_waits,
+            evicted_pool_bytes: st.counters.evicted_pool_bytes,
+            evicted_params: st.counters.evicted_params,
+            evicted_params_host_bytes: st.counters.evicted_params_host_bytes,
             pending: st.jobs.values().map(|j| j.pending.len()).sum(),
             in_synthesis: st.in_synthesis,
             waiting: st.ready.len(),

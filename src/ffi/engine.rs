@@ -5,7 +5,7 @@
 //! from an R1CS and a witness or from raw buffers), best made in the engine's own pool
 //! (`cuzk_engine_pool`) so their bytes are the ones the engine's budget counts.
 
-use std::ffi::c_char;
+use std::ffi::{c_char, c_void};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -49,8 +49,9 @@ pub struct cuzk_engine_config {
     pub first_gpu: u32,
     /// How many GPUs from `first_gpu` (with `CUZK_BACKEND_GPU`; 0: 1).
     pub num_gpus: u32,
-    /// The memory budget for the partitions in flight, also the pool's cap (0: half the host's
-    /// memory).
+    /// The memory budget for host bytes: partitions in flight, synthesis in flight, the
+    /// parameter sets the engine holds and the pool's idle buffers; also the pool's cap (0:
+    /// half the host's memory).
     pub budget_bytes: u64,
     /// How long a partition waits for room in the budget before its job fails (0: 600 000 ms).
     pub budget_timeout_ms: u64,
@@ -93,6 +94,23 @@ pub struct cuzk_engine_statistics {
     pub budget_peak: u64,
     /// The budget.
     pub budget_limit: u64,
+    /// Of `budget_used`: bytes reserved for circuits' own memory while they synthesize.
+    pub synthesis_reserved: u64,
+    /// Parameter sets the engine holds.
+    pub params_sets: u64,
+    /// Of `budget_used`: the host bytes of those sets, each set once.
+    pub params_host_bytes: u64,
+    /// Device bytes of those sets resident on non-CPU backends (an upper bound: a backend
+    /// also evicts under its own memory limit).
+    pub params_device_bytes: u64,
+    /// Dispatches that found no room in the budget and nothing to evict, and waited.
+    pub budget_waits: u64,
+    /// Idle pool bytes freed under budget pressure.
+    pub evicted_pool_bytes: u64,
+    /// Parameter sets evicted under budget pressure.
+    pub evicted_params: u64,
+    /// Host bytes those evictions freed (sets no one else held).
+    pub evicted_params_host_bytes: u64,
     /// Moving average of a partition's synthesis time.
     pub synthesis_ema_ns: u64,
     /// Moving average of a partition's proving time.
@@ -404,8 +422,86 @@ pub unsafe extern "C" fn cuzk_job_progress(
     })
 }
 
+/// A job's progress callback: `user_data` as given to `cuzk_job_on_progress`, the job's id
+/// (unique within its engine), `done` partitions proved and `failed` partitions left unproved
+/// (failed, or dropped because the job failed or was cancelled) of `total`, and whether the
+/// job is over (then `done + failed == total`; that call is the last).
+#[allow(non_camel_case_types)]
+pub type cuzk_job_progress_callback = Option<
+    unsafe extern "C" fn(user_data: *mut c_void, job_id: u64, done: u64, failed: u64, total: u64, finished: bool),
+>;
+
+/// A registered callback and its user data.
+struct ProgressSink {
+    callback: unsafe extern "C" fn(*mut c_void, u64, u64, u64, u64, bool),
+    user_data: *mut c_void,
+}
+
+// SAFETY: `cuzk_job_on_progress` requires the callback and its user data to be usable from any
+// thread; the library only passes the pointer back, never dereferences it.
+unsafe impl Send for ProgressSink {}
+
+/// Calls `callback(user_data, job id, done, failed, total, finished)` after each partition of
+/// the job is proved or fails, and once when the job is over (`finished` true, the last call).
+/// Called on an engine thread (a worker or the dispatcher; or a thread that cancels the job or
+/// frees the engine),
+/// with the job's lock held: it must return quickly and not block (the engine thread waits
+/// for it), and must not call `cuzk_job_*` on this job. If the job is over already it is
+/// called once, now, on this thread. A second registration replaces the first; after
+/// `cuzk_job_free` returns it is never called. A NULL `callback` removes the registration.
+/// `user_data` must stay valid until the last call (`finished`) or `cuzk_job_free`.
+/// `CUZK_STATUS_INVALID_ARGUMENT` once `cuzk_job_wait` took the result. Thread-safe.
+///
+/// # Safety
+/// `job` live; `callback` NULL or safe to call from any thread with `user_data`; `err` NULL or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn cuzk_job_on_progress(
+    job: *const cuzk_job,
+    callback: cuzk_job_progress_callback,
+    user_data: *mut c_void,
+    err: *mut *mut c_char,
+) -> cuzk_status {
+    call(err, || {
+        // SAFETY: live per the contract.
+        let job = unsafe { arg(job, "job") }?;
+        let guard = job.handle.lock();
+        let handle = guard
+            .as_ref()
+            .ok_or_else(|| AbiError::invalid("the job's result was taken already by cuzk_job_wait"))?;
+        let id = handle.id();
+        match callback {
+            None => handle.on_progress(Box::new(|_| {})),
+            Some(callback) => {
+                let sink = ProgressSink { callback, user_data };
+                handle.on_progress(Box::new(move |p| {
+                    let sink = &sink;
+                    // A panic must not unwind into the engine thread's caller, nor across C.
+                    call_void(|| {
+                        // SAFETY: the caller guarantees the callback may be called with its user
+                        // data from any thread until the job is over or freed.
+                        unsafe {
+                            (sink.callback)(
+                                sink.user_data,
+                                id,
+                                p.done as u64,
+                                p.failed as u64,
+                                p.total as u64,
+                                p.finished,
+                            )
+                        }
+                    })
+                }));
+            }
+        }
+        Ok(())
+    })
+}
+
 /// Frees a job handle; a job not yet over is cancelled first (nobody can take its proofs any
-/// more). NULL is accepted. Not to be called while another thread uses the handle.
+/// more). Its progress callback (`cuzk_job_on_progress`) is never called once this returns.
+/// NULL is accepted. Not to be called while another thread uses the handle, nor from its
+/// progress callback.
 ///
 /// # Safety
 /// `job` is NULL or from `cuzk_engine_submit`, not freed before.
@@ -415,6 +511,8 @@ pub unsafe extern "C" fn cuzk_job_free(job: *mut cuzk_job) {
         // SAFETY: per the contract.
         if let Some(job) = unsafe { take_handle(job) } {
             if let Some(h) = job.handle.lock().take() {
+                // Waits for a callback under way; the old one is not called again.
+                h.on_progress(Box::new(|_| {}));
                 h.cancel();
             }
         }
@@ -454,6 +552,14 @@ pub unsafe extern "C" fn cuzk_engine_stats(
             budget_used: n(s.budget_used),
             budget_peak: n(s.budget_peak),
             budget_limit: n(s.budget_limit),
+            synthesis_reserved: n(s.synthesis_reserved),
+            params_sets: n(s.params_sets),
+            params_host_bytes: n(s.params_host_bytes),
+            params_device_bytes: n(s.params_device_bytes),
+            budget_waits: s.budget_waits,
+            evicted_pool_bytes: n(s.evicted_pool_bytes),
+            evicted_params: s.evicted_params,
+            evicted_params_host_bytes: n(s.evicted_params_host_bytes),
             synthesis_ema_ns: ns(s.synthesis_time_ema),
             gpu_ema_ns: ns(s.gpu_time_ema),
             gpu_workers: u32::try_from(workers).unwrap_or(u32::MAX),

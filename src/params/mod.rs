@@ -471,6 +471,22 @@ impl Parameters {
         (n.h + n.l + n.a + n.b) * G1_BYTES + n.b * G2_BYTES
     }
 
+    /// Bytes the query vectors take in host memory: [`Parameters::device_bytes`] with a host
+    /// copy, 0 without one.
+    pub fn host_bytes(&self) -> usize {
+        if self.host_copy {
+            self.device_bytes()
+        } else {
+            0
+        }
+    }
+
+    /// How many handles keep this set's host copy alive (clones of this `Parameters`, and
+    /// backends streaming from it): 1 means dropping `self` frees the host copy.
+    pub(crate) fn host_copy_holders(&self) -> usize {
+        Arc::strong_count(&self.h)
+    }
+
     /// Number of points in each query vector (also without a host copy).
     pub fn query_lengths(&self) -> QueryLengths {
         self.lens
@@ -612,6 +628,13 @@ mod tests {
         assert_eq!(released.query_lengths(), params.query_lengths());
         assert_eq!(released.domain_size(), params.domain_size());
         assert_eq!(released.device_bytes(), params.device_bytes());
+        assert_eq!(params.host_bytes(), params.device_bytes());
+        assert_eq!(released.host_bytes(), 0);
+        assert_eq!(released.host_copy_holders(), 1, "a fresh empty copy");
+        let holders = params.host_copy_holders();
+        let clone = params.clone();
+        assert_eq!(clone.host_copy_holders(), holders + 1);
+        drop(clone);
         assert_eq!(released.num_aux(), params.num_aux());
         assert!(released.h().is_empty() && released.b_g2().is_empty());
         assert!(released.write(Vec::new()).is_err());

@@ -423,6 +423,71 @@ impl PinnedPool {
         freed
     }
 
+    /// The capacities an idle buffer may have to be reused by a checkout of `bytes` (as
+    /// [`checkout`](Self::checkout) picks them): from `bytes` to `max_reuse_factor` × `bytes`
+    /// (at least the page-rounded request). `None` for requests no checkout accepts.
+    fn reuse_range(&self, bytes: usize) -> Option<(usize, usize)> {
+        let capacity = backend::page_round(bytes).filter(|&c| bytes > 0 && isize::try_from(c).is_ok())?;
+        let max_fit = ((bytes as f64) * self.inner.config.max_reuse_factor.max(1.0)) as usize;
+        Some((bytes, max_fit.max(capacity)))
+    }
+
+    /// Frees the idle buffers that no checkout of one of `requests` (byte sizes) would reuse:
+    /// a buffer of capacity `cap` serves a request `r` only if `r ≤ cap ≤ max_reuse_factor · r`
+    /// (page-rounded). Returns the number of bytes freed. With no requests every idle buffer
+    /// goes.
+    pub fn shrink_unreusable(&self, requests: &[usize]) -> usize {
+        let ranges: Vec<(usize, usize)> = requests.iter().filter_map(|&r| self.reuse_range(r)).collect();
+        let mut state = self.inner.state.lock();
+        let doomed: Vec<usize> = state
+            .idle
+            .keys()
+            .copied()
+            .filter(|&cap| !ranges.iter().any(|&(lo, hi)| lo <= cap && cap <= hi))
+            .collect();
+        let mut blocks = Vec::new();
+        for cap in doomed {
+            while state.idle.contains_key(&cap) {
+                blocks.push(state.take_idle(cap));
+            }
+        }
+        drop(state);
+        let freed = blocks.iter().map(|b| b.capacity).sum();
+        if freed > 0 {
+            log::debug!(
+                "pool: freed {} idle buffers ({freed} bytes) that no current request reuses",
+                blocks.len()
+            );
+        }
+        self.inner.free_blocks(blocks);
+        freed
+    }
+
+    /// The idle bytes that checkouts of `requests` (byte sizes, taken one after the other)
+    /// would reuse now: each takes the smallest idle buffer that fits it, as
+    /// [`checkout`](Self::checkout) does. Nothing is taken.
+    pub fn idle_reusable_bytes(&self, requests: &[usize]) -> usize {
+        let state = self.inner.state.lock();
+        let mut counts: BTreeMap<usize, usize> = state.idle.iter().map(|(&cap, list)| (cap, list.len())).collect();
+        drop(state);
+        let mut total = 0usize;
+        for &r in requests {
+            let Some((lo, hi)) = self.reuse_range(r) else {
+                continue;
+            };
+            let Some((&cap, _)) = counts.range(lo..=hi).next() else {
+                continue;
+            };
+            total = total.saturating_add(cap);
+            let left = counts.get_mut(&cap).expect("key just found");
+            *left -= 1;
+            if *left == 0 {
+                counts.remove(&cap);
+            }
+        }
+        total
+    }
+
     fn fallback_or(&self, bytes: usize, capacity: usize, err: Error) -> Result<PinnedBuffer> {
         if self.inner.config.allow_fallback {
             self.do_fallback(bytes, capacity, &err)
@@ -592,3 +657,45 @@ impl Drop for PinnedBuffer {
 unsafe impl Send for PinnedBuffer {}
 // SAFETY: shared references only allow reading the pointer values and metadata.
 unsafe impl Sync for PinnedBuffer {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn idle_pool(factor: f64, sizes: &[usize]) -> PinnedPool {
+        let pool = PinnedPool::heap(PoolConfig {
+            max_reuse_factor: factor,
+            ..PoolConfig::default()
+        });
+        let held: Vec<PinnedBuffer> = sizes.iter().map(|&b| pool.checkout(b).unwrap()).collect();
+        drop(held);
+        pool
+    }
+
+    #[test]
+    fn unreusable_idle_buffers_are_freed_and_reusable_ones_kept() {
+        let page = PAGE_SIZE;
+        // Idle: 1, 2, 3 and 8 pages. Requests of 2 pages reuse 2..=4 pages with factor 2.
+        let pool = idle_pool(2.0, &[page, 2 * page, 3 * page, 8 * page]);
+        assert_eq!(pool.stats().bytes_idle, 14 * page);
+        assert_eq!(pool.idle_reusable_bytes(&[2 * page, 2 * page]), 5 * page, "best fit: 2, then 3");
+        assert_eq!(pool.idle_reusable_bytes(&[2 * page; 3]), 5 * page, "no third fit");
+        let freed = pool.shrink_unreusable(&[2 * page]);
+        assert_eq!(freed, 9 * page, "the 1- and 8-page buffers");
+        let stats = pool.stats();
+        assert_eq!((stats.bytes_idle, stats.idle_buffers), (5 * page, 2));
+        // What stayed is reused without an allocation.
+        let allocations = stats.allocations;
+        let a = pool.checkout(2 * page).unwrap();
+        let b = pool.checkout(2 * page).unwrap();
+        assert_eq!((a.capacity(), b.capacity()), (2 * page, 3 * page));
+        assert_eq!(pool.stats().allocations, allocations);
+        drop((a, b));
+        // With factor 1 only the page-rounded request fits; no request frees everything.
+        let pool = idle_pool(1.0, &[page, 2 * page]);
+        assert_eq!(pool.shrink_unreusable(&[2 * page - 1]), page);
+        assert_eq!(pool.idle_reusable_bytes(&[2 * page - 1]), 2 * page);
+        assert_eq!(pool.shrink_unreusable(&[]), 2 * page);
+        assert_eq!(pool.stats().bytes_idle, 0);
+    }
+}
