@@ -816,6 +816,10 @@ impl Backend for FakeGpu {
         self.evictions.fetch_add(1, Ordering::SeqCst);
     }
 
+    fn keep_resident(&self, _: &Parameters) -> cuzk::Result<()> {
+        Ok(())
+    }
+
     fn commitments(
         &self,
         a: &mut ProvingAssignment,
@@ -1073,4 +1077,38 @@ fn the_synthesis_reservation_ends_with_the_synthesis() {
     gpu_gate.open();
     assert_eq!(good.wait().unwrap(), reference(&[1], &r, &s));
     assert_drained(&engine);
+}
+
+#[test]
+fn a_set_without_its_host_copy_costs_no_host_bytes() {
+    let gpu = Arc::new(FakeGpu::default());
+    let engine = Engine::new(EngineConfig {
+        backends: vec![EngineBackend::Custom(gpu.clone())],
+        ..config(1, 1 << 30)
+    })
+    .unwrap();
+    let p = other_params(12);
+    engine.add_parameters(&p).unwrap();
+    let stats = engine.stats();
+    assert_eq!(
+        (stats.params_host_bytes, stats.budget_used),
+        (p.host_bytes(), p.host_bytes())
+    );
+    assert_eq!(stats.params_device_bytes, p.device_bytes(), "prepared on the \"GPU\"");
+    // The same set, uploaded for good and without its host copy: the engine lets its own
+    // host copy go and charges nothing for it.
+    let released = Prover::new()
+        .with_custom_backend(gpu.clone())
+        .prepare_device_only(&p)
+        .unwrap();
+    assert_eq!((released.id(), released.host_bytes()), (p.id(), 0));
+    engine.add_parameters(&released).unwrap();
+    let stats = engine.stats();
+    assert_eq!(
+        (stats.params_sets, stats.params_host_bytes, stats.budget_used),
+        (1, 0, 0)
+    );
+    assert_eq!(stats.params_device_bytes, p.device_bytes());
+    assert!(engine.remove_parameters(&p), "the same set, by id");
+    assert_eq!(engine.stats().params_sets, 0);
 }

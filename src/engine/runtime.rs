@@ -561,6 +561,13 @@ impl State {
         if let Some(entry) = self.params.get_mut(&params.id()) {
             entry.last_use = clock;
             entry.last_used = Instant::now();
+            if entry.host_bytes > 0 && !params.has_host_copy() {
+                // The same set without its host copy (`Prover::prepare_device_only`): the engine
+                // lets its host copy go (jobs in flight keep theirs until they end).
+                self.budget.release(entry.host_bytes);
+                entry.host_bytes = 0;
+                entry.params = params.clone();
+            }
             return;
         }
         let host_bytes = params.host_bytes();
@@ -1475,7 +1482,7 @@ impl Engine {
     pub fn remove_parameters(&self, params: &Parameters) -> bool {
         let entry = {
             let mut st = self.shared.state.lock();
-            if st.params_users(params.id()) > 0 || st.jobs.values().any(|j| j.params.id() == params.id()) {
+            if st.params_users(params.id()) > 0 {
                 return false;
             }
             match st.drop_params(params.id()) {
