@@ -29,7 +29,8 @@
 //! - [`engine`]: the proving engine (issue 9): [`engine::Engine`] overlaps synthesis workers
 //!   with GPU workers (each a [`Prover`] sharing one pool and hint cache), dispatches by
 //!   [`engine::pacer`] (PI or bounded queue), streams partitions through one memory budget
-//!   ([`engine::budget`]); jobs with priorities, cancel, progress and statistics.
+//!   ([`engine::budget`]: partitions, synthesis in flight, a parameter cache and idle pool
+//!   buffers, evicted under pressure); jobs with priorities, cancel, progress and statistics.
 //! - `filecoin` (the `filecoin` feature): Filecoin's PoRep C2, SnapDeals and PoSt proofs from
 //!   filecoin-proofs' inputs, proved by a [`Prover`], parameters from filecoin-proofs' cache.
 //! - [`error`]: the crate's [`Error`].
