@@ -70,6 +70,9 @@ mod cuda {
             env::var("DEP_SPPARK_ROOT").unwrap_or_else(|_| fail("DEP_SPPARK_ROOT is not set (sppark dependency)"));
         let blst_src =
             env::var("DEP_BLST_C_SRC").unwrap_or_else(|_| fail("DEP_BLST_C_SRC is not set (blst dependency)"));
+        // blst.h, for the host-side last step of an MSM (kernels/host_final.cu).
+        let blst_bindings =
+            env::var("DEP_BLST_BINDINGS").unwrap_or_else(|_| fail("DEP_BLST_BINDINGS is not set (blst dependency)"));
         println!("cargo:rerun-if-env-changed=CUZK_CUDA_ARCHS");
         let archs: Vec<String> = env::var("CUZK_CUDA_ARCHS")
             .unwrap_or_else(|_| "80,86,89,90".into())
@@ -119,6 +122,7 @@ mod cuda {
                 .flag("-fPIC")
                 .include(&sppark)
                 .include(&blst_src)
+                .include(&blst_bindings)
                 .include(kernels)
                 .warnings(false)
                 // Never device debug (-G): cc derives it from the profile's debug info.

@@ -2,6 +2,7 @@
 #include "common.cuh"
 #include "field.cuh"
 #include "curve.cuh"
+#include <memory>
 #include <new>
 #include <cstdio>
 #include <cstdlib>
@@ -280,7 +281,7 @@ cuzk_kresult msm_api(int group, const cuzk_k_bases *bases, size_t base_offset, c
     if (bases->group != group) return arg_err(CUZK_K_ERR_WRONG_GROUP, "msm: bases of the other group");
     return run_on(bases->device, [&](dev_ctx *ctx) -> cuzk_kresult {
         CUZK_PHASE(ctx, CUZK_K_PHASE_MSM, 0);
-        if (!bases->h) return msm_run<F>(ctx, bases->d, bases->n, base_offset, nullptr, scalars, n, density, out, nullptr);
+        if (!bases->h) return msm_run<F>(ctx, bases->d, bases->n, base_offset, nullptr, scalars, n, density, out, false);
         dbuf d_sc;
         CUZK_TRY(scalars_to_device(ctx, scalars, n, d_sc));
         return msm_stream<F>(ctx, bases->h, bases->n, base_offset, d_sc.p, n, density, out);
@@ -297,6 +298,71 @@ cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count)
         if (!j.host_scalars && j.n) return arg_err(CUZK_K_ERR_NULL_ARG, "msm_batch: scalars is NULL");
         if (j.bases->device != jobs[0].bases->device)
             return arg_err(CUZK_K_ERR_MIXED_DEVICES, "msm_batch: jobs on different devices");
+    }
+    // The scalar vectors the jobs read, each once: a proof's L, A, B_G1 and B_G2 share its aux
+    // vector (and A, B its inputs), so one upload serves four jobs.
+    struct vec { const void *h; size_t n; };
+    std::vector<vec> uniq;
+    std::vector<size_t> vec_of(count, 0);
+    bool streamed = false;
+    size_t largest = 0, total = 0;
+    for (size_t i = 0; i < count; i++) {
+        const cuzk_k_msm_job &j = jobs[i];
+        streamed |= j.bases->h != nullptr;
+        if (!j.n) continue;
+        size_t k = 0;
+        while (k < uniq.size() && !(uniq[k].h == j.host_scalars && uniq[k].n == j.n)) k++;
+        if (k == uniq.size()) {
+            uniq.push_back(vec{j.host_scalars, j.n});
+            total += j.n * 32;
+            largest = std::max(largest, j.n * 32);
+        }
+        vec_of[i] = k;
+    }
+    // Uploading every vector up front is the fast path when they fit in the two job-sized
+    // buffers of the general path below (so it never needs more device memory than that one)
+    // and no job streams its bases (their chunks need the memory).
+    if (!streamed && total <= 2 * largest) {
+        return run_on(jobs[0].bases->device, [&](dev_ctx *ctx) -> cuzk_kresult {
+            cudaStream_t s = ctx->s_comp, sc = ctx->s_copy;
+            std::unique_ptr<dbuf[]> bufs(new dbuf[uniq.size()]);
+            copy_join join{sc};  // bufs are written on the copy stream: join it before they are freed
+            event_list evs;
+            std::vector<cudaEvent_t> copied(uniq.size());
+            ctx->phase = CUZK_K_PHASE_MSM_JOB;
+            ctx->index = 0;
+            for (size_t k = 0; k < uniq.size(); k++) {
+                CUZK_CK(bufs[k].alloc(ctx, uniq[k].n * 32));
+                CUZK_CK(evs.add(&copied[k]));
+            }
+            cudaEvent_t allocated;
+            CUZK_CK(evs.add(&allocated));
+            CUZK_CK(cudaEventRecord(allocated, s));
+            CUZK_CK(cudaStreamWaitEvent(sc, allocated, 0));
+            // All copies queued now, in the order of first use: each runs while the jobs before
+            // its first reader compute.
+            for (size_t k = 0; k < uniq.size(); k++) {
+                CUZK_CK(cudaMemcpyAsync(bufs[k].p, uniq[k].h, uniq[k].n * 32, cudaMemcpyHostToDevice, sc));
+                CUZK_CK(cudaEventRecord(copied[k], sc));
+            }
+            for (size_t i = 0; i < count; i++) {
+                const cuzk_k_msm_job &j = jobs[i];
+                CUZK_PHASE(ctx, CUZK_K_PHASE_MSM_JOB, (int)i);
+                const void *d = nullptr;
+                if (j.n) {
+                    CUZK_CK(cudaStreamWaitEvent(s, copied[vec_of[i]], 0));
+                    d = bufs[vec_of[i]].p;
+                }
+                if (j.bases->group == 1)
+                    CUZK_TRY(msm_run<fp_t>(ctx, j.bases->d, j.bases->n, j.base_offset, d, nullptr, j.n,
+                                           j.density_bits, j.out_jacobian, false));
+                else
+                    CUZK_TRY(msm_run<fp2_t>(ctx, j.bases->d, j.bases->n, j.base_offset, d, nullptr, j.n,
+                                            j.density_bits, j.out_jacobian, false));
+            }
+            CUZK_CK(cudaStreamSynchronize(sc));
+            return ok();
+        });
     }
     return run_on(jobs[0].bases->device, [&](dev_ctx *ctx) -> cuzk_kresult {
         cudaStream_t s = ctx->s_comp, sc = ctx->s_copy;
@@ -340,9 +406,9 @@ cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count)
                     CUZK_TRY(msm_stream<fp2_t>(ctx, j.bases->h, j.bases->n, j.base_offset, d, j.n, j.density_bits, j.out_jacobian));
                 buf[i % 2].release();  // streamed jobs leave the device memory to their chunks
             } else if (j.bases->group == 1) {
-                CUZK_TRY(msm_run<fp_t>(ctx, j.bases->d, j.bases->n, j.base_offset, d, h, j.n, j.density_bits, j.out_jacobian, nullptr));
+                CUZK_TRY(msm_run<fp_t>(ctx, j.bases->d, j.bases->n, j.base_offset, d, h, j.n, j.density_bits, j.out_jacobian, false));
             } else {
-                CUZK_TRY(msm_run<fp2_t>(ctx, j.bases->d, j.bases->n, j.base_offset, d, h, j.n, j.density_bits, j.out_jacobian, nullptr));
+                CUZK_TRY(msm_run<fp2_t>(ctx, j.bases->d, j.bases->n, j.base_offset, d, h, j.n, j.density_bits, j.out_jacobian, false));
             }
         }
         CUZK_CK(cudaStreamSynchronize(sc));
@@ -518,7 +584,7 @@ cuzk_kresult cuzk_k_compute_h_msm(const cuzk_k_bases *h_bases, const void *a, co
             CUZK_PHASE(ctx, CUZK_K_PHASE_H_MSM, 0);
             if (h_bases->h)
                 return msm_stream<fp_t>(ctx, h_bases->h, h_bases->n, 0, d_h.p, m - 1, nullptr, out_jacobian);
-            return msm_run<fp_t>(ctx, h_bases->d, h_bases->n, 0, d_h.p, nullptr, m - 1, nullptr, out_jacobian, nullptr);
+            return msm_run<fp_t>(ctx, h_bases->d, h_bases->n, 0, d_h.p, nullptr, m - 1, nullptr, out_jacobian, false);
         });
     })
 }

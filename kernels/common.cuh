@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <vector>
 #include <cuda_runtime.h>
 #include "cuzk_kernels.h"
 
@@ -169,14 +170,35 @@ struct copy_join {
     }
 };
 
+// Events created for one call, destroyed with it.
+struct event_list {
+    std::vector<cudaEvent_t> ev;
+    ~event_list() { for (auto e : ev) cudaEventDestroy(e); }
+    cudaError_t add(cudaEvent_t *out)
+    {
+        cudaEvent_t e;
+        cudaError_t r = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+        if (r != cudaSuccess) return r;
+        ev.push_back(e);
+        *out = e;
+        return cudaSuccess;
+    }
+};
+
 // MSM over device-resident data (msm_g1.cu / msm_g2.cu). d_scalars: device Montgomery
 // scalars, or nullptr with h_scalars set (host, copied in chunks overlapping the scan).
-// h_density: host bitmap or nullptr. out: host Jacobian (blst_p1 / blst_p2); or, when d_acc
-// (a device xyzz_t<F>) is not null, the result is added to *d_acc and out is not written.
+// h_density: host bitmap or nullptr. out: host Jacobian (blst_p1 / blst_p2), overwritten; or,
+// with accumulate, the result is added to the Jacobian already in *out.
 template <class F>
 cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases, size_t bases_len, size_t base_offset,
                      const void *d_scalars, const void *h_scalars, size_t n,
-                     const uint64_t *h_density, void *out_jacobian, void *d_acc);
+                     const uint64_t *h_density, void *out_jacobian, bool accumulate);
+
+// The last step of an MSM on the host (host_final.cu, blst): out = sum_j 2^(c j) win[j] + ones
+// (win: nwin window sums, ones: one point or nullptr, both xyzz_t in the device layout), or
+// with accumulate out += that. out is a blst_p1 (g1) / blst_p2 (g2) in Jacobian coordinates.
+void host_final_g1(const void *win, int nwin, int c, const void *ones, void *out, bool accumulate);
+void host_final_g2(const void *win, int nwin, int c, const void *ones, void *out, bool accumulate);
 
 // MSM over bases kept in (registered) host memory: h_bases[base_offset ..] go to the device
 // in chunks, double-buffered on the copy stream, each chunk's MSM added up on the device.

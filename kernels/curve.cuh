@@ -132,18 +132,4 @@ __device__ __noinline__ void xyzz_dbl(xyzz_t<fp_t>& p) { xyzz_dbl_impl(p); }
 __device__ __noinline__ void xyzz_set_dbl_affine(xyzz_t<fp_t>& p, const fp_t& x, const fp_t& y) { xyzz_set_dbl_affine_impl(p, x, y); }
 __device__ __noinline__ void xyzz_add(xyzz_t<fp_t>& p, const xyzz_t<fp_t>& q) { xyzz_add_impl(p, q); }
 
-// Jacobian with Z = ZZ: X_j = X*ZZ, Y_j = Y*ZZZ (lambda = ZZZ/ZZ, ZZ = lambda^2).
-template <class F> DEVI jac_t<F> xyzz_to_jac(const xyzz_t<F>& p)
-{
-    jac_t<F> r;
-    if (xyzz_is_inf(p)) {
-        f_set_one(r.X); f_set_one(r.Y); f_set_zero(r.Z);   // blst's infinity: Z = 0
-        return r;
-    }
-    r.X = f_mul(p.X, p.ZZ);
-    r.Y = f_mul(p.Y, p.ZZZ);
-    r.Z = p.ZZ;
-    return r;
-}
-
 #endif  // __CUDA_ARCH__

@@ -356,35 +356,6 @@ __global__ void k_add_windows(xyzz_t<F> *win, const xyzz_t<F> *part, int nwin)
 #endif
 }
 
-template <class F>
-__global__ void k_final(const xyzz_t<F> *win, int nwin, int c, const xyzz_t<F> *ones,
-                        jac_t<F> *out, xyzz_t<F> *acc)
-{
-#ifdef __CUDA_ARCH__
-    if (threadIdx.x != 0 || blockIdx.x != 0) return;
-    xyzz_t<F> res;
-    xyzz_set_inf(res);
-    if (win) {
-        res = win[nwin - 1];
-        for (int w = nwin - 2; w >= 0; w--) {
-            for (int i = 0; i < c; i++) xyzz_dbl(res);
-            xyzz_add(res, win[w]);
-        }
-    }
-    if (ones) xyzz_add(res, *ones);
-    if (acc) xyzz_add(*acc, res);
-    else *out = xyzz_to_jac(res);
-#endif
-}
-
-template <class F>
-__global__ void k_xyzz_to_jac(const xyzz_t<F> *p, jac_t<F> *out)
-{
-#ifdef __CUDA_ARCH__
-    if (threadIdx.x == 0 && blockIdx.x == 0) *out = xyzz_to_jac(*p);
-#endif
-}
-
 // Cost model for the window size: nwin * (points + bucket-reduction work).
 // CUZK_K_WINDOW_BITS (read once into the device context) forces c, for benchmarking.
 inline int choose_c(size_t nbig, int forced)
@@ -402,20 +373,6 @@ inline int choose_c(size_t nbig, int forced)
     return best_c;
 }
 
-struct event_list {
-    std::vector<cudaEvent_t> ev;
-    ~event_list() { for (auto e : ev) cudaEventDestroy(e); }
-    cudaError_t add(cudaEvent_t *out)
-    {
-        cudaEvent_t e;
-        cudaError_t r = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
-        if (r != cudaSuccess) return r;
-        ev.push_back(e);
-        *out = e;
-        return cudaSuccess;
-    }
-};
-
 template <class F> constexpr int red_tpb() { return sizeof(F) == 48 ? 128 : 64; }
 
 }  // namespace
@@ -423,7 +380,7 @@ template <class F> constexpr int red_tpb() { return sizeof(F) == 48 ? 128 : 64; 
 template <class F>
 cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size_t base_offset,
                      const void *d_scalars, const void *h_scalars, size_t n,
-                     const uint64_t *h_density, void *out_jacobian, void *d_acc)
+                     const uint64_t *h_density, void *out_jacobian, bool accumulate)
 {
     constexpr int TPB = red_tpb<F>();
     cudaStream_t s = ctx->s_comp, sc = ctx->s_copy;
@@ -445,13 +402,13 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
     if (base_offset > bases_len || nsel > bases_len - base_offset)
         return arg_err(CUZK_K_ERR_RANGE, "msm: base_offset + selected scalars > bases_len");
     if (n == 0 || nsel == 0) {
-        if (!d_acc) memset(out_jacobian, 0, sizeof(jac_t<F>));  // Z = 0: infinity
+        if (!accumulate) memset(out_jacobian, 0, sizeof(jac_t<F>));  // Z = 0: infinity
         return ok();
     }
 
     profiler prof(sizeof(F) == 48 ? "msm_g1" : "msm_g2", s, ctx->k.profile);
     // ---- allocations (all on s) ----
-    dbuf d_dens, d_rank, d_pop, d_sc, d_ones_idx, d_big_idx, d_big_sc, d_cnt, d_out;
+    dbuf d_dens, d_rank, d_pop, d_sc, d_ones_idx, d_big_idx, d_big_sc, d_cnt;
     if (h_density) {
         CUZK_CK(d_dens.alloc(ctx, nwords * 8));
         CUZK_CK(d_rank.alloc(ctx, nwords * 4 + 4));
@@ -462,7 +419,6 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
     CUZK_CK(d_big_idx.alloc(ctx, n * 4));
     CUZK_CK(d_big_sc.alloc(ctx, n * 32));
     CUZK_CK(d_cnt.alloc(ctx, 16));
-    if (!d_acc) CUZK_CK(d_out.alloc(ctx, sizeof(jac_t<F>)));
     copy_join join{sc, !d_scalars};  // the chunked scalar copies below write d_sc on the copy stream
     CUZK_CK(cudaMemsetAsync(d_cnt.p, 0, 16, s));
 
@@ -524,7 +480,11 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
     // ---- ones ----
     dbuf d_ones_part, d_ones_res;
     if (n1) {
-        unsigned G = (unsigned)std::min<size_t>((n1 + TPB - 1) / TPB, (size_t)ctx->sm_count * 4);
+        // One full wave of resident blocks: a grid of a fixed 4 blocks per SM ran as 1 1/3
+        // waves where only 3 fit (the last third of the work on a quarter of the device).
+        int nb = 0;
+        CUZK_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k_sum_list<F, TPB>, TPB, 0));
+        unsigned G = (unsigned)std::min<size_t>((n1 + TPB - 1) / TPB, (size_t)ctx->sm_count * std::max(nb, 1));
         CUZK_CK(d_ones_part.alloc(ctx, G * sizeof(xyzz_t<F>)));
         CUZK_CK(d_ones_res.alloc(ctx, sizeof(xyzz_t<F>)));
         k_sum_list<F, TPB><<<G, TPB, 0, s>>>(bases, d_ones_idx.as<uint32_t>(), n1,
@@ -660,13 +620,19 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
         d_big_sc.release();
         d_big_idx.release();
     }
-    k_final<F><<<1, 1, 0, s>>>(nbig ? d_win.as<xyzz_t<F>>() : nullptr, nwin, c,
-                               n1 ? d_ones_res.as<xyzz_t<F>>() : nullptr, d_out.as<jac_t<F>>(),
-                               static_cast<xyzz_t<F> *>(d_acc));
-    CUZK_CKL();
-    if (!d_acc) CUZK_CK(cudaMemcpyAsync(out_jacobian, d_out.p, sizeof(jac_t<F>), cudaMemcpyDeviceToHost, s));
+    // The window sums and the ones' sum come back; Horner's (nwin - 1) * c doublings run on the
+    // host (host_final.cu), where they take microseconds instead of milliseconds in one GPU thread.
+    std::vector<xyzz_t<F>> h_win((size_t)nwin + 1);
+    if (nbig)
+        CUZK_CK(cudaMemcpyAsync(h_win.data(), d_win.p, (size_t)nwin * sizeof(xyzz_t<F>), cudaMemcpyDeviceToHost, s));
+    if (n1)
+        CUZK_CK(cudaMemcpyAsync(&h_win[nwin], d_ones_res.p, sizeof(xyzz_t<F>), cudaMemcpyDeviceToHost, s));
     CUZK_CK(cudaStreamSynchronize(s));
     prof.mark("final");
+    if (sizeof(F) == 48)
+        host_final_g1(nbig ? h_win.data() : nullptr, nwin, c, n1 ? &h_win[nwin] : nullptr, out_jacobian, accumulate);
+    else
+        host_final_g2(nbig ? h_win.data() : nullptr, nwin, c, n1 ? &h_win[nwin] : nullptr, out_jacobian, accumulate);
     return ok();
 }
 
@@ -741,12 +707,10 @@ cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases_v, size_t bases_len, s
     profiler prof(sizeof(F) == 48 ? "msm_stream_g1" : "msm_stream_g2", s, ctx->k.profile);
     size_t stage_pts = 0;
     for (const piece &p : plan) stage_pts = std::max(stage_pts, p.nb);
-    dbuf stage[2], d_acc, d_out;
+    dbuf stage[2];
     CUZK_CK(stage[0].alloc(ctx, stage_pts * sizeof(affine_t<F>)));
     if (plan.size() > 1) CUZK_CK(stage[1].alloc(ctx, stage_pts * sizeof(affine_t<F>)));
-    CUZK_CK(d_acc.alloc(ctx, sizeof(xyzz_t<F>)));
-    CUZK_CK(d_out.alloc(ctx, sizeof(jac_t<F>)));
-    CUZK_CK(cudaMemsetAsync(d_acc.p, 0, sizeof(xyzz_t<F>), s));  // ZZ = 0: infinity
+    memset(out_jacobian, 0, sizeof(jac_t<F>));  // Z = 0: infinity; each chunk adds its sum
     copy_join join{sc};  // the staging buffers are written on the copy stream
     event_list evs;
     cudaEvent_t e_alloc, e_copied[2];
@@ -772,14 +736,10 @@ cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases_v, size_t bases_len, s
         if (p.nb == 0) continue;
         CUZK_CK(cudaStreamWaitEvent(s, e_copied[k % 2], 0));
         CUZK_TRY(msm_run<F>(ctx, stage[k % 2].p, p.nb, 0, static_cast<const fr_t *>(d_scalars) + p.i0,
-                            nullptr, p.cnt, h_density ? h_density + p.i0 / 64 : nullptr, nullptr,
-                            d_acc.p));
+                            nullptr, p.cnt, h_density ? h_density + p.i0 / 64 : nullptr, out_jacobian,
+                            true));
     }
     prof.mark("chunks");
-    k_xyzz_to_jac<F><<<1, 1, 0, s>>>(d_acc.as<xyzz_t<F>>(), d_out.as<jac_t<F>>());
-    CUZK_CKL();
-    CUZK_CK(cudaMemcpyAsync(out_jacobian, d_out.p, sizeof(jac_t<F>), cudaMemcpyDeviceToHost, s));
-    CUZK_CK(cudaStreamSynchronize(s));
     return ok();
 }
 
