@@ -261,6 +261,10 @@ mod tests {
         );
         assert!(assignment_bytes(&a) <= exact);
         assert!(assignment_bytes(&a) >= in_use);
+        // `pool_requests` are the checkouts it made: once back, all of them are reused.
+        drop(a);
+        assert_eq!(pool.idle_reusable_bytes(&pool_requests(hint)), in_use);
+        assert_eq!(pool.shrink_unreusable(&pool_requests(hint)), 0);
         // With factor 2 a reused buffer may be up to twice each request.
         assert!(partition_bytes(hint, 2.0) >= 2 * (3 * 10_000 + 9_000) * ELEM);
         // A synthesized circuit holds no more than its reservation (sized from its
