@@ -16,7 +16,7 @@
 
 mod ffi;
 
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -262,70 +262,93 @@ unsafe impl Send for DeviceBases {}
 // concurrently (they are serialised per device inside the kernels).
 unsafe impl Sync for DeviceBases {}
 
+/// The kernels' four constructors of a bases handle share this signature.
+type MakeBases = unsafe extern "C" fn(c_int, *const c_void, usize, *mut *mut ffi::KBases) -> ffi::KResult;
+
 impl DeviceBases {
-    fn upload_g1(device: i32, points: &[blstrs::G1Affine]) -> Result<Self> {
+    /// A handle from one of the kernels' constructors (`make`, named `call` in errors), checked.
+    ///
+    /// # Safety
+    /// `points` must point at `len` points in the layout `make` reads (blst_p1_affine for the
+    /// G1 constructors, blst_p2_affine for G2), live for the call. A streamed constructor keeps
+    /// the pointer: then `host` must own those points, keeping them put and unchanged until the
+    /// handle is freed (`_host` drops after `Drop::drop` frees it).
+    unsafe fn make(
+        call: &'static str,
+        make: MakeBases,
+        device: i32,
+        points: *const c_void,
+        len: usize,
+        host: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    ) -> Result<Self> {
         let mut raw = std::ptr::null_mut();
-        // SAFETY: G1Affine is repr(transparent) over blst_p1_affine, the layout the kernels
-        // read; `points` is live for the call; `raw` is a valid out-pointer.
-        check("cuzk_k_bases_upload_g1", unsafe {
-            ffi::cuzk_k_bases_upload_g1(device, points.as_ptr().cast::<c_void>(), points.len(), &mut raw)
-        })?;
-        let this = Self {
-            raw,
-            len: points.len(),
-            _host: None,
-        };
+        // SAFETY: the caller's contract above; `raw` is a valid out-pointer.
+        check(call, unsafe { make(device, points, len, &mut raw) })?;
+        let this = Self { raw, len, _host: host };
         this.check_len()?;
         Ok(this)
     }
 
+    fn upload_g1(device: i32, points: &[blstrs::G1Affine]) -> Result<Self> {
+        // SAFETY: G1Affine is repr(transparent) over blst_p1_affine; `points` is borrowed for
+        // the call and the upload keeps nothing.
+        unsafe {
+            Self::make(
+                "cuzk_k_bases_upload_g1",
+                ffi::cuzk_k_bases_upload_g1,
+                device,
+                points.as_ptr().cast(),
+                points.len(),
+                None,
+            )
+        }
+    }
+
     fn upload_g2(device: i32, points: &[blstrs::G2Affine]) -> Result<Self> {
-        let mut raw = std::ptr::null_mut();
         // SAFETY: as for upload_g1, with G2Affine over blst_p2_affine.
-        check("cuzk_k_bases_upload_g2", unsafe {
-            ffi::cuzk_k_bases_upload_g2(device, points.as_ptr().cast::<c_void>(), points.len(), &mut raw)
-        })?;
-        let this = Self {
-            raw,
-            len: points.len(),
-            _host: None,
-        };
-        this.check_len()?;
-        Ok(this)
+        unsafe {
+            Self::make(
+                "cuzk_k_bases_upload_g2",
+                ffi::cuzk_k_bases_upload_g2,
+                device,
+                points.as_ptr().cast(),
+                points.len(),
+                None,
+            )
+        }
     }
 
     /// Streamed G1 bases over `points` (page-locked now, read by every MSM).
     fn host_g1(device: i32, points: Arc<Vec<blstrs::G1Affine>>) -> Result<Self> {
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: as for upload_g1; the handle keeps the pointer after the call, so the points
-        // must stay put and unchanged until it is freed: `_host` holds the Arc (a Vec inside an
-        // Arc is never moved or mutated) and drops after `Drop::drop` frees the handle.
-        check("cuzk_k_bases_host_g1", unsafe {
-            ffi::cuzk_k_bases_host_g1(device, points.as_ptr().cast::<c_void>(), points.len(), &mut raw)
-        })?;
-        let this = Self {
-            raw,
-            len: points.len(),
-            _host: Some(points),
-        };
-        this.check_len()?;
-        Ok(this)
+        let (ptr, len) = (points.as_ptr().cast(), points.len());
+        // SAFETY: as for upload_g1; the handle keeps the pointer, and `host` is the Arc that
+        // owns the points (a Vec inside an Arc is never moved or mutated).
+        unsafe {
+            Self::make(
+                "cuzk_k_bases_host_g1",
+                ffi::cuzk_k_bases_host_g1,
+                device,
+                ptr,
+                len,
+                Some(points),
+            )
+        }
     }
 
     /// Streamed G2 bases over `points`.
     fn host_g2(device: i32, points: Arc<Vec<blstrs::G2Affine>>) -> Result<Self> {
-        let mut raw = std::ptr::null_mut();
+        let (ptr, len) = (points.as_ptr().cast(), points.len());
         // SAFETY: as for host_g1, with G2Affine over blst_p2_affine.
-        check("cuzk_k_bases_host_g2", unsafe {
-            ffi::cuzk_k_bases_host_g2(device, points.as_ptr().cast::<c_void>(), points.len(), &mut raw)
-        })?;
-        let this = Self {
-            raw,
-            len: points.len(),
-            _host: Some(points),
-        };
-        this.check_len()?;
-        Ok(this)
+        unsafe {
+            Self::make(
+                "cuzk_k_bases_host_g2",
+                ffi::cuzk_k_bases_host_g2,
+                device,
+                ptr,
+                len,
+                Some(points),
+            )
+        }
     }
 }
 
