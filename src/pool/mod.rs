@@ -678,7 +678,11 @@ mod tests {
         // Idle: 1, 2, 3 and 8 pages. Requests of 2 pages reuse 2..=4 pages with factor 2.
         let pool = idle_pool(2.0, &[page, 2 * page, 3 * page, 8 * page]);
         assert_eq!(pool.stats().bytes_idle, 14 * page);
-        assert_eq!(pool.idle_reusable_bytes(&[2 * page, 2 * page]), 5 * page, "best fit: 2, then 3");
+        assert_eq!(
+            pool.idle_reusable_bytes(&[2 * page, 2 * page]),
+            5 * page,
+            "best fit: 2, then 3"
+        );
         assert_eq!(pool.idle_reusable_bytes(&[2 * page; 3]), 5 * page, "no third fit");
         let freed = pool.shrink_unreusable(&[2 * page]);
         assert_eq!(freed, 9 * page, "the 1- and 8-page buffers");
