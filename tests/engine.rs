@@ -800,11 +800,18 @@ fn reference_with(params: &Parameters, seeds: &[u64], r: &[Scalar], s: &[Scalar]
         .expect("reference proofs")
 }
 
-/// A "GPU" that proves on the CPU and counts how often it was asked to evict its resident
-/// parameters.
+/// A "GPU" that proves on the CPU and records what it was asked to evict: everything
+/// (`evictions`) or one set (`evicted_sets`, by id).
 #[derive(Default)]
 struct FakeGpu {
     evictions: std::sync::atomic::AtomicUsize,
+    evicted_sets: parking_lot::Mutex<Vec<u64>>,
+}
+
+impl FakeGpu {
+    fn evicted_sets(&self) -> Vec<u64> {
+        self.evicted_sets.lock().clone()
+    }
 }
 
 impl Backend for FakeGpu {
@@ -814,6 +821,10 @@ impl Backend for FakeGpu {
 
     fn evict(&self) {
         self.evictions.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn evict_params(&self, params_id: u64) {
+        self.evicted_sets.lock().push(params_id);
     }
 
     fn keep_resident(&self, _: &Parameters) -> cuzk::Result<()> {
@@ -934,8 +945,9 @@ fn under_pressure_an_idle_parameter_set_is_evicted_and_one_in_use_never() {
     assert_eq!((stats.evicted_params, stats.params_sets), (0, 2), "{stats:#?}");
     assert_eq!((stats.in_synthesis, stats.pending), (1, 2), "B not dispatched");
     assert_eq!(gpu.evictions.load(Ordering::SeqCst), 0);
+    assert!(gpu.evicted_sets().is_empty(), "nothing evicted while A is in use");
 
-    // A done: its set is idle and goes (with the device's resident sets); B runs.
+    // A done: its set is idle and goes (with its device copy alone); B runs.
     gate.open();
     assert_eq!(a.wait().unwrap(), reference(&[1], &ra, &sa));
     assert_eq!(b.wait().unwrap(), reference_with(&pb, &[2, 3], &rb, &sb));
@@ -948,9 +960,11 @@ fn under_pressure_an_idle_parameter_set_is_evicted_and_one_in_use_never() {
         stats.budget_peak <= limit + pb.host_bytes(),
         "only the set charged at submission went past"
     );
-    assert!(
-        gpu.evictions.load(Ordering::SeqCst) >= 1,
-        "the device copy was evicted too"
+    assert_eq!(gpu.evicted_sets(), [pa.id()], "A's device copy was evicted too");
+    assert_eq!(
+        gpu.evictions.load(Ordering::SeqCst),
+        0,
+        "no other set's device copy went with it"
     );
     // B proved on the "GPU" since: its device copy is counted.
     assert_eq!(stats.params[0].resident_backends, 1);
@@ -970,6 +984,11 @@ fn under_pressure_an_idle_parameter_set_is_evicted_and_one_in_use_never() {
     let stats = engine.stats();
     assert_eq!(stats.params.iter().map(|p| p.id).collect::<Vec<_>>(), [pc_id]);
     assert_eq!((stats.evicted_params, stats.evicted_params_host_bytes), (2, 0));
+    assert_eq!(
+        gpu.evicted_sets(),
+        [pa.id(), pb.id()],
+        "B's device copy alone this time"
+    );
     // Set A again (the test's clone): set C goes, and with it its host copy.
     let (ra, sa) = randomness(1, 5);
     let again = engine

@@ -430,6 +430,60 @@ fn eight_threads_two_parameter_sets_one_gpu() {
     eprintln!("8 threads x {rounds} proofs over 2 sets: all equal to the CPU's bytes");
 }
 
+/// `evict_params` frees one set's device copy and leaves the others resident (the engine
+/// evicts idle sets one at a time this way); the evicted set uploads again at its next proof.
+#[test]
+fn evicting_one_set_leaves_the_others_resident() {
+    let _serial = serial();
+    let mut rng = common::rng("evict_one");
+    let circuits = [
+        Synthetic::new(11).with_seed(rng.gen()),
+        Synthetic::new(12).with_seed(rng.gen()),
+    ];
+    let params: Vec<cuzk::Parameters> = circuits
+        .iter()
+        .map(|c| random_parameters(c.clone(), rng.gen()).unwrap())
+        .collect();
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let cpu = cpu_prover();
+    let expected: Vec<_> = (0..2)
+        .map(|k| {
+            cpu.prove_with_randomness(vec![circuits[k].clone()], &params[k], &[r], &[s])
+                .unwrap()[0]
+                .to_bytes()
+        })
+        .collect();
+    let backend = cuda::CudaBackend::shared(0).unwrap();
+    backend.release_device_memory().unwrap();
+    let gpu = gpu_prover();
+    gpu.prepare(&params[0]).unwrap();
+    gpu.prepare(&params[1]).unwrap();
+    assert_eq!(backend.resident_sets(), 2);
+    let both = params[0].device_bytes() + params[1].device_bytes();
+    assert_eq!(backend.resident_bytes(), both);
+
+    gpu.evict_params(&params[0]);
+    assert_eq!(backend.resident_sets(), 1, "set 1 stays");
+    assert_eq!(
+        backend.resident_bytes(),
+        params[1].device_bytes(),
+        "set 0's device copy is freed"
+    );
+    assert!(!backend.evict_params(params[0].id()), "set 0 is no longer resident");
+    // Set 1 proves from its resident copy (no upload), set 0 uploads again.
+    let p = gpu
+        .prove_with_randomness(vec![circuits[1].clone()], &params[1], &[r], &[s])
+        .unwrap();
+    assert_eq!(p[0].to_bytes(), expected[1]);
+    assert_eq!(backend.resident_sets(), 1, "set 1 was not uploaded again");
+    let p = gpu
+        .prove_with_randomness(vec![circuits[0].clone()], &params[0], &[r], &[s])
+        .unwrap();
+    assert_eq!(p[0].to_bytes(), expected[0]);
+    assert_eq!((backend.resident_sets(), backend.resident_bytes()), (2, both));
+    backend.release_device_memory().unwrap();
+}
+
 /// A proof leaves the calling thread's CUDA context as it found it: none, or the caller's own.
 #[test]
 fn proving_leaves_the_callers_cuda_context_alone() {

@@ -51,10 +51,10 @@
 //! ([`PinnedPool::shrink_unreusable`](crate::PinnedPool::shrink_unreusable)); other idle pool
 //! buffers, largest first; idle parameter sets (no pending or in-flight partition uses them),
 //! sets held by the engine alone first (dropping them frees their host copy), least recently
-//! used first, with their device copies (the [`Backend`](crate::prover::Backend) trait only
-//! evicts a backend's resident sets all at once: sets in use keep theirs until their proofs
-//! end, others upload again at their next proof). Nothing in use is evicted. When nothing can
-//! be freed the dispatch waits, up to `EngineConfig::budget_timeout`.
+//! used first, each with its own device copies
+//! ([`Backend::evict_params`](crate::prover::Backend::evict_params): other sets stay resident).
+//! Nothing in use is evicted. When nothing can be freed the dispatch waits, up to
+//! `EngineConfig::budget_timeout`.
 //!
 //! A circuit larger than its parameters (which fails its proof anyway) can grow its vectors
 //! past its reservation while it synthesizes; its growth then waits for pool room like any

@@ -619,13 +619,12 @@ impl State {
     }
 
     /// Takes set `id` out of the cache and its charge out of the budget. The caller evicts the
-    /// backends' resident sets (all of them: see the module docs), so every residency mark
-    /// goes too.
+    /// set's resident copies ([`Prover::evict_params`]), so its residency marks go too.
     fn drop_params(&mut self, id: u64) -> Option<ParamEntry> {
         let entry = self.params.remove(&id)?;
         self.budget.release(entry.host_bytes);
         for set in &mut self.resident {
-            set.clear();
+            set.remove(&id);
         }
         for epoch in &mut self.evict_epoch {
             *epoch += 1;
@@ -829,7 +828,7 @@ impl Shared {
                 return true;
             }
         }
-        // 3. An idle parameter set, with the backends' resident sets.
+        // 3. An idle parameter set, with its resident copies (other sets stay resident).
         let Some(pid) = st.eviction_candidate() else {
             return false;
         };
@@ -839,7 +838,7 @@ impl Shared {
         st.counters.evicted_params += 1;
         let freed = parking_lot::MutexGuard::unlocked(st, || {
             for prover in &self.backend_provers {
-                prover.evict_resident();
+                prover.evict_params(&entry.params);
             }
             let alone = entry.params.host_copy_holders() == 1;
             let bytes = entry.host_bytes;
@@ -1475,10 +1474,9 @@ impl Engine {
     }
 
     /// Drops `params` from the engine's parameter cache: its charge leaves the budget and the
-    /// backends evict their resident sets (the [`Backend`] trait evicts all of a backend's
-    /// sets at once; sets in use keep theirs until their proofs end, others upload again at
-    /// their next proof). Returns false, changing nothing, when the engine does not hold the
-    /// set or a job of the engine still uses it (nothing in use is dropped).
+    /// backends evict its resident copies ([`Prover::evict_params`]; other sets stay
+    /// resident). Returns false, changing nothing, when the engine does not hold the set or a
+    /// job of the engine still uses it (nothing in use is dropped).
     pub fn remove_parameters(&self, params: &Parameters) -> bool {
         let entry = {
             let mut st = self.shared.state.lock();
@@ -1491,7 +1489,7 @@ impl Engine {
             }
         };
         for prover in &self.shared.backend_provers {
-            prover.evict_resident();
+            prover.evict_params(params);
         }
         log::info!("engine: parameters {} removed", params.id());
         drop(entry);

@@ -72,6 +72,12 @@ pub trait Backend: Send + Sync {
     /// backend's device caches.
     fn evict(&self) {}
 
+    /// Frees what [`Backend::prepare`] or [`Backend::keep_resident`] keeps for the one set
+    /// `params_id` ([`Parameters::id`]), leaving other sets resident; proofs in flight with it
+    /// keep it until they finish. Does nothing for a set the backend does not hold (and on a
+    /// backend that keeps nothing, the CPU).
+    fn evict_params(&self, _params_id: u64) {}
+
     /// Whether the backend can no longer prove (a GPU that hit a sticky error). `Auto`
     /// provers then go on on the CPU.
     fn is_lost(&self) -> bool {
@@ -355,6 +361,13 @@ impl Prover {
     /// parameters until they finish.
     pub fn evict_resident(&self) {
         self.backend.evict();
+    }
+
+    /// Frees what the backend keeps for `params` alone (its device copy; also one kept by
+    /// [`Prover::prepare_device_only`], which then cannot prove any more), leaving other
+    /// parameter sets resident. Proofs in flight with `params` keep it until they finish.
+    pub fn evict_params(&self, params: &Parameters) {
+        self.backend.evict_params(params.id());
     }
 
     /// Synthesizes into buffers from `pool`.

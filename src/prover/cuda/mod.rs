@@ -875,6 +875,28 @@ impl CudaBackend {
         self.release_caches()
     }
 
+    /// Frees the resident copy of the one parameter set `params_id` ([`Parameters::id`]; a set
+    /// kept for good included), leaving the other sets and the device caches; proofs in flight
+    /// with it keep it until they finish. Returns whether the set was resident.
+    pub fn evict_params(&self, params_id: u64) -> bool {
+        // Out of the list under its lock, then emptied under the slot's own lock (never both
+        // at once: an uploading caller holds its slot's lock and may want the list's).
+        let slot = {
+            let mut slots = self.slots.lock();
+            let i = slots.iter().position(|s| s.params_id == params_id);
+            i.map(|i| slots.remove(i))
+        };
+        let Some(slot) = slot else { return false };
+        slot.evicted.store(true, Ordering::Release);
+        let resident = slot.state.lock().take();
+        log::debug!(
+            "GPU {}: parameters {params_id} evicted ({} bytes)",
+            self.device,
+            resident.as_ref().map_or(0, |r| r.bytes)
+        );
+        resident.is_some()
+    }
+
     /// Same as [`CudaBackend::release_device_memory`].
     pub fn evict_all(&self) {
         if let Err(e) = self.release_device_memory() {
@@ -1132,6 +1154,10 @@ impl Backend for CudaBackend {
 
     fn evict(&self) {
         self.evict_all();
+    }
+
+    fn evict_params(&self, params_id: u64) {
+        CudaBackend::evict_params(self, params_id);
     }
 
     fn is_lost(&self) -> bool {
