@@ -248,6 +248,48 @@ impl Default for ProvingAssignment {
     }
 }
 
+/// A linear combination's coefficient, classified once per term. Circuits are mostly made of
+/// ±1 coefficients (bit checks, copies, `lc + one - b`): those cost an addition or subtraction
+/// instead of a Montgomery product. Coefficients are part of the circuit, not secret, so the
+/// check compares their limbs directly rather than through `subtle`'s constant-time equality
+/// (which was ~4% of synthesis by itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Coeff {
+    Zero,
+    One,
+    MinusOne,
+    Other,
+}
+
+impl Coeff {
+    fn of(c: &Scalar) -> Self {
+        // Montgomery forms of 1 and −1 (blst's limbs; `From<Scalar> for blst_fr` is a copy).
+        static ONE_MINUS_ONE: std::sync::OnceLock<([u64; 4], [u64; 4])> = std::sync::OnceLock::new();
+        let (one, minus_one) =
+            ONE_MINUS_ONE.get_or_init(|| (blst::blst_fr::from(Scalar::ONE).l, blst::blst_fr::from(-Scalar::ONE).l));
+        let l = blst::blst_fr::from(*c).l;
+        if l == [0; 4] {
+            Coeff::Zero
+        } else if l == *one {
+            Coeff::One
+        } else if l == *minus_one {
+            Coeff::MinusOne
+        } else {
+            Coeff::Other
+        }
+    }
+
+    /// `acc += coeff · value`, the same field element whichever way it is computed.
+    fn add_term(self, acc: &mut Scalar, value: Scalar, coeff: &Scalar) {
+        match self {
+            Coeff::Zero => {}
+            Coeff::One => *acc += value,
+            Coeff::MinusOne => *acc -= value,
+            Coeff::Other => *acc += value * coeff,
+        }
+    }
+}
+
 impl ProvingAssignment {
     /// An assignment whose a/b/c live on the heap.
     pub fn new_heap() -> Self {
@@ -462,11 +504,12 @@ impl ProvingAssignment {
         };
         let mut acc = Scalar::ZERO;
         for (&i, coeff) in lc.iter_inputs() {
-            if bool::from(coeff.is_zero()) {
+            let kind = Coeff::of(coeff);
+            if kind == Coeff::Zero {
                 continue;
             }
             let value = *self.input_assignment.get(i).ok_or_else(|| malformed("input", i))?;
-            acc += if *coeff == Scalar::ONE { value } else { value * coeff };
+            kind.add_term(&mut acc, value, coeff);
             if let Some(t) = track_inputs {
                 if !self.tracker(t).inc(i) {
                     return Err(malformed("input", i));
@@ -474,7 +517,8 @@ impl ProvingAssignment {
             }
         }
         for (&i, coeff) in lc.iter_aux() {
-            if bool::from(coeff.is_zero()) {
+            let kind = Coeff::of(coeff);
+            if kind == Coeff::Zero {
                 continue;
             }
             let value = *self
@@ -482,7 +526,7 @@ impl ProvingAssignment {
                 .as_slice()
                 .get(i)
                 .ok_or_else(|| malformed("aux", i))?;
-            acc += if *coeff == Scalar::ONE { value } else { value * coeff };
+            kind.add_term(&mut acc, value, coeff);
             if let Some(t) = track_aux {
                 if !self.tracker(t).inc(i) {
                     return Err(malformed("aux", i));
@@ -748,5 +792,61 @@ impl ProvingAssignment {
             abc_released: false,
             finished: true,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::SplitMix;
+
+    /// The ±1 shortcuts give the field element a product would: every coefficient kind, on
+    /// inputs and aux, in A, B and C, against Σ coeff·value computed plainly.
+    #[test]
+    fn coefficients_of_every_kind_evaluate_as_products() {
+        let mut rng = SplitMix::new(7);
+        let mut cs = ProvingAssignment::new_heap();
+        // The "one" input first, as the prover allocates it.
+        cs.alloc_input(|| "one", || Ok(Scalar::ONE)).unwrap();
+        let inputs: Vec<Scalar> = (0..3).map(|_| Scalar::random(&mut rng)).collect();
+        let aux: Vec<Scalar> = (0..5).map(|_| Scalar::random(&mut rng)).collect();
+        let iv: Vec<Variable> = inputs
+            .iter()
+            .map(|v| cs.alloc_input(|| "in", || Ok(*v)).unwrap())
+            .collect();
+        let av: Vec<Variable> = aux.iter().map(|v| cs.alloc(|| "aux", || Ok(*v)).unwrap()).collect();
+        let coeffs = [
+            Scalar::ZERO,
+            Scalar::ONE,
+            -Scalar::ONE,
+            Scalar::from(2u64),
+            Scalar::random(&mut rng),
+        ];
+        let values = [&[Scalar::ONE][..], &inputs].concat();
+        let mut vars = vec![ProvingAssignment::one()];
+        vars.extend(&iv);
+        let lc = |shift: usize| {
+            let mut lc = LinearCombination::zero();
+            let mut expected = Scalar::ZERO;
+            for (k, (&var, value)) in vars.iter().zip(&values).enumerate() {
+                let c = coeffs[(k + shift) % coeffs.len()];
+                lc = lc + (c, var);
+                expected += c * value;
+            }
+            for (k, (&var, value)) in av.iter().zip(&aux).enumerate() {
+                let c = coeffs[(k + shift + 2) % coeffs.len()];
+                lc = lc + (c, var);
+                expected += c * value;
+            }
+            (lc, expected)
+        };
+        let ((la, ea), (lb, eb), (lc_, ec)) = (lc(0), lc(1), lc(3));
+        cs.enforce(|| "mixed", |_| la, |_| lb, |_| lc_);
+        assert!(cs.error.is_none());
+        assert_eq!(cs.a().last(), Some(&ea), "A");
+        assert_eq!(cs.b().last(), Some(&eb), "B");
+        assert_eq!(cs.c().last(), Some(&ec), "C");
+        assert_eq!(Coeff::of(&-Scalar::ONE), Coeff::MinusOne);
+        assert_eq!(Coeff::of(&Scalar::from(2u64)), Coeff::Other);
     }
 }
