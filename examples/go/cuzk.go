@@ -457,10 +457,15 @@ func (p *Pool) Stats() (PoolStats, error) {
 	err := p.h.use(func(ptr unsafe.Pointer) error {
 		return call(func(e **C.char) C.enum_cuzk_status { return C.cuzk_pool_stats((*C.struct_cuzk_pool)(ptr), &s, e) })
 	})
+	return poolStatsFrom(&s), err
+}
+
+// poolStatsFrom converts the ABI's pool counters (also part of an engine's statistics).
+func poolStatsFrom(s *C.struct_cuzk_pool_statistics) PoolStats {
 	return PoolStats{uint64(s.checkouts), uint64(s.allocations), uint64(s.reuses), uint64(s.fallbacks),
 		uint64(s.failures), uint64(s.waits), uint64(s.frees), uint64(s.bytes_in_use), uint64(s.bytes_idle),
 		uint64(s.peak_bytes), uint64(s.fallback_bytes_in_use), uint64(s.idle_buffers),
-		time.Duration(s.alloc_ns), time.Duration(s.free_ns)}, err
+		time.Duration(s.alloc_ns), time.Duration(s.free_ns)}
 }
 
 // Shrink frees idle buffers until at most target bytes are idle; returns the bytes freed.

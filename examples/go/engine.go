@@ -1,0 +1,495 @@
+package cuzk
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+#include "cuzk.h"
+
+void cuzkGoProgress(uintptr_t user, uint64_t job_id, uint64_t done, uint64_t failed, uint64_t total, bool finished);
+
+// The ABI's callback: passes its user data (a cgo.Handle's value, never a Go pointer) on.
+static void cuzk_go_progress(void *user, uint64_t job_id, uint64_t done, uint64_t failed, uint64_t total, bool finished) {
+	cuzkGoProgress((uintptr_t)user, job_id, done, failed, total, finished);
+}
+
+// Registers cuzk_go_progress with a cgo.Handle's value as its user data (0: removes it).
+static enum cuzk_status cuzk_go_job_on_progress(const cuzk_job *job, uintptr_t user, char **err) {
+	if (user == 0) {
+		return cuzk_job_on_progress(job, NULL, NULL, err);
+	}
+	return cuzk_job_on_progress(job, cuzk_go_progress, (void *)user, err);
+}
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/cgo"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// PacerMode is how an engine paces dispatches to its GPU workers.
+type PacerMode int
+
+// Pacer modes.
+const (
+	// PacerPI: a PI controller keeps PacerDepth synthesized partitions waiting for a GPU.
+	PacerPI PacerMode = C.CUZK_PACER_MODE_PI
+	// PacerBoundedQueue: at most PacerDepth partitions in synthesis or waiting.
+	PacerBoundedQueue PacerMode = C.CUZK_PACER_MODE_BOUNDED_QUEUE
+)
+
+// EngineConfig configures an engine (cuzk_engine_config in cuzk.h). Start from
+// DefaultEngineConfig; a zero field means "the library's default" where it says so.
+type EngineConfig struct {
+	// SynthesisWorkers synthesize (0: the host's cores). Jobs submitted from Go arrive
+	// synthesized, so these threads are idle unless Rust code shares the engine.
+	SynthesisWorkers int
+	// GPUWorkersPerBackend is the number of proving threads per backend (0: 1).
+	GPUWorkersPerBackend int
+	// Backend: GPU proves on GPUs FirstGPU .. FirstGPU+NumGPUs-1.
+	Backend Backend
+	// FirstGPU is the first GPU (with GPU).
+	FirstGPU int
+	// NumGPUs is how many GPUs from FirstGPU (with GPU; 0: 1).
+	NumGPUs int
+	// BudgetBytes is the host memory budget: partitions in flight, parameter sets held and
+	// the pool's idle buffers; also the pool's cap (0: half the host's memory).
+	BudgetBytes uint64
+	// BudgetTimeout is how long a partition waits for room in the budget before its job
+	// fails with StatusBudgetExhausted (0: 10 minutes). Millisecond resolution.
+	BudgetTimeout time.Duration
+	// Pacer is the pacing mode.
+	Pacer PacerMode
+	// PacerDepth is the PI target depth or the bounded queue's depth (0: 2 for PI, 4 for
+	// the queue).
+	PacerDepth int
+	// Memory is the memory the engine's pool hands out.
+	Memory PoolMemory
+}
+
+// DefaultEngineConfig is the library's default configuration (cuzk_engine_config_default).
+func DefaultEngineConfig() EngineConfig {
+	c := C.cuzk_engine_config_default()
+	return EngineConfig{
+		SynthesisWorkers:     int(c.synthesis_workers),
+		GPUWorkersPerBackend: int(c.gpu_workers_per_backend),
+		Backend:              Backend(c.backend),
+		FirstGPU:             int(c.first_gpu),
+		NumGPUs:              int(c.num_gpus),
+		BudgetBytes:          uint64(c.budget_bytes),
+		BudgetTimeout:        time.Duration(c.budget_timeout_ms) * time.Millisecond,
+		Pacer:                PacerMode(c.pacer),
+		PacerDepth:           int(c.pacer_depth),
+		Memory:               PoolMemory(c.memory),
+	}
+}
+
+// cConfig checks cfg (enums must be known values before they cross the ABI) and converts it.
+func (cfg EngineConfig) cConfig() (C.struct_cuzk_engine_config, error) {
+	var c C.struct_cuzk_engine_config
+	bad := func(msg string, args ...interface{}) (C.struct_cuzk_engine_config, error) {
+		return c, &Error{StatusInvalidArgument, "engine config: " + fmt.Sprintf(msg, args...)}
+	}
+	if cfg.Backend != Auto && cfg.Backend != CPU && cfg.Backend != GPU {
+		return bad("unknown backend %d", int(cfg.Backend))
+	}
+	if cfg.Pacer != PacerPI && cfg.Pacer != PacerBoundedQueue {
+		return bad("unknown pacer mode %d", int(cfg.Pacer))
+	}
+	if cfg.Memory != BestAvailable && cfg.Memory != Heap {
+		return bad("unknown pool memory %d", int(cfg.Memory))
+	}
+	u32 := func(name string, v int) (C.uint32_t, error) {
+		if v < 0 || uint64(v) > 0xffffffff {
+			return 0, &Error{StatusInvalidArgument, fmt.Sprintf("engine config: %s = %d is out of range", name, v)}
+		}
+		return C.uint32_t(v), nil
+	}
+	var err error
+	for _, f := range []struct {
+		name string
+		v    int
+		dst  *C.uint32_t
+	}{
+		{"SynthesisWorkers", cfg.SynthesisWorkers, &c.synthesis_workers},
+		{"GPUWorkersPerBackend", cfg.GPUWorkersPerBackend, &c.gpu_workers_per_backend},
+		{"FirstGPU", cfg.FirstGPU, &c.first_gpu},
+		{"NumGPUs", cfg.NumGPUs, &c.num_gpus},
+		{"PacerDepth", cfg.PacerDepth, &c.pacer_depth},
+	} {
+		if *f.dst, err = u32(f.name, f.v); err != nil {
+			return c, err
+		}
+	}
+	if cfg.BudgetTimeout < 0 {
+		return bad("negative BudgetTimeout")
+	}
+	ms := cfg.BudgetTimeout / time.Millisecond
+	if cfg.BudgetTimeout > 0 && ms == 0 {
+		ms = 1 // not "the default"
+	}
+	c.backend = C.enum_cuzk_backend(cfg.Backend)
+	c.budget_bytes = C.uint64_t(cfg.BudgetBytes)
+	c.budget_timeout_ms = C.uint64_t(ms)
+	c.pacer = C.enum_cuzk_pacer_mode(cfg.Pacer)
+	c.memory = C.enum_cuzk_pool_memory(cfg.Memory)
+	return c, nil
+}
+
+// Engine is cuzk's proving engine: jobs of synthesized partitions (assignments) from any
+// goroutine, proved on its GPU workers under one host memory budget. Safe for concurrent
+// use. Close stops it; its jobs outlive it (those not over fail with StatusCancelled).
+type Engine struct{ h handle }
+
+// NewEngine starts an engine (its threads and pool).
+func NewEngine(cfg EngineConfig) (*Engine, error) {
+	c, err := cfg.cConfig()
+	if err != nil {
+		return nil, err
+	}
+	var out *C.struct_cuzk_engine
+	if err := call(func(e **C.char) C.enum_cuzk_status { return C.cuzk_engine_new(&c, &out, e) }); err != nil {
+		return nil, err
+	}
+	eng := &Engine{handle{ptr: unsafe.Pointer(out)}}
+	runtime.SetFinalizer(eng, func(e *Engine) { e.Close() })
+	return eng, nil
+}
+
+// Pool is a handle on the engine's own pool: make a job's assignments there
+// (NewR1CSAssignment, Checkout for raw ones), so their bytes are the ones the engine's
+// budget counts. Close it when done; the pool lives on while the engine or a handle holds it.
+func (eng *Engine) Pool() (*Pool, error) {
+	var out *C.struct_cuzk_pool
+	err := eng.h.use(func(p unsafe.Pointer) error {
+		return call(func(e **C.char) C.enum_cuzk_status {
+			return C.cuzk_engine_pool((*C.struct_cuzk_engine)(p), &out, e)
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	pool := &Pool{handle{ptr: unsafe.Pointer(out)}}
+	runtime.SetFinalizer(pool, func(p *Pool) { p.Close() })
+	return pool, nil
+}
+
+// Submit submits a job: one partition per assignment, proved with params, without blocking.
+// r and s are both nil (drawn from the OS) or one 32-byte scalar per assignment each (the
+// same r, s give Prover.Prove's bytes). A higher priority goes to a GPU first. The
+// assignments are consumed whatever the outcome, as by Prove; their bytes count against
+// the engine's budget at once.
+func (eng *Engine) Submit(params *Params, assignments []*Assignment, r, s [][]byte, priority int32) (*Job, error) {
+	ptrs := make([]*C.struct_cuzk_assignment, len(assignments))
+	var failed error
+	for i, a := range assignments {
+		if a == nil {
+			if failed == nil {
+				failed = &Error{StatusNullArgument, fmt.Sprintf("assignment %d is nil", i)}
+			}
+			continue
+		}
+		runtime.SetFinalizer(a, nil)
+		if ptr := a.h.take(); ptr != nil {
+			ptrs[i] = (*C.struct_cuzk_assignment)(ptr)
+		} else if failed == nil {
+			failed = fmt.Errorf("assignment %d: %w", i, ErrClosed)
+		}
+	}
+	// submitted: cuzk_engine_submit ran and took the assignments.
+	submitted := false
+	defer func() {
+		if !submitted {
+			for _, ptr := range ptrs {
+				if ptr != nil {
+					C.cuzk_assignment_free(ptr)
+				}
+			}
+		}
+	}()
+	if failed != nil {
+		return nil, failed
+	}
+	if len(assignments) == 0 {
+		return nil, &Error{StatusInvalidArgument, "an empty job: nothing to prove"}
+	}
+	if (r == nil) != (s == nil) || (r != nil && (len(r) != len(assignments) || len(s) != len(assignments))) {
+		return nil, &Error{StatusInvalidArgument, fmt.Sprintf("r and s: both nil or %d each", len(assignments))}
+	}
+	rb, err := flatten("r", r)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := flatten("s", s)
+	if err != nil {
+		return nil, err
+	}
+	if params == nil {
+		return nil, &Error{StatusNullArgument, "params is nil"}
+	}
+	var out *C.struct_cuzk_job
+	err = eng.h.use(func(ep unsafe.Pointer) error {
+		return params.h.use(func(pp unsafe.Pointer) error {
+			submitted = true
+			return call(func(e **C.char) C.enum_cuzk_status {
+				return C.cuzk_engine_submit((*C.struct_cuzk_engine)(ep), (*C.struct_cuzk_params)(pp), &ptrs[0],
+					C.size_t(len(ptrs)), bytesPtr(rb), bytesPtr(sb), C.int32_t(priority), &out, e)
+			})
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	j := &Job{h: handle{ptr: unsafe.Pointer(out)}, total: len(assignments), sink: &progressSink{over: make(chan struct{})}}
+	j.handle = cgo.NewHandle(j.sink)
+	runtime.SetFinalizer(j, func(j *Job) { j.Close() })
+	// The job's own callback: it tells Wait when the job is over (see Job) and forwards to
+	// OnProgress's f. The library calls it once at least, when the job is over.
+	if err := call(func(e **C.char) C.enum_cuzk_status {
+		return C.cuzk_go_job_on_progress(out, C.uintptr_t(j.handle), e)
+	}); err != nil {
+		j.Close()
+		return nil, err
+	}
+	return j, nil
+}
+
+// EngineStats is a snapshot of an engine (cuzk_engine_statistics in cuzk.h); durations are
+// zero until known.
+type EngineStats struct {
+	// Partitions submitted and not yet dispatched; in synthesis; synthesized and waiting for
+	// a GPU worker; being proved.
+	Pending, InSynthesis, Waiting, OnGPU uint64
+	// Jobs not yet over; whose proofs all came back; that failed or were cancelled.
+	JobsActive, JobsDone, JobsFailed uint64
+	// Partitions proved; whose own synthesis or proof failed; dropped unproved because their
+	// job failed or was cancelled.
+	PartitionsDone, PartitionsFailed, PartitionsDropped uint64
+	// Budget bytes reserved now, at most at once, and the budget.
+	BudgetUsed, BudgetPeak, BudgetLimit uint64
+	// Of BudgetUsed: bytes reserved for circuits synthesizing.
+	SynthesisReserved uint64
+	// Parameter sets held, their host bytes (in BudgetUsed), their device bytes (an upper
+	// bound).
+	ParamsSets, ParamsHostBytes, ParamsDeviceBytes uint64
+	// Dispatches that waited for room in the budget.
+	BudgetWaits uint64
+	// Idle pool bytes freed, parameter sets evicted and the host bytes they freed, under
+	// budget pressure.
+	EvictedPoolBytes, EvictedParams, EvictedParamsHostBytes uint64
+	// Moving averages of a partition's synthesis and proving times.
+	SynthesisEMA, GPUEMA time.Duration
+	// GPU workers, and those whose backend is lost.
+	GPUWorkers, GPUWorkersLost int
+	// Mean fraction of the engine's lifetime the GPU workers spent proving.
+	GPUBusyFraction float64
+	// Dispatches per second the pacer aims at (0: not pacing by rate), its target depth, the
+	// most partitions in synthesis and waiting together.
+	PacerDispatchRate                  float64
+	PacerTargetDepth, PacerInFlightCap uint64
+	// Time since the engine started.
+	Uptime time.Duration
+	// The engine's pool.
+	Pool PoolStats
+}
+
+// Stats returns a snapshot of the engine's queues, budget, pacer, GPU workers and pool.
+func (eng *Engine) Stats() (EngineStats, error) {
+	var s C.struct_cuzk_engine_statistics
+	err := eng.h.use(func(p unsafe.Pointer) error {
+		return call(func(e **C.char) C.enum_cuzk_status {
+			return C.cuzk_engine_stats((*C.struct_cuzk_engine)(p), &s, e)
+		})
+	})
+	if err != nil {
+		return EngineStats{}, err
+	}
+	u := func(v C.uint64_t) uint64 { return uint64(v) }
+	d := func(v C.uint64_t) time.Duration { return time.Duration(v) }
+	return EngineStats{
+		Pending: u(s.pending), InSynthesis: u(s.in_synthesis), Waiting: u(s.waiting), OnGPU: u(s.on_gpu),
+		JobsActive: u(s.jobs_active), JobsDone: u(s.jobs_done), JobsFailed: u(s.jobs_failed),
+		PartitionsDone: u(s.partitions_done), PartitionsFailed: u(s.partitions_failed),
+		PartitionsDropped: u(s.partitions_dropped),
+		BudgetUsed:        u(s.budget_used), BudgetPeak: u(s.budget_peak), BudgetLimit: u(s.budget_limit),
+		SynthesisReserved: u(s.synthesis_reserved),
+		ParamsSets:        u(s.params_sets), ParamsHostBytes: u(s.params_host_bytes),
+		ParamsDeviceBytes: u(s.params_device_bytes),
+		BudgetWaits:       u(s.budget_waits),
+		EvictedPoolBytes:  u(s.evicted_pool_bytes), EvictedParams: u(s.evicted_params),
+		EvictedParamsHostBytes: u(s.evicted_params_host_bytes),
+		SynthesisEMA:           d(s.synthesis_ema_ns), GPUEMA: d(s.gpu_ema_ns),
+		GPUWorkers: int(s.gpu_workers), GPUWorkersLost: int(s.gpu_workers_lost),
+		GPUBusyFraction:   float64(s.gpu_busy_fraction),
+		PacerDispatchRate: float64(s.pacer_dispatch_rate),
+		PacerTargetDepth:  u(s.pacer_target_depth), PacerInFlightCap: u(s.pacer_in_flight_cap),
+		Uptime: d(s.uptime_ns),
+		Pool:   poolStatsFrom(&s.pool),
+	}, nil
+}
+
+// Close stops the engine: jobs not yet over fail with StatusCancelled (their Wait says so),
+// proofs under way finish, its threads are joined. It waits for Submit, Stats and Pool calls
+// under way. A second Close returns ErrClosed.
+func (eng *Engine) Close() error {
+	runtime.SetFinalizer(eng, nil)
+	return closeWith(&eng.h, func(p unsafe.Pointer) { C.cuzk_engine_free((*C.struct_cuzk_engine)(p)) })
+}
+
+// Job is a job submitted to an Engine. Safe for concurrent use: Cancel, Progress and Close
+// may be called while other goroutines Wait. Close it when done (it cancels a job not yet
+// over).
+//
+// Progress can be polled (Progress) or pushed (OnProgress, a callback from the engine's
+// threads). Either way the binding registers its own progress callback with the library
+// (cuzk_job_on_progress, through a cgo.Handle: no Go pointer is stored in C): Wait blocks
+// on it until the job is over and only then takes the result (cuzk_job_wait), so that Cancel
+// still reaches a job someone is waiting for.
+type Job struct {
+	h      handle
+	total  int
+	sink   *progressSink
+	handle cgo.Handle // of sink; deleted by Close once the library no longer calls it
+}
+
+// progressSink is what a job's cgo.Handle refers to. It holds no reference to the Job, so
+// an abandoned Job can still be collected (its finalizer releases the handle).
+type progressSink struct {
+	mu   sync.Mutex
+	f    func(ProgressEvent) // OnProgress's callback (nil: none)
+	last ProgressEvent       // the latest event
+	over chan struct{}       // closed at the final event, or by Job.Close
+	once sync.Once           // closes over
+}
+
+func (s *progressSink) end() { s.once.Do(func() { close(s.over) }) }
+
+// event runs on an engine thread (through cuzkGoProgress) for each event.
+func (s *progressSink) event(ev ProgressEvent) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last.Finished {
+		return // the final event came already
+	}
+	s.last = ev
+	if s.f != nil {
+		s.f(ev)
+	}
+	if ev.Finished {
+		s.end()
+	}
+}
+
+// Wait blocks until the job is over and returns its proofs (192 bytes each, in the order
+// submitted), or why it failed (*Error: its partition's failure, StatusCancelled,
+// StatusBudgetExhausted, ...). The result can be taken once: a second Wait returns
+// StatusInvalidArgument; a Wait the job's Close interrupts returns ErrClosed.
+func (j *Job) Wait() ([][]byte, error) {
+	if j.h.use(func(unsafe.Pointer) error { return nil }) != nil {
+		return nil, ErrClosed
+	}
+	<-j.sink.over
+	out := make([]byte, j.total*ProofBytes)
+	err := j.h.use(func(p unsafe.Pointer) error {
+		return call(func(e **C.char) C.enum_cuzk_status {
+			return C.cuzk_job_wait((*C.struct_cuzk_job)(p), bytesPtr(out), C.size_t(len(out)), e)
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	proofs := make([][]byte, j.total)
+	for i := range proofs {
+		proofs[i] = out[i*ProofBytes : (i+1)*ProofBytes : (i+1)*ProofBytes]
+	}
+	return proofs, nil
+}
+
+// Cancel cancels the job: partitions not yet on a GPU are dropped, Wait then returns
+// StatusCancelled. It reports whether the job was still running (false once it is over,
+// waited for, or closed).
+func (j *Job) Cancel() bool {
+	running := false
+	_ = j.h.use(func(p unsafe.Pointer) error {
+		running = bool(C.cuzk_job_cancel((*C.struct_cuzk_job)(p)))
+		return nil
+	})
+	return running
+}
+
+// JobProgress is a job's progress as Progress polls it.
+type JobProgress struct {
+	// Done partitions proved of Total; Finished once the job is over. Once Wait has taken
+	// the result the library reports Done == Total and Finished whatever the outcome (Wait's
+	// error says whether it failed); OnProgress's events count failed partitions too.
+	Done, Total uint64
+	Finished    bool
+}
+
+// Progress polls the job's progress.
+func (j *Job) Progress() (JobProgress, error) {
+	var done, total C.uint64_t
+	var finished C.bool
+	err := j.h.use(func(p unsafe.Pointer) error {
+		return call(func(e **C.char) C.enum_cuzk_status {
+			return C.cuzk_job_progress((*C.struct_cuzk_job)(p), &done, &total, &finished, e)
+		})
+	})
+	return JobProgress{uint64(done), uint64(total), bool(finished)}, err
+}
+
+// ProgressEvent is what an OnProgress callback receives.
+type ProgressEvent struct {
+	// JobID is unique within the engine.
+	JobID uint64
+	// Done partitions proved and Failed left unproved (failed, or dropped because the job
+	// failed or was cancelled) of Total.
+	Done, Failed, Total uint64
+	// Finished: the job is over (Done+Failed == Total); this is the last event.
+	Finished bool
+}
+
+// OnProgress calls f after each partition of the job is proved or fails, and once when the
+// job is over (Finished, the last call); if the job is over already (Wait may have returned
+// too), f is called once with the final event before OnProgress returns. f runs on an engine
+// thread (or the goroutine that cancels the job or closes its engine) with the job locked:
+// it must return quickly, must not block, and must not call this Job's methods. A second
+// OnProgress replaces the first; nil removes it; once OnProgress or Close returns, the
+// previous f is never called again.
+func (j *Job) OnProgress(f func(ProgressEvent)) error {
+	return j.h.use(func(unsafe.Pointer) error {
+		s := j.sink
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.f = f
+		if s.last.Finished && f != nil {
+			f(s.last)
+		}
+		return nil
+	})
+}
+
+// Close frees the job; a job not yet over is cancelled first, and a Wait under way returns
+// StatusCancelled or ErrClosed. A second Close returns ErrClosed.
+func (j *Job) Close() error {
+	runtime.SetFinalizer(j, nil)
+	// Cancel first: cuzk_job_free must not run while a Wait holds the job, and Wait holds it
+	// only once the job is over.
+	j.Cancel()
+	return closeWith(&j.h, func(p unsafe.Pointer) {
+		C.cuzk_job_free((*C.struct_cuzk_job)(p))
+		// cuzk_job_free returned: the library never calls the job's callback again.
+		j.handle.Delete()
+		s := j.sink
+		s.mu.Lock()
+		s.f = nil
+		s.mu.Unlock()
+		// A job cancelled with a partition still proving is over only once that proof ends,
+		// and that final event never comes now: release the Waits under way (ErrClosed).
+		s.end()
+	})
+}
