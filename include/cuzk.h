@@ -629,14 +629,15 @@ enum cuzk_status cuzk_job_wait(const struct cuzk_job *job,
 
 // Cancels the job: partitions not yet on a GPU are dropped (their buffers back to the pool),
 // `cuzk_job_wait` then reports the cancellation. Returns whether the job was still running
-// (false for NULL, a job already over, or one already waited for). Thread-safe.
+// (false for NULL or a job already over). Works while another thread blocks in
+// `cuzk_job_wait` on the job (that wait then returns `CUZK_STATUS_CANCELLED`). Thread-safe.
 //
 // # Safety
 // `job` NULL or live.
 bool cuzk_job_cancel(const struct cuzk_job *job);
 
-// The job's progress: `*done` partitions proved of `*total`, `*finished` whether it is over
-// (true too once waited for). Thread-safe.
+// The job's progress: `*done` partitions proved of `*total`, `*finished` whether it is over.
+// Also while another thread waits for the job, and after (the real counts). Thread-safe.
 //
 // # Safety
 // `job` live; `done`, `total`, `finished` writable; `err` NULL or writable.
@@ -654,8 +655,8 @@ enum cuzk_status cuzk_job_progress(const struct cuzk_job *job,
 // for it), and must not call `cuzk_job_*` on this job. If the job is over already it is
 // called once, now, on this thread. A second registration replaces the first; after
 // `cuzk_job_free` returns it is never called. A NULL `callback` removes the registration.
-// `user_data` must stay valid until the last call (`finished`) or `cuzk_job_free`.
-// `CUZK_STATUS_INVALID_ARGUMENT` once `cuzk_job_wait` took the result. Thread-safe.
+// `user_data` must stay valid until the last call (`finished`) or `cuzk_job_free`. Also
+// after `cuzk_job_wait` (the job is over then: one call, now). Thread-safe.
 //
 // # Safety
 // `job` live; `callback` NULL or safe to call from any thread with `user_data`; `err` NULL or

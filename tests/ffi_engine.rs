@@ -316,9 +316,11 @@ fn a_progress_callback_sees_every_partition_finish() {
     let mut proofs = vec![0u8; n * CUZK_PROOF_BYTES];
     ok(|e| unsafe { cuzk_job_wait(job, proofs.as_mut_ptr(), proofs.len(), e) });
     let first = check_calls(&calls, n as u64, 0, n as u64);
-    // After the wait the result is gone: registering is refused.
-    let (status, _) = call(|e| unsafe { cuzk_job_on_progress(job, Some(record), user_data, e) });
-    assert_eq!(status, cuzk_status::InvalidArgument);
+    // Registered after the wait: the job is over, so one call, now, with the final counts.
+    let late = Mutex::new(Vec::<Call>::new());
+    let late_data = &late as *const Mutex<Vec<Call>> as *mut c_void;
+    ok(|e| unsafe { cuzk_job_on_progress(job, Some(record), late_data, e) });
+    assert_eq!(*late.lock().unwrap(), [(first, n as u64, 0, n as u64, true)]);
     unsafe { cuzk_job_free(job) };
 
     // A failing job: the final call counts its partition as failed.
@@ -363,5 +365,71 @@ fn a_progress_callback_sees_every_partition_finish() {
         cuzk_params_free(params);
         cuzk_r1cs_free(r1cs);
         cuzk_r1cs_free(other);
+    }
+}
+
+/// A thread blocked in `cuzk_job_wait` does not hide the job from the others: another thread
+/// polls its progress (not over) and cancels it, and the wait returns the cancellation.
+#[test]
+fn a_job_under_wait_can_be_cancelled_and_watched() {
+    let r1cs = toy_r1cs();
+    let mut params = null_mut();
+    ok(|e| unsafe { cuzk_params_generate_insecure_for_development(r1cs, 3, &mut params, e) });
+    let engine = cpu_engine();
+    let mut pool = null_mut();
+    ok(|e| unsafe { cuzk_engine_pool(engine, &mut pool, e) });
+    let submit = |n: usize, priority: i32| {
+        let assignments: Vec<_> = (0..n as u64).map(|x| assignment(r1cs, pool, x + 3)).collect();
+        let mut job = null_mut();
+        ok(|e| unsafe {
+            cuzk_engine_submit(
+                engine,
+                params,
+                assignments.as_ptr(),
+                n,
+                null(),
+                null(),
+                priority,
+                &mut job,
+                e,
+            )
+        });
+        job
+    };
+    // A long job in front (one GPU worker), then the one we wait for, behind it.
+    let long = submit(400, 1);
+    let behind = submit(2, 0);
+    struct Job(*mut cuzk_job);
+    // SAFETY: the ABI's job calls are thread-safe; the handle outlives the thread (joined below).
+    unsafe impl Send for Job {}
+    let waiter = {
+        let job = Job(behind);
+        std::thread::spawn(move || {
+            let job = job;
+            let mut proofs = vec![0u8; 2 * CUZK_PROOF_BYTES];
+            call(|e| unsafe { cuzk_job_wait(job.0, proofs.as_mut_ptr(), proofs.len(), e) })
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(50)); // the waiter blocks by now
+    let (mut done, mut total, mut finished) = (0, 0, true);
+    ok(|e| unsafe { cuzk_job_progress(behind, &mut done, &mut total, &mut finished, e) });
+    assert_eq!(
+        (done, total, finished),
+        (0, 2, false),
+        "still queued behind the long job"
+    );
+    assert!(unsafe { cuzk_job_cancel(behind) }, "cancel reaches a job under wait");
+    let (status, msg) = waiter.join().unwrap();
+    assert_eq!(status, cuzk_status::Cancelled, "{msg}");
+    ok(|e| unsafe { cuzk_job_progress(behind, &mut done, &mut total, &mut finished, e) });
+    assert_eq!((done, total, finished), (0, 2, true), "the real counts after the wait");
+    assert!(unsafe { cuzk_job_cancel(long) });
+    unsafe {
+        cuzk_job_free(long);
+        cuzk_job_free(behind);
+        cuzk_pool_free(pool);
+        cuzk_engine_free(engine);
+        cuzk_params_free(params);
+        cuzk_r1cs_free(r1cs);
     }
 }

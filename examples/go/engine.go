@@ -347,8 +347,9 @@ func (eng *Engine) Close() error {
 // Progress can be polled (Progress) or pushed (OnProgress, a callback from the engine's
 // threads). Either way the binding registers its own progress callback with the library
 // (cuzk_job_on_progress, through a cgo.Handle: no Go pointer is stored in C): Wait blocks
-// on it until the job is over and only then takes the result (cuzk_job_wait), so that Cancel
-// still reaches a job someone is waiting for.
+// on it until the job is over and only then takes the result (cuzk_job_wait, which returns at
+// once then), so that Close can interrupt a Wait (the library's cuzk_job_free must not run
+// while another thread is inside cuzk_job_wait).
 type Job struct {
 	h      handle
 	total  int
@@ -423,9 +424,9 @@ func (j *Job) Cancel() bool {
 
 // JobProgress is a job's progress as Progress polls it.
 type JobProgress struct {
-	// Done partitions proved of Total; Finished once the job is over. Once Wait has taken
-	// the result the library reports Done == Total and Finished whatever the outcome (Wait's
-	// error says whether it failed); OnProgress's events count failed partitions too.
+	// Done partitions proved of Total; Finished once the job is over (also after Wait; a
+	// failed or cancelled job's Done stays below Total). OnProgress's events also count the
+	// failed partitions.
 	Done, Total uint64
 	Finished    bool
 }

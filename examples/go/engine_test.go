@@ -277,7 +277,7 @@ func TestEngineCancelAJobWaitingBehindALongOne(t *testing.T) {
 	if short.Cancel() {
 		t.Fatal("a second Cancel reports the job running")
 	}
-	// Polled before Wait (after Wait the ABI reports done == total whatever the outcome).
+	// Polled before Wait, and again after it: the real counts either way.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		p, err := short.Progress()
 		must(t, err)
@@ -293,6 +293,9 @@ func TestEngineCancelAJobWaitingBehindALongOne(t *testing.T) {
 	}
 	if _, err := short.Wait(); status(err) != StatusCancelled {
 		t.Fatalf("Wait of a cancelled job: %v", err)
+	}
+	if p, err := short.Progress(); err != nil || p.Done != 0 || p.Total != 1 || !p.Finished {
+		t.Fatalf("progress of the cancelled job after Wait: %+v, %v", p, err)
 	}
 
 	// The long job is not affected.

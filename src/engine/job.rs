@@ -290,6 +290,13 @@ impl JobHandle {
     /// (empty, r/s of the wrong length), [`Error::BudgetExhausted`], [`Error::Cancelled`]
     /// (cancelled or the engine shut down), [`Error::Panicked`].
     pub fn wait(self) -> Result<Vec<Proof>> {
+        self.take_result()
+    }
+
+    /// [`wait`](Self::wait) without giving the handle up, so that another thread can still
+    /// cancel the job or read its progress while this one blocks (the C ABI's
+    /// `cuzk_job_wait`). The result can be taken once; a second call says so.
+    pub(crate) fn take_result(&self) -> Result<Vec<Proof>> {
         let mut st = self.shared.state.lock();
         while !st.over {
             self.shared.finished.wait(&mut st);

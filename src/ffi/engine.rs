@@ -6,9 +6,8 @@
 //! (`cuzk_engine_pool`) so their bytes are the ones the engine's budget counts.
 
 use std::ffi::{c_char, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-
-use parking_lot::Mutex;
 
 use super::assignment::cuzk_assignment;
 use super::boundary::{arg, call, call_value, call_void, into_handle, slice_out, take_handle, Out};
@@ -142,8 +141,11 @@ pub struct cuzk_engine {
 /// A job submitted to an engine. Opaque; thread-safe.
 #[allow(non_camel_case_types)]
 pub struct cuzk_job {
-    /// `None` once `cuzk_job_wait` took the result.
-    handle: Mutex<Option<JobHandle>>,
+    /// Kept for the job's whole life: `cuzk_job_cancel` and `cuzk_job_progress` reach the job
+    /// while another thread blocks in `cuzk_job_wait`, and progress keeps its real counts after.
+    handle: JobHandle,
+    /// Set by the one `cuzk_job_wait` that takes the result.
+    waited: AtomicBool,
     total: usize,
 }
 
@@ -317,7 +319,8 @@ pub unsafe extern "C" fn cuzk_engine_submit(
         }
         let handle = engine.inner.submit(job);
         let job = cuzk_job {
-            handle: Mutex::new(Some(handle)),
+            handle,
+            waited: AtomicBool::new(false),
             total: count,
         };
         // SAFETY: non-NULL, writable per the contract.
@@ -354,12 +357,10 @@ pub unsafe extern "C" fn cuzk_job_wait(
         }
         // SAFETY: per the contract.
         let dst = unsafe { slice_out(proofs_out, proofs_out_len, "proofs_out") }?;
-        let handle = job
-            .handle
-            .lock()
-            .take()
-            .ok_or_else(|| AbiError::invalid("the job's result was taken already by cuzk_job_wait"))?;
-        let proofs = handle.wait()?;
+        if job.waited.swap(true, Ordering::AcqRel) {
+            return Err(AbiError::invalid("the job's result was taken already by cuzk_job_wait"));
+        }
+        let proofs = job.handle.take_result()?;
         for (chunk, proof) in dst.chunks_exact_mut(CUZK_PROOF_BYTES).zip(&proofs) {
             chunk.copy_from_slice(&proof.to_bytes());
         }
@@ -369,7 +370,8 @@ pub unsafe extern "C" fn cuzk_job_wait(
 
 /// Cancels the job: partitions not yet on a GPU are dropped (their buffers back to the pool),
 /// `cuzk_job_wait` then reports the cancellation. Returns whether the job was still running
-/// (false for NULL, a job already over, or one already waited for). Thread-safe.
+/// (false for NULL or a job already over). Works while another thread blocks in
+/// `cuzk_job_wait` on the job (that wait then returns `CUZK_STATUS_CANCELLED`). Thread-safe.
 ///
 /// # Safety
 /// `job` NULL or live.
@@ -380,12 +382,12 @@ pub unsafe extern "C" fn cuzk_job_cancel(job: *const cuzk_job) -> bool {
         let Some(job) = (unsafe { job.as_ref() }) else {
             return false;
         };
-        job.handle.lock().as_ref().is_some_and(|h| h.cancel())
+        job.handle.cancel()
     })
 }
 
-/// The job's progress: `*done` partitions proved of `*total`, `*finished` whether it is over
-/// (true too once waited for). Thread-safe.
+/// The job's progress: `*done` partitions proved of `*total`, `*finished` whether it is over.
+/// Also while another thread waits for the job, and after (the real counts). Thread-safe.
 ///
 /// # Safety
 /// `job` live; `done`, `total`, `finished` writable; `err` NULL or writable.
@@ -405,13 +407,8 @@ pub unsafe extern "C" fn cuzk_job_progress(
         );
         // SAFETY: live per the contract.
         let job = unsafe { arg(job, "job") }?;
-        let (d, f) = match job.handle.lock().as_ref() {
-            Some(h) => {
-                let p = h.progress();
-                (p.done, p.finished)
-            }
-            None => (job.total, true),
-        };
+        let p = job.handle.progress();
+        let (d, f) = (p.done, p.finished);
         // SAFETY: non-NULL, writable per the contract.
         unsafe {
             done.write(d as u64);
@@ -449,8 +446,8 @@ unsafe impl Send for ProgressSink {}
 /// for it), and must not call `cuzk_job_*` on this job. If the job is over already it is
 /// called once, now, on this thread. A second registration replaces the first; after
 /// `cuzk_job_free` returns it is never called. A NULL `callback` removes the registration.
-/// `user_data` must stay valid until the last call (`finished`) or `cuzk_job_free`.
-/// `CUZK_STATUS_INVALID_ARGUMENT` once `cuzk_job_wait` took the result. Thread-safe.
+/// `user_data` must stay valid until the last call (`finished`) or `cuzk_job_free`. Also
+/// after `cuzk_job_wait` (the job is over then: one call, now). Thread-safe.
 ///
 /// # Safety
 /// `job` live; `callback` NULL or safe to call from any thread with `user_data`; `err` NULL or
@@ -465,10 +462,7 @@ pub unsafe extern "C" fn cuzk_job_on_progress(
     call(err, || {
         // SAFETY: live per the contract.
         let job = unsafe { arg(job, "job") }?;
-        let guard = job.handle.lock();
-        let handle = guard
-            .as_ref()
-            .ok_or_else(|| AbiError::invalid("the job's result was taken already by cuzk_job_wait"))?;
+        let handle = &job.handle;
         let id = handle.id();
         match callback {
             None => handle.on_progress(Box::new(|_| {})),
@@ -510,11 +504,9 @@ pub unsafe extern "C" fn cuzk_job_free(job: *mut cuzk_job) {
     call_void(|| {
         // SAFETY: per the contract.
         if let Some(job) = unsafe { take_handle(job) } {
-            if let Some(h) = job.handle.lock().take() {
-                // Waits for a callback under way; the old one is not called again.
-                h.on_progress(Box::new(|_| {}));
-                h.cancel();
-            }
+            // Waits for a callback under way; the old one is not called again.
+            job.handle.on_progress(Box::new(|_| {}));
+            job.handle.cancel();
         }
     })
 }
