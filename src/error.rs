@@ -160,3 +160,15 @@ pub enum Error {
 
 /// `Result` with the crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The message a panic carried (`panic!` with a literal or a formatted string), for errors
+/// that report a caught panic: the ABI boundary, the engine's workers, filecoin-proofs calls.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-string payload".to_string()
+    }
+}

@@ -100,6 +100,17 @@ fn cpu_engine() -> *mut cuzk_engine {
     engine
 }
 
+/// The toy circuit, its parameters, a CPU engine and the engine's pool.
+fn toy_engine() -> (*mut cuzk_r1cs, *mut cuzk_params, *mut cuzk_engine, *mut cuzk_pool) {
+    let r1cs = toy_r1cs();
+    let mut params = null_mut();
+    ok(|e| unsafe { cuzk_params_generate_insecure_for_development(r1cs, 3, &mut params, e) });
+    let engine = cpu_engine();
+    let mut pool = null_mut();
+    ok(|e| unsafe { cuzk_engine_pool(engine, &mut pool, e) });
+    (r1cs, params, engine, pool)
+}
+
 fn stats(engine: *const cuzk_engine) -> cuzk_engine_statistics {
     let mut s = cuzk_engine_statistics::default();
     ok(|e| unsafe { cuzk_engine_stats(engine, &mut s, e) });
@@ -108,12 +119,7 @@ fn stats(engine: *const cuzk_engine) -> cuzk_engine_statistics {
 
 #[test]
 fn a_job_of_assignments_gives_cuzk_proves_bytes() {
-    let r1cs = toy_r1cs();
-    let mut params = null_mut();
-    ok(|e| unsafe { cuzk_params_generate_insecure_for_development(r1cs, 3, &mut params, e) });
-    let engine = cpu_engine();
-    let mut pool = null_mut();
-    ok(|e| unsafe { cuzk_engine_pool(engine, &mut pool, e) });
+    let (r1cs, params, engine, pool) = toy_engine();
 
     let n = 4;
     let (r, s) = (scalars(n, 1), scalars(n, 2));
@@ -298,12 +304,7 @@ fn check_calls(calls: &Mutex<Vec<Call>>, done: u64, failed: u64, total: u64) -> 
 
 #[test]
 fn a_progress_callback_sees_every_partition_finish() {
-    let r1cs = toy_r1cs();
-    let mut params = null_mut();
-    ok(|e| unsafe { cuzk_params_generate_insecure_for_development(r1cs, 3, &mut params, e) });
-    let engine = cpu_engine();
-    let mut pool = null_mut();
-    ok(|e| unsafe { cuzk_engine_pool(engine, &mut pool, e) });
+    let (r1cs, params, engine, pool) = toy_engine();
 
     // Registered right after the submission: it sees the proofs after that, then the end.
     let n = 5;
@@ -372,12 +373,7 @@ fn a_progress_callback_sees_every_partition_finish() {
 /// polls its progress (not over) and cancels it, and the wait returns the cancellation.
 #[test]
 fn a_job_under_wait_can_be_cancelled_and_watched() {
-    let r1cs = toy_r1cs();
-    let mut params = null_mut();
-    ok(|e| unsafe { cuzk_params_generate_insecure_for_development(r1cs, 3, &mut params, e) });
-    let engine = cpu_engine();
-    let mut pool = null_mut();
-    ok(|e| unsafe { cuzk_engine_pool(engine, &mut pool, e) });
+    let (r1cs, params, engine, pool) = toy_engine();
     let submit = |n: usize, priority: i32| {
         let assignments: Vec<_> = (0..n as u64).map(|x| assignment(r1cs, pool, x + 3)).collect();
         let mut job = null_mut();

@@ -61,7 +61,7 @@ use super::budget::{assignment_bytes, params_hint, partition_bytes, pool_request
 use super::job::{Canceller, Job, JobHandle, JobShared, PartitionKind, Randomness, SynthesizeFn};
 use super::pacer::{Pacer, PacerMode, PacerState, PiConfig};
 use crate::assignment::{CapacityHint, CapacityHints, ProvingAssignment};
-use crate::error::{Error, Result};
+use crate::error::{panic_message, Error, Result};
 use crate::params::Parameters;
 use crate::pool::{HostAllocator, PinnedPool, PoolConfig, PoolStats, WhenFull};
 use crate::proof::Proof;
@@ -437,14 +437,11 @@ fn secs(x: Option<f64>) -> Option<Duration> {
     x.and_then(|s| Duration::try_from_secs_f64(s).ok())
 }
 
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic without a message".into()
-    }
+/// Runs `f` on a worker thread, a panic in it becoming [`Error::Panicked`] (`what` failed):
+/// the partition fails, the worker goes on.
+fn unless_panic<T>(what: impl FnOnce() -> String, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    catch_unwind(AssertUnwindSafe(f))
+        .unwrap_or_else(|p| Err(Error::Panicked(format!("{}: {}", what(), panic_message(&*p)))))
 }
 
 impl State {
@@ -865,12 +862,10 @@ impl Shared {
     ) {
         let start = Instant::now();
         let Pending { index, synthesize, .. } = partition;
-        let result = catch_unwind(AssertUnwindSafe(|| synthesize(&self.synth_prover, &params))).unwrap_or_else(|p| {
-            Err(Error::Panicked(format!(
-                "synthesis of partition {index}: {}",
-                panic_message(&*p)
-            )))
-        });
+        let result = unless_panic(
+            || format!("synthesis of partition {index}"),
+            || synthesize(&self.synth_prover, &params),
+        );
         let elapsed = start.elapsed();
         let mut deferred = Deferred::default();
         let mut st = self.state.lock();
@@ -979,16 +974,10 @@ impl Shared {
             } = item;
             let start = Instant::now();
             // The assignment is dropped inside (its buffers back to the pool) on every path.
-            let result = catch_unwind(AssertUnwindSafe(|| {
-                prover.prove_synthesized(vec![assignment], &params, &[r], &[s])
-            }))
-            .unwrap_or_else(|p| {
-                Err(Error::Panicked(format!(
-                    "proving partition {index} on {}: {}",
-                    prover.backend_name(),
-                    panic_message(&*p)
-                )))
-            });
+            let result = unless_panic(
+                || format!("proving partition {index} on {}", prover.backend_name()),
+                || prover.prove_synthesized(vec![assignment], &params, &[r], &[s]),
+            );
             let elapsed = start.elapsed();
 
             let mut deferred = Deferred::default();

@@ -3,24 +3,14 @@
 //! All raw-pointer handling of the ABI lives here: the entry points in the sibling modules
 //! call these helpers and stay free of `unsafe` beyond the calls themselves.
 
-use std::any::Any;
 use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::status::{cuzk_status, AbiError};
+use crate::error::panic_message;
 
 /// What an entry point's body returns.
 pub(crate) type AbiResult<T = ()> = Result<T, AbiError>;
-
-fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic with a non-string payload".to_string()
-    }
-}
 
 /// A C string for `msg` (NULs replaced), owned by the caller until `cuzk_string_free`.
 pub(crate) fn c_string(msg: String) -> *mut c_char {

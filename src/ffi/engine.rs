@@ -10,10 +10,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::assignment::cuzk_assignment;
-use super::boundary::{arg, call, call_value, call_void, into_handle, slice_out, take_handle, Out};
+use super::boundary::{arg, call, call_value, call_void, into_handle, take_handle, Out};
 use super::params::cuzk_params;
 use super::pool::{cuzk_pool, cuzk_pool_memory, cuzk_pool_statistics};
-use super::prover::{cuzk_backend, take_assignments, CUZK_PROOF_BYTES};
+use super::prover::{cuzk_backend, proof_buffer, take_assignments, write_proofs};
 use super::scalar;
 use super::status::{cuzk_status, AbiError};
 use crate::engine::{Engine, EngineBackend, EngineConfig, Job, JobHandle, PacerMode, Partition, PiConfig};
@@ -347,23 +347,12 @@ pub unsafe extern "C" fn cuzk_job_wait(
     call(err, || {
         // SAFETY: live per the contract.
         let job = unsafe { arg(job, "job") }?;
-        let needed = job.total.saturating_mul(CUZK_PROOF_BYTES);
-        if proofs_out_len < needed {
-            return Err(AbiError::BufferTooSmall {
-                what: "proofs_out",
-                needed,
-                found: proofs_out_len,
-            });
-        }
         // SAFETY: per the contract.
-        let dst = unsafe { slice_out(proofs_out, proofs_out_len, "proofs_out") }?;
+        let dst = unsafe { proof_buffer(proofs_out, proofs_out_len, job.total) }?;
         if job.waited.swap(true, Ordering::AcqRel) {
             return Err(AbiError::invalid("the job's result was taken already by cuzk_job_wait"));
         }
-        let proofs = job.handle.take_result()?;
-        for (chunk, proof) in dst.chunks_exact_mut(CUZK_PROOF_BYTES).zip(&proofs) {
-            chunk.copy_from_slice(&proof.to_bytes());
-        }
+        write_proofs(dst, &job.handle.take_result()?);
         Ok(())
     })
 }

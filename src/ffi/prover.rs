@@ -20,6 +20,31 @@ use crate::prover::{BackendChoice, Prover, Timings};
 /// Bytes of one proof (bellperson's encoding: compressed A ‖ B ‖ C).
 pub const CUZK_PROOF_BYTES: usize = 192;
 
+/// The caller's buffer for `count` proofs: [`AbiError::BufferTooSmall`] when it is shorter
+/// than `count` · [`CUZK_PROOF_BYTES`] (checked before any work, so nothing is lost).
+///
+/// # Safety
+/// `p` NULL or `len` writable bytes, unaliased for `'a`.
+pub(crate) unsafe fn proof_buffer<'a>(p: *mut u8, len: usize, count: usize) -> AbiResult<&'a mut [u8]> {
+    let needed = count.saturating_mul(CUZK_PROOF_BYTES);
+    if len < needed {
+        return Err(AbiError::BufferTooSmall {
+            what: "proofs_out",
+            needed,
+            found: len,
+        });
+    }
+    // SAFETY: the caller's contract.
+    unsafe { slice_out(p, len, "proofs_out") }
+}
+
+/// Writes `proofs` into `dst`, [`CUZK_PROOF_BYTES`] each, in order.
+pub(crate) fn write_proofs(dst: &mut [u8], proofs: &[Proof]) {
+    for (chunk, proof) in dst.chunks_exact_mut(CUZK_PROOF_BYTES).zip(proofs) {
+        chunk.copy_from_slice(&proof.to_bytes());
+    }
+}
+
 /// Which backend a prover uses.
 #[allow(non_camel_case_types)]
 #[repr(C)]
@@ -218,16 +243,8 @@ pub unsafe extern "C" fn cuzk_prove(
         let taken = unsafe { take_assignments(assignments, count) }?;
         // SAFETY: per the contract.
         let (prover, params) = unsafe { (arg(prover, "prover")?, arg(params, "params")?) };
-        let needed = count.saturating_mul(CUZK_PROOF_BYTES);
-        if proofs_out_len < needed {
-            return Err(AbiError::BufferTooSmall {
-                what: "proofs_out",
-                needed,
-                found: proofs_out_len,
-            });
-        }
         // SAFETY: per the contract.
-        let dst = unsafe { slice_out(proofs_out, proofs_out_len, "proofs_out") }?;
+        let dst = unsafe { proof_buffer(proofs_out, proofs_out_len, count) }?;
         let (r, s) = match (r.is_null(), s.is_null()) {
             (true, true) => {
                 let mut rng = rand_core::OsRng;
@@ -240,9 +257,7 @@ pub unsafe extern "C" fn cuzk_prove(
             _ => return Err(AbiError::invalid("r and s must both be NULL or both be given")),
         };
         let (proofs, t) = prover.inner.prove_synthesized(taken, &params.inner, &r, &s)?;
-        for (chunk, proof) in dst.chunks_exact_mut(CUZK_PROOF_BYTES).zip(&proofs) {
-            chunk.copy_from_slice(&proof.to_bytes());
-        }
+        write_proofs(dst, &proofs);
         if !timings.is_null() {
             // SAFETY: non-NULL, writable per the contract.
             unsafe { timings.write((&t).into()) };

@@ -110,11 +110,7 @@ pub fn prover_id_from_miner_id(miner_id: u64) -> ProverId {
 /// can trip them) become [`Error::Filecoin`] instead of a panic through the caller.
 pub(crate) fn guard<T>(what: &dyn Fn() -> String, f: impl FnOnce() -> Result<T>) -> Result<T> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|payload| {
-        let msg = payload
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic".into());
+        let msg = crate::error::panic_message(&*payload);
         Err(Error::Filecoin(format!("{}: filecoin-proofs panicked: {msg}", what())))
     })
 }
