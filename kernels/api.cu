@@ -39,6 +39,10 @@ knobs read_knobs()
     if (e && *e && atol(e) > 0) k.max_part = (size_t)atol(e);
     e = getenv("CUZK_K_PROFILE");
     k.profile = e && *e && *e != '0';
+    e = getenv("CUZK_K_AFFINE");
+    k.affine = !(e && *e == '0');
+    e = getenv("CUZK_K_SLICE");
+    if (e && *e && atol(e) > 0) k.slice = (size_t)atol(e);
 #ifdef CUZK_FAULT_INJECTION
     std::call_once(g_break_once, [] {
         const char *b = getenv("CUZK_K_FAULT_BREAK");

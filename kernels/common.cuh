@@ -74,6 +74,8 @@ struct knobs {
     int window_bits = 0;  // CUZK_K_WINDOW_BITS: force the MSM window (4..20), 0 = cost model
     size_t max_part = 0;  // CUZK_K_MAX_PART: cap the big-scalar part size (tests), 0 = none
     bool profile = false; // CUZK_K_PROFILE: print phase times to stderr
+    bool affine = true;   // CUZK_K_AFFINE=0: no affine pair rounds before the bucket walk (A/B runs)
+    size_t slice = 0;     // CUZK_K_SLICE: entries per accumulation slice (tests: many slices), 0 = by memory
 };
 
 // Device memory cuzk holds on one device, counted by cuzk itself (pool buffers in use, NTT

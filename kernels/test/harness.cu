@@ -398,6 +398,67 @@ static void test_errors()
     printf("  error paths checked\n");
 }
 
+// Bases built to hit every exceptional case of a bucket addition: runs of one point, its
+// negation, infinities, and a few distinct points, with scalars from a small set so that equal
+// points meet in the same buckets (P + P, P + (-P), P + infinity), in pairs and in long runs.
+template <class A, class P>
+static void repeated_bases(std::vector<A> &out, const std::vector<A> &pool, size_t n, uint64_t seed,
+                           void (*from_aff)(P *, const A *), void (*cneg)(P *, bool), void (*to_aff)(A *, const P *))
+{
+    std::mt19937_64 rng(seed);
+    out.resize(n);
+    for (size_t i = 0; i < n; i++) {
+        unsigned r = (unsigned)(rng() % 8);
+        if (i == 0 && r >= 4) r = 0;
+        switch (r) {
+        case 0: case 1: out[i] = pool[rng() % 4]; break;            // one of four points
+        case 2: { P t; from_aff(&t, &pool[rng() % 4]); cneg(&t, true); to_aff(&out[i], &t); break; }  // a negation
+        case 3: memset(&out[i], 0, sizeof(A)); break;                 // infinity
+        case 4: case 5: out[i] = out[i - 1]; break;                   // the previous one again
+        case 6: { P t; from_aff(&t, &out[i - 1]); cneg(&t, true); to_aff(&out[i], &t); break; }  // its negation
+        default: out[i] = pool[4 + rng() % (pool.size() - 4)]; break; // a distinct point
+        }
+    }
+}
+
+static void test_repeated(size_t n, bool g2, uint64_t seed)
+{
+    std::mt19937_64 rng(seed);
+    std::vector<blst_fr> s(n);
+    const uint64_t small[6] = {1, 2, 3, 5, 7, 1000003};
+    for (size_t i = 0; i < n; i++) {
+        unsigned r = (unsigned)(rng() % 8);
+        if (r < 6) s[i] = fr_from_u64(small[r]);
+        else if (r == 6) s[i] = fr_minus_one();
+        else s[i] = fr_random(rng);
+    }
+    bool eq;
+    if (!g2) {
+        std::vector<blst_p1_affine> pool(G1B.begin(), G1B.begin() + 4096), b;
+        repeated_bases(b, pool, n, seed, blst_p1_from_affine, blst_p1_cneg, blst_p1_to_affine);
+        cuzk_k_bases *h = nullptr;
+        KOK(cuzk_k_bases_upload_g1(0, b.data(), n, &h));
+        blst_p1 ref, got;
+        ref_msm_g1(&ref, b.data(), s.data(), n);
+        KOK(cuzk_k_msm_g1(h, 0, s.data(), n, nullptr, &got));
+        KOK(cuzk_k_bases_free(h));
+        eq = blst_p1_is_equal(&ref, &got) && blst_p1_on_curve(&got);
+    } else {
+        std::vector<blst_p2_affine> pool(G2B.begin(), G2B.begin() + 4096), b;
+        repeated_bases(b, pool, n, seed, blst_p2_from_affine, blst_p2_cneg, blst_p2_to_affine);
+        cuzk_k_bases *h = nullptr;
+        KOK(cuzk_k_bases_upload_g2(0, b.data(), n, &h));
+        blst_p2 ref, got;
+        ref_msm_g2(&ref, b.data(), s.data(), n);
+        KOK(cuzk_k_msm_g2(h, 0, s.data(), n, nullptr, &got));
+        KOK(cuzk_k_bases_free(h));
+        eq = blst_p2_is_equal(&ref, &got) && blst_p2_on_curve(&got);
+    }
+    CHECK(eq, "msm %s n=%zu over repeated, negated and infinite bases", g2 ? "G2" : "G1", n);
+    printf("  msm %s n=%-8zu repeated/negated/infinite bases %s\n", g2 ? "G2" : "G1", n, eq ? "ok" : "MISMATCH");
+    fflush(stdout);
+}
+
 static int run_tests()
 {
     const size_t NB = (1 << 20) + 64, NB1 = (1 << 22) + 64;
@@ -422,6 +483,8 @@ static int run_tests()
         test_msm((1 << 16) + 3, 4, true, 1, g2, seed++);   // all one
         test_msm(1 << 20, 0, false, 0, g2, seed++);
         test_msm(1 << 20, 1, true, 64, g2, seed++);
+        test_repeated((1 << 16) + 1, g2, seed++);
+        test_repeated((1 << 20) + 3, g2, seed++);
     }
     test_msm((1 << 22) + 5, 1, true, 9, false, seed++);   // several upload chunks, density
     test_msm((1 << 22) + 5, 0, false, 11, false, seed++);
