@@ -421,6 +421,51 @@ static void repeated_bases(std::vector<A> &out, const std::vector<A> &pool, size
     }
 }
 
+struct g1_ops {
+    using A = blst_p1_affine;
+    using P = blst_p1;
+    static void from_aff(P *p, const A *a) { blst_p1_from_affine(p, a); }
+    static void cneg(P *p, bool c) { blst_p1_cneg(p, c); }
+    static void to_aff(A *a, const P *p) { blst_p1_to_affine(a, p); }
+    static cuzk_kresult upload(const A *b, size_t n, cuzk_k_bases **h) { return cuzk_k_bases_upload_g1(0, b, n, h); }
+    static cuzk_kresult msm(const cuzk_k_bases *h, const blst_fr *s, size_t n, P *out)
+    {
+        return cuzk_k_msm_g1(h, 0, s, n, nullptr, out);
+    }
+    static void ref(P *r, const A *b, const blst_fr *s, size_t n) { ref_msm_g1(r, b, s, n); }
+    static bool same(const P *a, const P *b) { return blst_p1_is_equal(a, b) && blst_p1_on_curve(b); }
+};
+struct g2_ops {
+    using A = blst_p2_affine;
+    using P = blst_p2;
+    static void from_aff(P *p, const A *a) { blst_p2_from_affine(p, a); }
+    static void cneg(P *p, bool c) { blst_p2_cneg(p, c); }
+    static void to_aff(A *a, const P *p) { blst_p2_to_affine(a, p); }
+    static cuzk_kresult upload(const A *b, size_t n, cuzk_k_bases **h) { return cuzk_k_bases_upload_g2(0, b, n, h); }
+    static cuzk_kresult msm(const cuzk_k_bases *h, const blst_fr *s, size_t n, P *out)
+    {
+        return cuzk_k_msm_g2(h, 0, s, n, nullptr, out);
+    }
+    static void ref(P *r, const A *b, const blst_fr *s, size_t n) { ref_msm_g2(r, b, s, n); }
+    static bool same(const P *a, const P *b) { return blst_p2_is_equal(a, b) && blst_p2_on_curve(b); }
+};
+
+// One MSM over repeated_bases (drawn from the first 4096 of `all`) against blst.
+template <class G>
+static bool repeated_case(const std::vector<typename G::A> &all, const std::vector<blst_fr> &s, uint64_t seed)
+{
+    const size_t n = s.size();
+    std::vector<typename G::A> pool(all.begin(), all.begin() + 4096), b;
+    repeated_bases(b, pool, n, seed, G::from_aff, G::cneg, G::to_aff);
+    cuzk_k_bases *h = nullptr;
+    KOK(G::upload(b.data(), n, &h));
+    typename G::P ref, got;
+    G::ref(&ref, b.data(), s.data(), n);
+    KOK(G::msm(h, s.data(), n, &got));
+    KOK(cuzk_k_bases_free(h));
+    return G::same(&ref, &got);
+}
+
 static void test_repeated(size_t n, bool g2, uint64_t seed)
 {
     std::mt19937_64 rng(seed);
@@ -432,28 +477,7 @@ static void test_repeated(size_t n, bool g2, uint64_t seed)
         else if (r == 6) s[i] = fr_minus_one();
         else s[i] = fr_random(rng);
     }
-    bool eq;
-    if (!g2) {
-        std::vector<blst_p1_affine> pool(G1B.begin(), G1B.begin() + 4096), b;
-        repeated_bases(b, pool, n, seed, blst_p1_from_affine, blst_p1_cneg, blst_p1_to_affine);
-        cuzk_k_bases *h = nullptr;
-        KOK(cuzk_k_bases_upload_g1(0, b.data(), n, &h));
-        blst_p1 ref, got;
-        ref_msm_g1(&ref, b.data(), s.data(), n);
-        KOK(cuzk_k_msm_g1(h, 0, s.data(), n, nullptr, &got));
-        KOK(cuzk_k_bases_free(h));
-        eq = blst_p1_is_equal(&ref, &got) && blst_p1_on_curve(&got);
-    } else {
-        std::vector<blst_p2_affine> pool(G2B.begin(), G2B.begin() + 4096), b;
-        repeated_bases(b, pool, n, seed, blst_p2_from_affine, blst_p2_cneg, blst_p2_to_affine);
-        cuzk_k_bases *h = nullptr;
-        KOK(cuzk_k_bases_upload_g2(0, b.data(), n, &h));
-        blst_p2 ref, got;
-        ref_msm_g2(&ref, b.data(), s.data(), n);
-        KOK(cuzk_k_msm_g2(h, 0, s.data(), n, nullptr, &got));
-        KOK(cuzk_k_bases_free(h));
-        eq = blst_p2_is_equal(&ref, &got) && blst_p2_on_curve(&got);
-    }
+    bool eq = g2 ? repeated_case<g2_ops>(G2B, s, seed) : repeated_case<g1_ops>(G1B, s, seed);
     CHECK(eq, "msm %s n=%zu over repeated, negated and infinite bases", g2 ? "G2" : "G1", n);
     printf("  msm %s n=%-8zu repeated/negated/infinite bases %s\n", g2 ? "G2" : "G1", n, eq ? "ok" : "MISMATCH");
     fflush(stdout);
