@@ -111,6 +111,21 @@ fn toy_engine() -> (*mut cuzk_r1cs, *mut cuzk_params, *mut cuzk_engine, *mut cuz
     (r1cs, params, engine, pool)
 }
 
+/// A one-constraint system (x * x = y) and an assignment of it (x = 3) that does not match the
+/// toy parameters: a job over it fails at wait. The caller frees the system.
+fn mismatched_assignment() -> (*mut cuzk_r1cs, *mut cuzk_assignment) {
+    let a = [term(0, 2, 1)];
+    let b = [term(0, 2, 1)];
+    let c = [term(0, 1, 1)];
+    let mut r1cs = null_mut();
+    ok(|e| unsafe { cuzk_r1cs_new(1, 1, 1, a.as_ptr(), 1, b.as_ptr(), 1, c.as_ptr(), 1, &mut r1cs, e) });
+    let x = Scalar::from(3u64);
+    let (public, aux) = ((x * x).to_bytes_le(), x.to_bytes_le());
+    let mut asg = null_mut();
+    ok(|e| unsafe { cuzk_assignment_new_r1cs(r1cs, null(), public.as_ptr(), 1, aux.as_ptr(), 1, &mut asg, e) });
+    (r1cs, asg)
+}
+
 fn stats(engine: *const cuzk_engine) -> cuzk_engine_statistics {
     let mut s = cuzk_engine_statistics::default();
     ok(|e| unsafe { cuzk_engine_stats(engine, &mut s, e) });
@@ -234,18 +249,7 @@ fn bad_arguments_and_freed_engines() {
     ok(|e| unsafe { cuzk_engine_new(&bad, &mut e2, e) });
 
     // A job whose circuit does not match its parameters fails at wait with its status.
-    let other = {
-        let a = [term(0, 2, 1)];
-        let b = [term(0, 2, 1)];
-        let c = [term(0, 1, 1)];
-        let mut r = null_mut();
-        ok(|e| unsafe { cuzk_r1cs_new(1, 1, 1, a.as_ptr(), 1, b.as_ptr(), 1, c.as_ptr(), 1, &mut r, e) });
-        r
-    };
-    let x = Scalar::from(3u64);
-    let (public, aux) = ((x * x).to_bytes_le(), x.to_bytes_le());
-    let mut asg = null_mut();
-    ok(|e| unsafe { cuzk_assignment_new_r1cs(other, null(), public.as_ptr(), 1, aux.as_ptr(), 1, &mut asg, e) });
+    let (other, asg) = mismatched_assignment();
     ok(|e| unsafe { cuzk_engine_submit(e2, params, &asg, 1, null(), null(), 0, &mut job, e) });
     let mut proof = vec![0u8; CUZK_PROOF_BYTES];
     let (status, _) = call(|e| unsafe { cuzk_job_wait(job, proof.as_mut_ptr(), proof.len(), e) });
@@ -325,18 +329,7 @@ fn a_progress_callback_sees_every_partition_finish() {
     unsafe { cuzk_job_free(job) };
 
     // A failing job: the final call counts its partition as failed.
-    let other = {
-        let a = [term(0, 2, 1)];
-        let b = [term(0, 2, 1)];
-        let c = [term(0, 1, 1)];
-        let mut r = null_mut();
-        ok(|e| unsafe { cuzk_r1cs_new(1, 1, 1, a.as_ptr(), 1, b.as_ptr(), 1, c.as_ptr(), 1, &mut r, e) });
-        r
-    };
-    let x = Scalar::from(3u64);
-    let (public, aux) = ((x * x).to_bytes_le(), x.to_bytes_le());
-    let mut asg = null_mut();
-    ok(|e| unsafe { cuzk_assignment_new_r1cs(other, null(), public.as_ptr(), 1, aux.as_ptr(), 1, &mut asg, e) });
+    let (other, asg) = mismatched_assignment();
     let failing_calls = Mutex::new(Vec::<Call>::new());
     let failing_data = &failing_calls as *const Mutex<Vec<Call>> as *mut c_void;
     ok(|e| unsafe { cuzk_engine_submit(engine, params, &asg, 1, null(), null(), 0, &mut job, e) });
