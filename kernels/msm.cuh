@@ -672,10 +672,21 @@ cuzk_kresult accumulate_slice(dev_ctx *ctx, const affine_t<F> *bases, const uint
     const affine_t<F> *cp = nullptr;
     uint32_t cn = n;
     const uint32_t np0 = (n + 1) / 2;
-    if (rounds_on && n >= 4096 && try_alloc(d_cnt, ctx, ((size_t)np0 + 1) * 4) &&
+    // A round pays off only on a full device: K pairs a thread in sequence leave a round of
+    // less than two waves mostly idle (2^20 proofs ran slower with every round taken). Below
+    // that, the walk (evenly spread, any run length) is the better finisher.
+    size_t min_pairs = 0;
+    if (rounds_on) {
+        int nb = 0;
+        CUZK_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k_pair_round<F, true>, AFF_TPB, 0));
+        min_pairs = (size_t)2 * ctx->sm_count * std::max(nb, 1) * AFF_TPB * aff_k<F>();
+        if (ctx->k.slice) min_pairs = 2048;  // tests: rounds in every slice, however small
+    }
+    if (rounds_on && np0 >= min_pairs && try_alloc(d_cnt, ctx, ((size_t)np0 + 1) * 4) &&
         try_alloc(d_pos, ctx, ((size_t)np0 + 1) * 4)) {
         while (rounds < 16) {
             const uint32_t npairs = (cn + 1) / 2;
+            if (npairs < min_pairs) break;
             k_pair_count<<<(npairs + 256) / 256, 256, 0, s>>>(ck, cn, npairs, d_cnt.as<uint32_t>());
             CUZK_CKL();
             size_t ts = t_scan;
