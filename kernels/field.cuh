@@ -35,6 +35,8 @@ DEVI fp_t f_add(const fp_t& a, const fp_t& b) { return a + b; }
 DEVI fp_t f_sub(const fp_t& a, const fp_t& b) { return a - b; }
 DEVI fp_t f_mul(const fp_t& a, const fp_t& b) { return a * b; }
 DEVI fp_t f_sqr(const fp_t& a) { fp_t t = a; t.sqr(); return t; }
+DEVI fp_t f_mul_inl(const fp_t& a, const fp_t& b) { return a * b; }
+DEVI fp_t f_sqr_inl(const fp_t& a) { return f_sqr(a); }
 DEVI fp_t f_dbl(const fp_t& a) { return a + a; }
 DEVI fp_t f_neg(const fp_t& a) { return -a; }
 DEVI bool f_is_zero(const fp_t& a) { return a.is_zero(); }
@@ -46,8 +48,8 @@ DEVI fp2_t f_add(const fp2_t& a, const fp2_t& b) { fp2_t r; r.c0 = a.c0 + b.c0; 
 DEVI fp2_t f_sub(const fp2_t& a, const fp2_t& b) { fp2_t r; r.c0 = a.c0 - b.c0; r.c1 = a.c1 - b.c1; return r; }
 DEVI fp2_t f_dbl(const fp2_t& a) { fp2_t r; r.c0 = a.c0 + a.c0; r.c1 = a.c1 + a.c1; return r; }
 DEVI fp2_t f_neg(const fp2_t& a) { fp2_t r; r.c0 = -a.c0; r.c1 = -a.c1; return r; }
-// Not inlined: keeps the G2 kernels' code (and nvcc's compile time) manageable.
-__device__ __noinline__ fp2_t f_mul(const fp2_t& a, const fp2_t& b)
+// The Fp2 product and square, inline; f_mul / f_sqr below are their out-of-line versions.
+DEVI fp2_t f_mul_inl(const fp2_t& a, const fp2_t& b)
 {
     fp_t t0 = a.c0 * b.c0;
     fp_t t1 = a.c1 * b.c1;
@@ -57,7 +59,7 @@ __device__ __noinline__ fp2_t f_mul(const fp2_t& a, const fp2_t& b)
     r.c1 = t2 - t0 - t1;
     return r;
 }
-__device__ __noinline__ fp2_t f_sqr(const fp2_t& a)
+DEVI fp2_t f_sqr_inl(const fp2_t& a)
 {
     fp2_t r;
     fp_t t = a.c0 * a.c1;
@@ -65,6 +67,9 @@ __device__ __noinline__ fp2_t f_sqr(const fp2_t& a)
     r.c1 = t + t;
     return r;
 }
+// Not inlined: keeps the G2 kernels' code (and nvcc's compile time) manageable.
+__device__ __noinline__ fp2_t f_mul(const fp2_t& a, const fp2_t& b) { return f_mul_inl(a, b); }
+__device__ __noinline__ fp2_t f_sqr(const fp2_t& a) { return f_sqr_inl(a); }
 DEVI bool f_is_zero(const fp2_t& a) { return a.c0.is_zero() & a.c1.is_zero(); }
 DEVI void f_set_zero(fp2_t& a) { a.c0.zero(); a.c1.zero(); }
 DEVI void f_set_one(fp2_t& a) { a.c0 = fp_t::one(); a.c1.zero(); }

@@ -268,7 +268,9 @@ __global__ void __launch_bounds__(128, CUZK_SEG_MINB) k_seg_accum(const affine_t
 // bucket's run about halves. An affine addition costs 3 products plus a share of one inversion;
 // the inversions of a block's 128 x AFF_K pairs are batched (Montgomery's trick: prefix products
 // per thread, a product tree over the block in shared memory, one inversion by warp 0), about 3
-// more products per addition, against 10 for the xyzz mixed addition of the walk.
+// more products per addition, against 10 for the xyzz mixed addition of the walk. The products are
+// inline for both groups (G2's f_mul is an out-of-line call elsewhere; inline, the G2 rounds ran
+// ~1% faster at 2^24, kernels/NOTES.md).
 constexpr int AFF_TPB = 128;
 // Pairs per thread (the inversions of 128 x K pairs share one) and the launch bounds' blocks per
 // SM, per group: measured on the H200 at 2^24 (kernels/NOTES.md).
@@ -340,9 +342,9 @@ __global__ void __launch_bounds__(AFF_TPB, aff_minb<F>()) k_pair_round(const aff
             F d = f_sub(x1, x0);
             if (f_is_zero(d) || f_is_zero(x0) || f_is_zero(x1)) {
                 affine_t<F> P = load_entry<F, IDX>(src, vals, 2 * p), Q = load_entry<F, IDX>(src, vals, 2 * p + 1);
-                if (pair_kind(P, Q, d)) acc = f_mul(acc, d);
+                if (pair_kind(P, Q, d)) acc = f_mul_inl(acc, d);
             } else {
-                acc = f_mul(acc, d);
+                acc = f_mul_inl(acc, d);
             }
         }
         pre[k] = acc;
@@ -350,7 +352,7 @@ __global__ void __launch_bounds__(AFF_TPB, aff_minb<F>()) k_pair_round(const aff
     node[AFF_TPB + t] = acc;
     for (uint32_t L = AFF_TPB / 2; L >= 1; L >>= 1) {
         __syncthreads();
-        if (t < L) node[L + t] = f_mul(node[2 * (L + t)], node[2 * (L + t) + 1]);
+        if (t < L) node[L + t] = f_mul_inl(node[2 * (L + t)], node[2 * (L + t) + 1]);
     }
     __syncthreads();
     if (t < 32) {  // the whole of warp 0: the inversion is warp-collective
@@ -362,8 +364,8 @@ __global__ void __launch_bounds__(AFF_TPB, aff_minb<F>()) k_pair_round(const aff
         if (t < L) {
             uint32_t j = L + t;
             F a = node[2 * j], b = node[2 * j + 1], iv = node[j];
-            node[2 * j] = f_mul(iv, b);
-            node[2 * j + 1] = f_mul(iv, a);
+            node[2 * j] = f_mul_inl(iv, b);
+            node[2 * j + 1] = f_mul_inl(iv, a);
         }
     }
     __syncthreads();
@@ -387,17 +389,18 @@ __global__ void __launch_bounds__(AFF_TPB, aff_minb<F>()) k_pair_round(const aff
         F d;
         int kind = pair_kind(P, Q, d);
         if (kind) {
-            F inv = k > 0 ? f_mul(inv_run, pre[k - 1]) : inv_run;
-            inv_run = f_mul(inv_run, d);
-            F lam;
+            F inv = k > 0 ? f_mul_inl(inv_run, pre[k - 1]) : inv_run;
+            inv_run = f_mul_inl(inv_run, d);
+            F num;  // lambda's numerator: yQ - yP, or 3 xP^2 for a doubling
             if (kind == 1) {
-                lam = f_mul(f_sub(Q.y, P.y), inv);
+                num = f_sub(Q.y, P.y);
             } else {
-                F x2 = f_sqr(P.x);
-                lam = f_mul(f_add(f_dbl(x2), x2), inv);
+                F x2 = f_sqr_inl(P.x);
+                num = f_add(f_dbl(x2), x2);
             }
-            R.x = f_sub(f_sub(f_sqr(lam), P.x), Q.x);  // Q.x == P.x for a doubling
-            R.y = f_sub(f_mul(lam, f_sub(P.x, R.x)), P.y);
+            F lam = f_mul_inl(num, inv);
+            R.x = f_sub(f_sub(f_sqr_inl(lam), P.x), Q.x);  // Q.x == P.x for a doubling
+            R.y = f_sub(f_mul_inl(lam, f_sub(P.x, R.x)), P.y);
         } else if (aff_is_inf(P)) {
             R = Q;
         } else if (aff_is_inf(Q)) {
