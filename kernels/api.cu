@@ -20,6 +20,15 @@ struct cuzk_k_bases {
     bool registered = false;  // h was page-locked by us (cudaHostRegister), unregister on free
 };
 
+// A scalar vector the H call copied to the device for the batch that follows (see
+// cuzk_k_compute_h_msm_staged). Owns its device buffer until cuzk_k_staged_free.
+struct cuzk_k_staged {
+    int device;
+    const void *h;  // the caller's host vector it copies (matched by pointer and length)
+    size_t n;
+    cuzk::dbuf buf;
+};
+
 namespace cuzk {
 namespace {
 std::mutex g_mu;
@@ -292,7 +301,22 @@ cuzk_kresult msm_api(int group, const cuzk_k_bases *bases, size_t base_offset, c
     });
 }
 
-cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count)
+// One job of a batch: d = its scalars on the device (or nullptr: h = the host scalars, for a
+// job with none), on resident or streamed bases.
+cuzk_kresult run_job(dev_ctx *ctx, const cuzk_k_msm_job &j, const void *d)
+{
+    const void *h = d ? nullptr : j.host_scalars;
+    if (j.bases->h) {
+        if (j.bases->group == 1)
+            return msm_stream<fp_t>(ctx, j.bases->h, j.bases->n, j.base_offset, d, j.n, j.density_bits, j.out_jacobian);
+        return msm_stream<fp2_t>(ctx, j.bases->h, j.bases->n, j.base_offset, d, j.n, j.density_bits, j.out_jacobian);
+    }
+    if (j.bases->group == 1)
+        return msm_run<fp_t>(ctx, j.bases->d, j.bases->n, j.base_offset, d, h, j.n, j.density_bits, j.out_jacobian, false);
+    return msm_run<fp2_t>(ctx, j.bases->d, j.bases->n, j.base_offset, d, h, j.n, j.density_bits, j.out_jacobian, false);
+}
+
+cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count, const cuzk_k_staged *staged)
 {
     if (!count) return ok();
     if (!jobs) return arg_err(CUZK_K_ERR_NULL_ARG, "msm_batch: jobs is NULL");
@@ -303,6 +327,12 @@ cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count)
         if (j.bases->device != jobs[0].bases->device)
             return arg_err(CUZK_K_ERR_MIXED_DEVICES, "msm_batch: jobs on different devices");
     }
+    if (staged && staged->device != jobs[0].bases->device)
+        return arg_err(CUZK_K_ERR_MIXED_DEVICES, "msm_batch: staged scalars on another device");
+    // A job reading the staged vector uses its device copy and uploads nothing.
+    auto staged_for = [&](const cuzk_k_msm_job &j) -> const void * {
+        return staged && j.n && j.host_scalars == staged->h && j.n == staged->n ? staged->buf.p : nullptr;
+    };
     // The scalar vectors the jobs read, each once: a proof's L, A, B_G1 and B_G2 share its aux
     // vector (and A, B its inputs), so one upload serves four jobs.
     struct vec { const void *h; size_t n; };
@@ -313,7 +343,7 @@ cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count)
     for (size_t i = 0; i < count; i++) {
         const cuzk_k_msm_job &j = jobs[i];
         streamed |= j.bases->h != nullptr;
-        if (!j.n) continue;
+        if (!j.n || staged_for(j)) continue;
         size_t k = 0;
         while (k < uniq.size() && !(uniq[k].h == j.host_scalars && uniq[k].n == j.n)) k++;
         if (k == uniq.size()) {
@@ -352,17 +382,12 @@ cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count)
             for (size_t i = 0; i < count; i++) {
                 const cuzk_k_msm_job &j = jobs[i];
                 CUZK_PHASE(ctx, CUZK_K_PHASE_MSM_JOB, (int)i);
-                const void *d = nullptr;
-                if (j.n) {
+                const void *d = staged_for(j);
+                if (j.n && !d) {
                     CUZK_CK(cudaStreamWaitEvent(s, copied[vec_of[i]], 0));
                     d = bufs[vec_of[i]].p;
                 }
-                if (j.bases->group == 1)
-                    CUZK_TRY(msm_run<fp_t>(ctx, j.bases->d, j.bases->n, j.base_offset, d, nullptr, j.n,
-                                           j.density_bits, j.out_jacobian, false));
-                else
-                    CUZK_TRY(msm_run<fp2_t>(ctx, j.bases->d, j.bases->n, j.base_offset, d, nullptr, j.n,
-                                            j.density_bits, j.out_jacobian, false));
+                CUZK_TRY(run_job(ctx, j, d));
             }
             CUZK_CK(cudaStreamSynchronize(sc));
             return ok();
@@ -383,7 +408,7 @@ cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count)
         // scalars are copied when it starts.
         std::vector<bool> fetched(count + 1, false);
         auto prefetch = [&](size_t i) -> cuzk_kresult {
-            if (i >= count || jobs[i].n == 0 || fetched[i]) return ok();
+            if (i >= count || jobs[i].n == 0 || fetched[i] || staged_for(jobs[i])) return ok();
             fetched[i] = true;
             dbuf &b = buf[i % 2];
             CUZK_CK(b.alloc(ctx, jobs[i].n * 32));
@@ -400,20 +425,13 @@ cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count)
             CUZK_TRY(prefetch(i));  // a streamed job's own scalars, not fetched ahead
             if (i + 1 < count && !jobs[i + 1].bases->h && !j.bases->h) CUZK_TRY(prefetch(i + 1));
             CUZK_PHASE(ctx, CUZK_K_PHASE_MSM_JOB, (int)i);
-            if (j.n) CUZK_CK(cudaStreamWaitEvent(s, ev[i % 2], 0));
-            const void *d = j.n ? buf[i % 2].p : nullptr;
-            const void *h = j.n ? nullptr : j.host_scalars;
-            if (j.bases->h) {
-                if (j.bases->group == 1)
-                    CUZK_TRY(msm_stream<fp_t>(ctx, j.bases->h, j.bases->n, j.base_offset, d, j.n, j.density_bits, j.out_jacobian));
-                else
-                    CUZK_TRY(msm_stream<fp2_t>(ctx, j.bases->h, j.bases->n, j.base_offset, d, j.n, j.density_bits, j.out_jacobian));
-                buf[i % 2].release();  // streamed jobs leave the device memory to their chunks
-            } else if (j.bases->group == 1) {
-                CUZK_TRY(msm_run<fp_t>(ctx, j.bases->d, j.bases->n, j.base_offset, d, h, j.n, j.density_bits, j.out_jacobian, false));
-            } else {
-                CUZK_TRY(msm_run<fp2_t>(ctx, j.bases->d, j.bases->n, j.base_offset, d, h, j.n, j.density_bits, j.out_jacobian, false));
+            const void *d = staged_for(j);
+            if (j.n && !d) {
+                CUZK_CK(cudaStreamWaitEvent(s, ev[i % 2], 0));
+                d = buf[i % 2].p;
             }
+            CUZK_TRY(run_job(ctx, j, d));
+            if (j.bases->h) buf[i % 2].release();  // streamed jobs leave the device memory to their chunks
         }
         CUZK_CK(cudaStreamSynchronize(sc));
         return ok();
@@ -426,6 +444,69 @@ cuzk_kresult check_h_args(const void *a, const void *b, const void *c, size_t n,
     if (n > ((size_t)1 << log_m)) return arg_err(CUZK_K_ERR_BAD_LOG_M, "compute_h: n > 2^log_m");
     if (n && (!a || !b || !c)) return arg_err(CUZK_K_ERR_NULL_ARG, "compute_h: a, b or c is NULL");
     return ok();
+}
+
+// Device memory this call may still take: under the limit, or the device's free memory plus
+// what cuzk's pool holds unused.
+cuzk_kresult headroom(dev_ctx *ctx, size_t *out)
+{
+    if (ctx->mem.limit) {
+        *out = ctx->mem.limit > ctx->mem.used ? ctx->mem.limit - ctx->mem.used : 0;
+        return ok();
+    }
+    size_t fr = 0, tot = 0;
+    CUZK_CK(cudaMemGetInfo(&fr, &tot));
+    cuuint64_t reserved = 0, in_use = 0;
+    CUZK_CK(cudaMemPoolGetAttribute(ctx->pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+    CUZK_CK(cudaMemPoolGetAttribute(ctx->pool, cudaMemPoolAttrUsedMemCurrent, &in_use));
+    *out = fr + (size_t)(reserved > in_use ? reserved - in_use : 0);
+    return ok();
+}
+
+// H and its MSM; with stage_n > 0 also a device copy of stage_scalars for the batch that
+// follows, queued on the copy stream behind H's own copies so that it runs while the H MSM
+// computes. The copy is made only over resident H bases and only when the device keeps, beside
+// it, what the H MSM may take at most (its sort: 256 bytes a scalar at c = 16; a slice of pair
+// rounds: 2^26 entries); otherwise *staged stays NULL and the batch uploads as before.
+cuzk_kresult compute_h_msm(const cuzk_k_bases *h_bases, const void *a, const void *b, const void *c, size_t n,
+                           uint32_t log_m, void *h_out, void *out_jacobian, const void *stage, size_t stage_n,
+                           cuzk_k_staged **staged)
+{
+    if (!h_bases || !out_jacobian) return arg_err(CUZK_K_ERR_NULL_ARG, "compute_h_msm: h_bases or out is NULL");
+    if (h_bases->group != 1) return arg_err(CUZK_K_ERR_WRONG_GROUP, "compute_h_msm: H bases must be G1");
+    CUZK_TRY(check_h_args(a, b, c, n, log_m));
+    size_t m = (size_t)1 << log_m;
+    if (h_bases->n < m - 1) return arg_err(CUZK_K_ERR_RANGE, "compute_h_msm: fewer than m-1 H bases");
+    return run_on(h_bases->device, [&](dev_ctx *ctx) -> cuzk_kresult {
+        dbuf d_h;
+        CUZK_TRY(compute_h_dev(ctx, a, b, c, n, log_m, d_h, h_out));
+        CUZK_PHASE(ctx, CUZK_K_PHASE_H_MSM, 0);
+        if (h_bases->h)
+            return msm_stream<fp_t>(ctx, h_bases->h, h_bases->n, 0, d_h.p, m - 1, nullptr, out_jacobian);
+        std::unique_ptr<cuzk_k_staged> st;
+        copy_join join{ctx->s_copy};  // the staged copy is written on the copy stream
+        size_t room = 0;
+        const size_t bytes = stage_n * 32;
+        const size_t keep = 256 * m + ((size_t)1 << 26) * ((sizeof(affine_t<fp_t>) + 4) * 36 / 25 + 4);
+        if (stage_n && headroom(ctx, &room).code == 0 && room >= bytes + keep) {
+            st.reset(new cuzk_k_staged{h_bases->device, stage, stage_n, {}});
+            if (st->buf.alloc(ctx, bytes) == cudaSuccess) {
+                event_list evs;
+                cudaEvent_t allocated;
+                CUZK_CK(evs.add(&allocated));
+                CUZK_CK(cudaEventRecord(allocated, ctx->s_comp));  // the buffer is the compute stream's
+                CUZK_CK(cudaStreamWaitEvent(ctx->s_copy, allocated, 0));
+                CUZK_CK(cudaMemcpyAsync(st->buf.p, stage, bytes, cudaMemcpyHostToDevice, ctx->s_copy));
+            } else {
+                CUZK_CLEAR_LAST_ERROR();
+                st.reset();
+            }
+        }
+        CUZK_TRY(msm_run<fp_t>(ctx, h_bases->d, h_bases->n, 0, d_h.p, nullptr, m - 1, nullptr, out_jacobian, false));
+        CUZK_CK(cudaStreamSynchronize(ctx->s_copy));
+        if (staged) *staged = st.release();
+        return ok();
+    });
 }
 
 }  // namespace
@@ -556,7 +637,22 @@ cuzk_kresult cuzk_k_msm_g2(const cuzk_k_bases *bases, size_t base_offset, const 
 
 cuzk_kresult cuzk_k_msm_batch(const cuzk_k_msm_job *jobs, size_t count)
 {
-    API_GUARD(return msm_batch(jobs, count);)
+    API_GUARD(return msm_batch(jobs, count, nullptr);)
+}
+
+cuzk_kresult cuzk_k_msm_batch_staged(const cuzk_k_msm_job *jobs, size_t count, const cuzk_k_staged *staged)
+{
+    API_GUARD(return msm_batch(jobs, count, staged);)
+}
+
+cuzk_kresult cuzk_k_staged_free(cuzk_k_staged *staged)
+{
+    if (!staged) return ok();
+    std::unique_ptr<cuzk_k_staged> own(staged);
+    API_GUARD(return run_on(own->device, [&](dev_ctx *) -> cuzk_kresult {
+        own->buf.release();
+        return ok();
+    });)
 }
 
 cuzk_kresult cuzk_k_compute_h(int device, const void *a, const void *b, const void *c, size_t n,
@@ -576,21 +672,18 @@ cuzk_kresult cuzk_k_compute_h_msm(const cuzk_k_bases *h_bases, const void *a, co
                                   const void *c, size_t n, uint32_t log_m, void *h_out,
                                   void *out_jacobian)
 {
-    API_GUARD({
-        if (!h_bases || !out_jacobian) return arg_err(CUZK_K_ERR_NULL_ARG, "compute_h_msm: h_bases or out is NULL");
-        if (h_bases->group != 1) return arg_err(CUZK_K_ERR_WRONG_GROUP, "compute_h_msm: H bases must be G1");
-        CUZK_TRY(check_h_args(a, b, c, n, log_m));
-        size_t m = (size_t)1 << log_m;
-        if (h_bases->n < m - 1) return arg_err(CUZK_K_ERR_RANGE, "compute_h_msm: fewer than m-1 H bases");
-        return run_on(h_bases->device, [&](dev_ctx *ctx) -> cuzk_kresult {
-            dbuf d_h;
-            CUZK_TRY(compute_h_dev(ctx, a, b, c, n, log_m, d_h, h_out));
-            CUZK_PHASE(ctx, CUZK_K_PHASE_H_MSM, 0);
-            if (h_bases->h)
-                return msm_stream<fp_t>(ctx, h_bases->h, h_bases->n, 0, d_h.p, m - 1, nullptr, out_jacobian);
-            return msm_run<fp_t>(ctx, h_bases->d, h_bases->n, 0, d_h.p, nullptr, m - 1, nullptr, out_jacobian, false);
-        });
-    })
+    API_GUARD(return compute_h_msm(h_bases, a, b, c, n, log_m, h_out, out_jacobian, nullptr, 0, nullptr);)
+}
+
+cuzk_kresult cuzk_k_compute_h_msm_staged(const cuzk_k_bases *h_bases, const void *a, const void *b,
+                                         const void *c, size_t n, uint32_t log_m, void *h_out,
+                                         void *out_jacobian, const void *stage_scalars, size_t stage_n,
+                                         cuzk_k_staged **staged)
+{
+    if (!staged) return arg_err(CUZK_K_ERR_NULL_ARG, "compute_h_msm_staged: staged is NULL");
+    *staged = nullptr;
+    if (!stage_scalars && stage_n) return arg_err(CUZK_K_ERR_NULL_ARG, "compute_h_msm_staged: stage_scalars is NULL");
+    API_GUARD(return compute_h_msm(h_bases, a, b, c, n, log_m, h_out, out_jacobian, stage_scalars, stage_n, staged);)
 }
 
 cuzk_kresult cuzk_k_device_set_limit(int device, size_t limit_bytes, size_t stream_chunk_points)

@@ -152,6 +152,26 @@ cuzk_kresult cuzk_k_compute_h_msm(const cuzk_k_bases *h_bases, const void *a, co
                                   const void *c, size_t n, uint32_t log_m, void *h_out,
                                   void *out_jacobian);
 
+/* Staging: the H call also copies the scalar vector the batch that follows will read (a
+ * proof's aux assignment), so that its upload runs while the H MSM computes instead of
+ * before the batch's first job (~10 ms per 2^24 pinned scalars).
+ * cuzk_k_compute_h_msm_staged is cuzk_k_compute_h_msm plus that copy: stage_n scalars at
+ * stage_scalars (may be 0). *staged receives a handle to the device copy, or NULL when none was
+ * made: streamed H bases, or too little device memory beside what the H MSM may need (the
+ * batch then uploads as usual; NULL is not an error). The copy has finished when the call
+ * returns, as every copy does; only the device buffer outlives the call, counted in the
+ * device's memory (cuzk_k_device_mem_stats) until cuzk_k_staged_free. */
+typedef struct cuzk_k_staged cuzk_k_staged;
+cuzk_kresult cuzk_k_compute_h_msm_staged(const cuzk_k_bases *h_bases, const void *a, const void *b,
+                                         const void *c, size_t n, uint32_t log_m, void *h_out,
+                                         void *out_jacobian, const void *stage_scalars, size_t stage_n,
+                                         cuzk_k_staged **staged);
+/* cuzk_k_msm_batch, where every job whose host_scalars and n equal the staged vector's reads the
+ * staged device copy instead of uploading them. That host memory must not have changed since
+ * the staging call. staged may be NULL (= cuzk_k_msm_batch); it stays valid after the call. */
+cuzk_kresult cuzk_k_msm_batch_staged(const cuzk_k_msm_job *jobs, size_t count, const cuzk_k_staged *staged);
+/* Frees the staged device copy (NULL is allowed). */
+cuzk_kresult cuzk_k_staged_free(cuzk_k_staged *staged);
 /* Device memory accounting. cuzk counts the device memory it holds on each device (scratch
  * buffers in use, NTT tables, resident bases) and, with a limit set, fails an allocation past it
  * with cudaErrorMemoryAllocation, as a GPU with that much memory would. limit_bytes 0 = none.

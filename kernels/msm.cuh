@@ -140,17 +140,6 @@ __global__ void k_digits(const uint4 *big_sc, const uint32_t *big_idx, uint32_t 
     }
 }
 
-template <class F>
-__device__ __forceinline__ void add_base(xyzz_t<F> &acc, const affine_t<F> *bases, uint32_t v)
-{
-#ifdef __CUDA_ARCH__
-    affine_t<F> p = bases[v & 0x7fffffffu];
-    if (aff_is_inf(p)) return;
-    F y = (v >> 31) ? f_neg(p.y) : p.y;
-    xyzz_add_affine(acc, p.x, y);
-#endif
-}
-
 template <class F, int TPB>
 __device__ __forceinline__ void block_reduce(xyzz_t<F> &acc)
 {
@@ -246,12 +235,8 @@ __global__ void __launch_bounds__(128, CUZK_SEG_MINB) k_seg_accum(const affine_t
             xyzz_set_inf(acc);
             cur = k;
         }
-        if (IDX) {
-            add_base(acc, src, vals[e]);
-        } else {
-            affine_t<F> p = src[e];
-            if (!aff_is_inf(p)) xyzz_add_affine(acc, p.x, p.y);
-        }
+        affine_t<F> p = load_entry<F, IDX>(src, vals, e);
+        if (!aff_is_inf(p)) xyzz_add_affine(acc, p.x, p.y);
     }
     if (first) {
         pkey[2 * t] = cur; pval[2 * t] = acc;
@@ -470,8 +455,10 @@ __global__ void __launch_bounds__(TPB) k_sum_list(const affine_t<F> *bases, cons
 #ifdef __CUDA_ARCH__
     xyzz_t<F> acc;
     xyzz_set_inf(acc);
-    for (uint32_t i = blockIdx.x * TPB + threadIdx.x; i < cnt; i += gridDim.x * TPB)
-        add_base(acc, bases, idx[i]);
+    for (uint32_t i = blockIdx.x * TPB + threadIdx.x; i < cnt; i += gridDim.x * TPB) {
+        affine_t<F> p = load_entry<F, true>(bases, idx, i);
+        if (!aff_is_inf(p)) xyzz_add_affine(acc, p.x, p.y);
+    }
     block_reduce<F, TPB>(acc);
     if (threadIdx.x == 0) out[blockIdx.x] = acc;
 #endif
@@ -601,7 +588,7 @@ template <class F> constexpr int red_tpb() { return sizeof(F) == 48 ? 128 : 64; 
 inline bool try_alloc(dbuf &b, dev_ctx *ctx, size_t n)
 {
     if (b.alloc(ctx, n) == cudaSuccess) return true;
-    (void)cudaGetLastError();
+    CUZK_CLEAR_LAST_ERROR();
     return false;
 }
 
@@ -947,7 +934,6 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
         CUZK_CK(d_buckets.alloc(ctx, (size_t)nwin * B * sizeof(xyzz_t<F>)));
         CUZK_CK(d_mcnt.alloc(ctx, 16));
         CUZK_CK(cudaMemsetAsync(d_buckets.p, 0, (size_t)nwin * B * sizeof(xyzz_t<F>), s));
-        CUZK_CK(cudaMemsetAsync(d_mcnt.p, 0, 16, s));
         k_find_sentinel<<<1, 1, 0, s>>>(kb.Current(), (uint32_t)N, sentinel, d_nv.as<uint32_t>());
         CUZK_CKL();
         uint32_t nvalid = 0;

@@ -343,6 +343,75 @@ static void test_batch(uint64_t seed)
     printf("  msm_batch (5 jobs, G1+G2, density, n=0) %s\n", all ? "ok" : "MISMATCH");
 }
 
+// Staging: the H call copies a scalar vector to the device; a batch over it reads that copy.
+// Proven by changing the host vector after staging: the staged batch must still give the
+// results of the old values (computed first by a plain batch), on the resident-bases path and
+// on the streamed one, while a job over another vector uploads as usual.
+static void test_staged(uint64_t seed)
+{
+    const size_t n = (1 << 16) + 3, n0 = (1 << 16) + 5, n1 = 1000;
+    const int L = 17;
+    std::vector<blst_fr> a, b, c, s0, s1;
+    gen_scalars(a, n, 1, seed);
+    gen_scalars(b, n, 0, seed + 1);
+    gen_scalars(c, n, 0, seed + 2);
+    gen_scalars(s0, n0, 1, seed + 3);
+    gen_scalars(s1, n1, 0, seed + 4);
+    std::vector<uint64_t> dens(n0 / 64 + 1);
+    std::mt19937_64 rng(seed + 5);
+    for (auto &w : dens) w = rng();
+    cuzk_k_bases *g1s = nullptr;
+    KOK(cuzk_k_bases_host_g1(0, G1B.data(), G1B.size(), &g1s));
+    blst_p2 want[4], got[4];
+    auto jobs_into = [&](blst_p2 *out, cuzk_k_msm_job *jobs) {
+        jobs[0] = cuzk_k_msm_job{g1b, 0, s0.data(), n0, nullptr, &out[0]};
+        jobs[1] = cuzk_k_msm_job{g2b, 1, s0.data(), n0, dens.data(), &out[1]};
+        jobs[2] = cuzk_k_msm_job{g1b, 2, s1.data(), n1, nullptr, &out[2]};
+        jobs[3] = cuzk_k_msm_job{g1s, 3, s0.data(), n0, dens.data(), &out[3]};
+    };
+    cuzk_k_msm_job jobs[4];
+    jobs_into(want, jobs);
+    KOK(cuzk_k_msm_batch(jobs, 3));      // resident bases: the up-front upload path
+    KOK(cuzk_k_msm_batch(jobs + 3, 1));  // streamed bases: the general path
+    blst_p1 h_want, h_got;
+    KOK(cuzk_k_compute_h_msm(g1b, a.data(), b.data(), c.data(), n, L, nullptr, &h_want));
+
+    cuzk_k_mem_stats m0, m1, m2;
+    KOK(cuzk_k_device_mem_stats(0, 0, &m0));
+    cuzk_k_staged *st = nullptr;
+    KOK(cuzk_k_compute_h_msm_staged(g1b, a.data(), b.data(), c.data(), n, L, nullptr, &h_got, s0.data(), n0, &st));
+    KOK(cuzk_k_device_mem_stats(0, 0, &m1));
+    CHECK(st != nullptr, "staged: no copy made on a device with room");
+    CHECK(m1.used >= m0.used + n0 * 32, "staged: copy not counted (%zu -> %zu)", m0.used, m1.used);
+    CHECK(blst_p1_is_equal(&h_want, &h_got), "staged: H MSM differs");
+    const std::vector<blst_fr> orig = s0;
+    for (auto &x : s0) x = fr_from_u64(3);  // the host vector changes; the staged copy does not
+    jobs_into(got, jobs);
+    KOK(cuzk_k_msm_batch_staged(jobs, 3, st));
+    KOK(cuzk_k_msm_batch_staged(jobs + 3, 1, st));
+    bool eq = blst_p1_is_equal((blst_p1 *)&want[0], (blst_p1 *)&got[0]) && blst_p2_is_equal(&want[1], &got[1]) &&
+              blst_p1_is_equal((blst_p1 *)&want[2], (blst_p1 *)&got[2]) &&
+              blst_p1_is_equal((blst_p1 *)&want[3], (blst_p1 *)&got[3]);
+    CHECK(eq, "staged batch differs from the batch over the same scalars");
+    // without the staged copy the changed host vector is read: a different result
+    KOK(cuzk_k_msm_batch(jobs, 1));
+    CHECK(!blst_p1_is_equal((blst_p1 *)&want[0], (blst_p1 *)&got[0]), "unstaged batch ignored the host change");
+    s0 = orig;
+    KOK(cuzk_k_staged_free(st));
+    KOK(cuzk_k_device_mem_stats(0, 0, &m2));
+    CHECK(m2.used == m0.used, "staged_free: %zu bytes left counted", m2.used - m0.used);
+    KOK(cuzk_k_staged_free(nullptr));
+    cuzk_kresult r = cuzk_k_compute_h_msm_staged(g1b, a.data(), b.data(), c.data(), n, L, nullptr, &h_got, s0.data(), n0, nullptr);
+    CHECK(r.code == CUZK_K_ERR_NULL_ARG, "staged: NULL out -> %d", r.code);
+    // streamed H bases: no copy, and no error
+    st = (cuzk_k_staged *)&r;
+    KOK(cuzk_k_compute_h_msm_staged(g1s, a.data(), b.data(), c.data(), n, L, nullptr, &h_got, s0.data(), n0, &st));
+    CHECK(st == nullptr && blst_p1_is_equal(&h_want, &h_got), "staged over streamed H bases");
+    KOK(cuzk_k_bases_free(g1s));
+    printf("  staged scalars (H + batch, resident and streamed jobs) %s\n", eq ? "ok" : "MISMATCH");
+    fflush(stdout);
+}
+
 static void test_h(size_t n, int L, uint64_t seed, bool with_msm)
 {
     std::vector<blst_fr> a, b, c, href, hgot((size_t)1 << L);
@@ -398,29 +467,6 @@ static void test_errors()
     printf("  error paths checked\n");
 }
 
-// Bases built to hit every exceptional case of a bucket addition: runs of one point, its
-// negation, infinities, and a few distinct points, with scalars from a small set so that equal
-// points meet in the same buckets (P + P, P + (-P), P + infinity), in pairs and in long runs.
-template <class A, class P>
-static void repeated_bases(std::vector<A> &out, const std::vector<A> &pool, size_t n, uint64_t seed,
-                           void (*from_aff)(P *, const A *), void (*cneg)(P *, bool), void (*to_aff)(A *, const P *))
-{
-    std::mt19937_64 rng(seed);
-    out.resize(n);
-    for (size_t i = 0; i < n; i++) {
-        unsigned r = (unsigned)(rng() % 8);
-        if (i == 0 && r >= 4) r = 0;
-        switch (r) {
-        case 0: case 1: out[i] = pool[rng() % 4]; break;            // one of four points
-        case 2: { P t; from_aff(&t, &pool[rng() % 4]); cneg(&t, true); to_aff(&out[i], &t); break; }  // a negation
-        case 3: memset(&out[i], 0, sizeof(A)); break;                 // infinity
-        case 4: case 5: out[i] = out[i - 1]; break;                   // the previous one again
-        case 6: { P t; from_aff(&t, &out[i - 1]); cneg(&t, true); to_aff(&out[i], &t); break; }  // its negation
-        default: out[i] = pool[4 + rng() % (pool.size() - 4)]; break; // a distinct point
-        }
-    }
-}
-
 struct g1_ops {
     using A = blst_p1_affine;
     using P = blst_p1;
@@ -450,13 +496,45 @@ struct g2_ops {
     static bool same(const P *a, const P *b) { return blst_p2_is_equal(a, b) && blst_p2_on_curve(b); }
 };
 
+// Bases built to hit every exceptional case of a bucket addition: runs of one point, its
+// negation, infinities, and a few distinct points, with scalars from a small set so that equal
+// points meet in the same buckets (P + P, P + (-P), P + infinity), in pairs and in long runs.
+template <class G>
+static void repeated_bases(std::vector<typename G::A> &out, const std::vector<typename G::A> &pool, size_t n,
+                           uint64_t seed)
+{
+    using A = typename G::A;
+    auto negated = [](const A &a) {
+        typename G::P t;
+        A r;
+        G::from_aff(&t, &a);
+        G::cneg(&t, true);
+        G::to_aff(&r, &t);
+        return r;
+    };
+    std::mt19937_64 rng(seed);
+    out.resize(n);
+    for (size_t i = 0; i < n; i++) {
+        unsigned r = (unsigned)(rng() % 8);
+        if (i == 0 && r >= 4) r = 0;
+        switch (r) {
+        case 0: case 1: out[i] = pool[rng() % 4]; break;            // one of four points
+        case 2: out[i] = negated(pool[rng() % 4]); break;             // a negation
+        case 3: memset(&out[i], 0, sizeof(A)); break;                 // infinity
+        case 4: case 5: out[i] = out[i - 1]; break;                   // the previous one again
+        case 6: out[i] = negated(out[i - 1]); break;                  // its negation
+        default: out[i] = pool[4 + rng() % (pool.size() - 4)]; break; // a distinct point
+        }
+    }
+}
+
 // One MSM over repeated_bases (drawn from the first 4096 of `all`) against blst.
 template <class G>
 static bool repeated_case(const std::vector<typename G::A> &all, const std::vector<blst_fr> &s, uint64_t seed)
 {
     const size_t n = s.size();
     std::vector<typename G::A> pool(all.begin(), all.begin() + 4096), b;
-    repeated_bases(b, pool, n, seed, G::from_aff, G::cneg, G::to_aff);
+    repeated_bases<G>(b, pool, n, seed);
     cuzk_k_bases *h = nullptr;
     KOK(G::upload(b.data(), n, &h));
     typename G::P ref, got;
@@ -513,6 +591,7 @@ static int run_tests()
     test_msm((1 << 22) + 5, 1, true, 9, false, seed++);   // several upload chunks, density
     test_msm((1 << 22) + 5, 0, false, 11, false, seed++);
     test_batch(seed++);
+    test_staged(seed++);
     test_h(1000, 10, seed++, true);
     test_h(1024, 10, seed++, false);
     test_h((1 << 16) + 3, 17, seed++, true);
@@ -553,8 +632,8 @@ static int run_bench(const std::vector<int> &logs, bool msm_only)
     KOK(cuzk_k_bases_upload_g1(0, G1B.data(), NMAX, &g1b));
     KOK(cuzk_k_bases_upload_g2(0, G2B.data(), NMAX, &g2b));
     printf("uploaded bases in %.0f ms\n", now_ms() - t0);
-    blst_fr *pin[3];
-    for (int k = 0; k < 3; k++) {
+    blst_fr *pin[4];
+    for (int k = 0; k < 4; k++) {
         if (cudaHostAlloc((void **)&pin[k], NMAX * 32, cudaHostAllocDefault) != cudaSuccess) { printf("pinned alloc failed\n"); return 2; }
     }
     std::vector<blst_fr> tmp;
@@ -606,8 +685,32 @@ static int run_bench(const std::vector<int> &logs, bool msm_only)
         t = timeit(reps, [&] { KOK(cuzk_k_compute_h_msm(g1b, pin[0], pin[1], pin[2], n, L, nullptr, &o1)); });
         printf("| compute_h_msm | %d | a,b,c pinned | %.2f | %.2f | %d |\n", L, median(t), *std::min_element(t.begin(), t.end()), reps);
         fflush(stdout);
+        // A proof's GPU part: H + its MSM, then L, A, B_G1 (G1) and B_G2 over one aux vector;
+        // two plain calls against the staged pair (aux copied while the H MSM computes).
+        gen_scalars(tmp, n, 1, 203 + L);
+        memcpy(pin[3], tmp.data(), n * 32);
+        blst_p1 ob[3];
+        blst_p2 ob2;
+        cuzk_k_msm_job pj[4] = {{g1b, 0, pin[3], n, nullptr, &ob[0]}, {g1b, 0, pin[3], n, nullptr, &ob[1]},
+                                {g1b, 0, pin[3], n, nullptr, &ob[2]}, {g2b, 0, pin[3], n, nullptr, &ob2}};
+        t = timeit(reps, [&] {
+            KOK(cuzk_k_compute_h_msm(g1b, pin[0], pin[1], pin[2], n, L, nullptr, &o1));
+            KOK(cuzk_k_msm_batch(pj, 4));
+        });
+        printf("| H + batch, two calls | %d | all pinned | %.2f | %.2f | %d |\n", L, median(t), *std::min_element(t.begin(), t.end()), reps);
+        int staged_runs = 0;
+        t = timeit(reps, [&] {
+            cuzk_k_staged *st = nullptr;
+            KOK(cuzk_k_compute_h_msm_staged(g1b, pin[0], pin[1], pin[2], n, L, nullptr, &o1, pin[3], n, &st));
+            staged_runs += st != nullptr;
+            KOK(cuzk_k_msm_batch_staged(pj, 4, st));
+            KOK(cuzk_k_staged_free(st));
+        });
+        printf("| H + batch, aux staged (%d of %d staged) | %d | all pinned | %.2f | %.2f | %d |\n", staged_runs, reps + 1, L,
+               median(t), *std::min_element(t.begin(), t.end()), reps);
+        fflush(stdout);
     }
-    for (int k = 0; k < 3; k++) cudaFreeHost(pin[k]);
+    for (int k = 0; k < 4; k++) cudaFreeHost(pin[k]);
     KOK(cuzk_k_bases_free(g1b));
     KOK(cuzk_k_bases_free(g2b));
     return 0;

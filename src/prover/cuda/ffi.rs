@@ -58,6 +58,12 @@ pub struct KBases {
     _private: [u8; 0],
 }
 
+/// Opaque staged scalars: a device copy the H call made for the batch that follows.
+#[repr(C)]
+pub struct KStaged {
+    _private: [u8; 0],
+}
+
 /// `cuzk_k_msm_job`: one MSM of a batch.
 #[repr(C)]
 pub struct KMsmJob {
@@ -84,7 +90,8 @@ extern "C" {
     pub fn cuzk_k_fault_fired() -> c_int;
     #[cfg(feature = "fault-injection")]
     pub fn cuzk_k_fault_streams_busy(device: c_int) -> c_int;
-    pub fn cuzk_k_msm_batch(jobs: *const KMsmJob, count: usize) -> KResult;
+    pub fn cuzk_k_msm_batch_staged(jobs: *const KMsmJob, count: usize, staged: *const KStaged) -> KResult;
+    pub fn cuzk_k_staged_free(staged: *mut KStaged) -> KResult;
     pub fn cuzk_k_device_count(out: *mut c_int) -> KResult;
     pub fn cuzk_k_bases_upload_g1(
         device: c_int,
@@ -125,7 +132,8 @@ extern "C" {
         log_m: u32,
         h_out: *mut c_void,
     ) -> KResult;
-    pub fn cuzk_k_compute_h_msm(
+    #[allow(clippy::too_many_arguments)]
+    pub fn cuzk_k_compute_h_msm_staged(
         h_bases: *const KBases,
         a: *const c_void,
         b: *const c_void,
@@ -134,5 +142,8 @@ extern "C" {
         log_m: u32,
         h_out: *mut c_void,
         out_jacobian: *mut c_void,
+        stage_scalars: *const c_void,
+        stage_n: usize,
+        staged: *mut *mut KStaged,
     ) -> KResult;
 }

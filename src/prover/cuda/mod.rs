@@ -2,8 +2,9 @@
 //! or, when they do not fit, streamed to it from pinned host memory.
 //!
 //! a/b/c go host→device straight from the assignment's (pinned) buffers inside
-//! `cuzk_k_compute_h_msm`, which also runs the H MSM without H leaving the device; the
-//! buffers go back to the pool right after. The parameters' five query vectors are uploaded
+//! `cuzk_k_compute_h_msm_staged`, which also runs the H MSM without H leaving the device and,
+//! while that MSM computes, copies the aux vector that the batched L/A/B MSMs read next (so
+//! only a's copy is exposed); the buffers go back to the pool right after. The parameters' five query vectors are uploaded
 //! once per [`Parameters`] and stay on the device (least recently used evicted first when a
 //! new set would exceed the residency cap), so a proof moves only its own a/b/c and witness.
 //!
@@ -261,6 +262,23 @@ unsafe impl Send for DeviceBases {}
 // SAFETY: shared use only passes the handle as `const` to MSM calls, which the API allows
 // concurrently (they are serialised per device inside the kernels).
 unsafe impl Sync for DeviceBases {}
+
+/// A scalar vector the H call copied to the device for the batch after it (the kernels'
+/// staging: its upload runs under the H MSM); freed on drop. Null when the kernels made none.
+struct Staged(*mut ffi::KStaged);
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if self.0.is_null() {
+            return;
+        }
+        // SAFETY: a handle from cuzk_k_compute_h_msm_staged, freed once (here).
+        let r = unsafe { ffi::cuzk_k_staged_free(self.0) };
+        if let Err(e) = check("cuzk_k_staged_free", r) {
+            log::warn!("staged scalars not freed: {e}");
+        }
+    }
+}
 
 /// The kernels' four constructors of a bases handle share this signature.
 type MakeBases = unsafe extern "C" fn(c_int, *const c_void, usize, *mut *mut ffi::KBases) -> ffi::KResult;
@@ -1185,16 +1203,29 @@ impl Backend for CudaBackend {
         let start = Instant::now();
         let log_m = params.domain_size().trailing_zeros();
         let mut h = G1Projective::identity();
+        // The batch reads the aux vector (L, A, B): the H call copies it to the device while
+        // its MSM computes. The batch matches it by pointer and length; release_abc below
+        // does not touch aux.
+        let stage = if self.batched_msms {
+            assignment.aux_assignment()
+        } else {
+            &[]
+        };
+        let (stage_ptr, stage_n) = (stage.as_ptr().cast::<c_void>(), stage.len());
+        let mut staged = Staged(std::ptr::null_mut());
         let result = self.with_oom_retry(keep, || {
             let (a, b, c) = (assignment.a(), assignment.b(), assignment.c());
             let ret: &mut blst::blst_p1 = h.as_mut();
+            let mut raw = std::ptr::null_mut();
             // SAFETY: a, b, c are a.len() live scalars each (blst_fr layout; equal lengths by
             // construction of the assignment); h_out is null (not wanted); `ret` is a blst_p1;
             // the H bases hold m − 1 points (check_assignment: the domain size matches the
-            // parameters). The call waits for its copies on every path, so a/b/c may go back
+            // parameters); stage_ptr is stage_n live scalars (aux, borrowed from the
+            // assignment, which nothing mutates before the batch); `raw` is a valid
+            // out-pointer. The call waits for its copies on every path, so a/b/c may go back
             // to the pool as soon as it returns.
             let r = unsafe {
-                ffi::cuzk_k_compute_h_msm(
+                ffi::cuzk_k_compute_h_msm_staged(
                     dev.h.raw,
                     a.as_ptr().cast::<c_void>(),
                     b.as_ptr().cast::<c_void>(),
@@ -1203,9 +1234,13 @@ impl Backend for CudaBackend {
                     log_m,
                     std::ptr::null_mut(),
                     (ret as *mut blst::blst_p1).cast::<c_void>(),
+                    stage_ptr,
+                    stage_n,
+                    &mut raw,
                 )
             };
-            check("cuzk_k_compute_h_msm", r)
+            staged = Staged(raw);
+            check("cuzk_k_compute_h_msm_staged", r)
         });
         // a/b/c are on the device (or the call failed): either way the buffers go back now.
         assignment.release_abc();
@@ -1276,8 +1311,10 @@ impl Backend for CudaBackend {
             // with their exact lengths, density words covering them (one word per 64
             // variables), and an output of the bases' group (blst_p1 for G1, blst_p2 for G2),
             // all borrowed until the call returns; it waits for its copies on every path.
-            let r = unsafe { ffi::cuzk_k_msm_batch(jobs.as_ptr(), jobs.len()) };
-            check_jobs("cuzk_k_msm_batch", r, &BATCH_JOBS)
+            // `staged.0` is null or the live handle of the H call's copy of this same `aux`
+            // (unchanged since), which the jobs over `aux` read instead of uploading it.
+            let r = unsafe { ffi::cuzk_k_msm_batch_staged(jobs.as_ptr(), jobs.len(), staged.0) };
+            check_jobs("cuzk_k_msm_batch_staged", r, &BATCH_JOBS)
         })?;
         t.msm_batch += s.elapsed();
         let (l, a, b_g1) = (g1[0], g1[1] + g1[2], g1[3] + g1[4]);
