@@ -303,13 +303,17 @@ cuzk_kresult msm_api(int group, const cuzk_k_bases *bases, size_t base_offset, c
 
 // One job of a batch: d = its scalars on the device (or nullptr: h = the host scalars, for a
 // job with none), on resident or streamed bases.
-cuzk_kresult run_job(dev_ctx *ctx, const cuzk_k_msm_job &j, const void *d)
+// Streamed jobs may take their first chunk from `in` and fill `out` for `next`.
+cuzk_kresult run_job(dev_ctx *ctx, const cuzk_k_msm_job &j, const void *d, stream_carry *in = nullptr,
+                     stream_carry *out = nullptr, const stream_next *next = nullptr)
 {
     const void *h = d ? nullptr : j.host_scalars;
     if (j.bases->h) {
         if (j.bases->group == 1)
-            return msm_stream<fp_t>(ctx, j.bases->h, j.bases->n, j.base_offset, d, j.n, j.density_bits, j.out_jacobian);
-        return msm_stream<fp2_t>(ctx, j.bases->h, j.bases->n, j.base_offset, d, j.n, j.density_bits, j.out_jacobian);
+            return msm_stream<fp_t>(ctx, j.bases->h, j.bases->n, j.base_offset, d, j.n, j.density_bits,
+                                    j.out_jacobian, in, out, next);
+        return msm_stream<fp2_t>(ctx, j.bases->h, j.bases->n, j.base_offset, d, j.n, j.density_bits,
+                                 j.out_jacobian, in, out, next);
     }
     if (j.bases->group == 1)
         return msm_run<fp_t>(ctx, j.bases->d, j.bases->n, j.base_offset, d, h, j.n, j.density_bits, j.out_jacobian, false);
@@ -396,22 +400,41 @@ cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count, const cuzk_k_st
     return run_on(jobs[0].bases->device, [&](dev_ctx *ctx) -> cuzk_kresult {
         cudaStream_t s = ctx->s_comp, sc = ctx->s_copy;
         dbuf buf[2];
-        copy_join join{sc};  // buf is written on the copy stream: join it before buf is freed
+        // Streamed jobs hand the next large streamed job its first chunk, copied during their
+        // last one (a proof's L, A, B_G1 and B_G2 over aux; the inputs' jobs in between are
+        // too small to hide a copy and are skipped over).
+        stream_carry carry[2];
+        event_list carry_evs;
+        CUZK_CK(carry_evs.add(&carry[0].copied));
+        CUZK_CK(carry_evs.add(&carry[1].copied));
+        int cur = 0;                   // carry[cur] holds the first chunk of job `pending`
+        size_t pending = (size_t)-1;
+        const size_t big = 4096;       // scalars: a job worth a carried first chunk
+        auto elem = [](const cuzk_k_msm_job &j) { return j.bases->group == 1 ? (size_t)96 : (size_t)192; };
+        copy_join join{sc};  // buf and carry are written on the copy stream: join it before they are freed
         cudaEvent_t ev[3] = {};
         struct ev_guard {
             cudaEvent_t *e;
             ~ev_guard() { for (int i = 0; i < 3; i++) if (e[i]) cudaEventDestroy(e[i]); }
         } guard{ev};
         for (int k = 0; k < 3; k++) CUZK_CK(cudaEventCreateWithFlags(&ev[k], cudaEventDisableTiming));
-        // queue the copy of job i's scalars into buf[i % 2] on the copy stream. A job over
-        // streamed bases is not fetched ahead (its chunks need the device memory): its
-        // scalars are copied when it starts.
+        // queue the copy of job i's scalars into buf[i % 2] on the copy stream, unless that
+        // buffer already holds them (a proof's jobs alternate between the aux and the inputs
+        // vector, so each is uploaded once). A job over streamed bases is not fetched ahead
+        // (its chunks need the device memory): its scalars are copied when it starts.
         std::vector<bool> fetched(count + 1, false);
+        struct held_vec { const void *h = nullptr; size_t n = 0; } held[2];
+        auto holds = [&](int slot, const cuzk_k_msm_job &j) {
+            return buf[slot].p && held[slot].h == j.host_scalars && held[slot].n == j.n;
+        };
         auto prefetch = [&](size_t i) -> cuzk_kresult {
             if (i >= count || jobs[i].n == 0 || fetched[i] || staged_for(jobs[i])) return ok();
             fetched[i] = true;
+            if (holds((int)(i % 2), jobs[i])) return ok();  // ev[i % 2] still marks its copy
             dbuf &b = buf[i % 2];
+            held[i % 2] = held_vec{};
             CUZK_CK(b.alloc(ctx, jobs[i].n * 32));
+            held[i % 2] = held_vec{jobs[i].host_scalars, jobs[i].n};
             CUZK_CK(cudaEventRecord(ev[2], s));
             CUZK_CK(cudaStreamWaitEvent(sc, ev[2], 0));
             CUZK_CK(cudaMemcpyAsync(b.p, jobs[i].host_scalars, jobs[i].n * 32, cudaMemcpyHostToDevice, sc));
@@ -430,8 +453,27 @@ cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count, const cuzk_k_st
                 CUZK_CK(cudaStreamWaitEvent(s, ev[i % 2], 0));
                 d = buf[i % 2].p;
             }
-            CUZK_TRY(run_job(ctx, j, d));
-            if (j.bases->h) buf[i % 2].release();  // streamed jobs leave the device memory to their chunks
+            if (j.bases->h && j.n >= big) {
+                size_t t = i + 1;
+                while (t < count && !(jobs[t].bases->h && jobs[t].n >= big)) t++;
+                stream_next nx{};
+                if (t < count)
+                    nx = stream_next{static_cast<const char *>(jobs[t].bases->h) + jobs[t].base_offset * elem(jobs[t]),
+                                     jobs[t].n, jobs[t].density_bits, elem(jobs[t])};
+                stream_carry *in = pending == i ? &carry[cur] : nullptr;
+                CUZK_TRY(run_job(ctx, j, d, in, &carry[1 - cur], t < count ? &nx : nullptr));
+                carry[cur].clear();
+                cur = 1 - cur;
+                pending = carry[cur].h ? t : (size_t)-1;
+            } else {
+                CUZK_TRY(run_job(ctx, j, d));
+            }
+            // After a streamed job its buffer goes back (the next jobs' chunks need the device
+            // memory), unless the next job of its slot reads the same vector.
+            if (j.bases->h && !(i + 2 < count && holds((int)(i % 2), jobs[i + 2]))) {
+                buf[i % 2].release();
+                held[i % 2] = held_vec{};
+            }
         }
         CUZK_CK(cudaStreamSynchronize(sc));
         return ok();

@@ -202,13 +202,38 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases, size_t bases_len, size_t
 void host_final_g1(const void *win, int nwin, int c, const void *ones, void *out, bool accumulate);
 void host_final_g2(const void *win, int nwin, int c, const void *ones, void *out, bool accumulate);
 
+// A piece of a streamed MSM: scalars [i0, i0 + cnt) (whole density words), bases [b0, b0 + nb).
+struct stream_piece { size_t i0, cnt, b0, nb; };
+
+// The first chunk of a batch's next streamed MSM, copied while the current one computes its
+// last chunk (msm_stream's `in` / `out`). Its copy runs on the copy stream; `copied` (owned by
+// the caller) is recorded after it. The buffer is the compute stream's (dbuf).
+struct stream_carry {
+    dbuf buf;
+    const void *h = nullptr;   // host address of the first base copied; nullptr = empty
+    size_t cap = 0;            // the piece's cap (bases), which its receiver re-plans with
+    stream_piece piece{0, 0, 0, 0};
+    cudaEvent_t copied = nullptr;
+    void clear() { buf.release(); h = nullptr; cap = 0; piece = stream_piece{0, 0, 0, 0}; }
+};
+// The MSM a stream_carry is filled for: its host bases (at its base offset), scalars, density.
+struct stream_next {
+    const void *h_bases;
+    size_t n;
+    const uint64_t *density;
+    size_t elem;  // bytes per base
+};
+
 // MSM over bases kept in (registered) host memory: h_bases[base_offset ..] go to the device
 // in chunks, double-buffered on the copy stream, each chunk's MSM added up on the device.
-// d_scalars: n device scalars. Same selection semantics as msm_run.
+// d_scalars: n device scalars. Same selection semantics as msm_run. In a batch: `in` may hold
+// this MSM's first chunk (used if it matches, released after that chunk); with `next`, `out`
+// receives the next MSM's first chunk, copied during this one's last chunk.
 template <class F>
 cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases, size_t bases_len, size_t base_offset,
                         const void *d_scalars, size_t n, const uint64_t *h_density,
-                        void *out_jacobian);
+                        void *out_jacobian, stream_carry *in = nullptr, stream_carry *out = nullptr,
+                        const stream_next *next = nullptr);
 
 // H computation (ntt.cu). Leaves h (m-1 scalars, natural order, Montgomery) in *d_h, which
 // the caller owns (allocated on ctx->s_comp). If h_out != nullptr, copies h there too.

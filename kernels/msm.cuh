@@ -995,35 +995,63 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
 // keys and values (4 arrays x 4 bytes x 16 windows at c = 16).
 template <class F> constexpr size_t stream_bytes_per_base() { return 2 * sizeof(affine_t<F>) + 4 * 40 + 256; }
 
+// Selected bases in density word w of an n-scalar MSM (all of the word without a density).
+inline size_t word_selected(const uint64_t *density, size_t n, size_t w)
+{
+    if (!density) return std::min<size_t>(64, n - w * 64);
+    uint64_t v = density[w];
+    if (w == (n - 1) / 64 && (n & 63)) v &= (1ull << (n & 63)) - 1;
+    return (size_t)__builtin_popcountll(v);
+}
+
+// The streamed piece that starts at density word w0 (base b0): whole words while it selects at
+// most `cap` bases and holds at most 4 * cap scalars (always at least one word).
+inline stream_piece next_piece(const uint64_t *density, size_t n, size_t w0, size_t b0, size_t cap)
+{
+    const size_t nwords = (n + 63) / 64;
+    stream_piece cur{w0 * 64, 0, b0, 0};
+    for (size_t w = w0; w < nwords; w++) {
+        size_t sw = word_selected(density, n, w), cw = std::min<size_t>(64, n - w * 64);
+        if (cur.cnt && (cur.nb + sw > cap || cur.cnt + cw > 4 * cap)) break;
+        cur.cnt += cw;
+        cur.nb += sw;
+    }
+    return cur;
+}
+
 template <class F>
 cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases_v, size_t bases_len, size_t base_offset,
                         const void *d_scalars, size_t n, const uint64_t *h_density,
-                        void *out_jacobian)
+                        void *out_jacobian, stream_carry *in, stream_carry *out, const stream_next *next)
 {
     cudaStream_t s = ctx->s_comp, sc = ctx->s_copy;
     const affine_t<F> *h_bases = static_cast<const affine_t<F> *>(h_bases_v);
     if (n > 0x7fffffffu || bases_len > 0x7fffffffu)
         return arg_err(CUZK_K_ERR_TOO_LARGE, "msm: more than 2^31-1 scalars or bases");
     const size_t nwords = (n + 63) / 64;
-    auto word_sel = [&](size_t w) -> size_t {
-        if (!h_density) return std::min<size_t>(64, n - w * 64);
-        uint64_t v = h_density[w];
-        if (w == nwords - 1 && (n & 63)) v &= (1ull << (n & 63)) - 1;
-        return (size_t)__builtin_popcountll(v);
-    };
     size_t nsel = 0;
-    for (size_t w = 0; w < nwords; w++) nsel += word_sel(w);
+    for (size_t w = 0; w < nwords; w++) nsel += word_selected(h_density, n, w);
     if (base_offset > bases_len || nsel > bases_len - base_offset)
         return arg_err(CUZK_K_ERR_RANGE, "msm: base_offset + selected scalars > bases_len");
+    // The carried first chunk is used only if it is this MSM's (same bases, same piece) and no
+    // larger than a chunk of this MSM (its compute needs a chunk's working memory).
+    bool carried = false;
+    if (in && in->h && in->buf.p && nsel) {
+        stream_piece p = next_piece(h_density, n, 0, 0, in->cap);
+        carried = in->h == (const void *)(h_bases + base_offset) && p.cnt == in->piece.cnt &&
+                  p.nb == in->piece.nb && p.nb <= nsel && p.nb * sizeof(affine_t<F>) <= in->buf.bytes;
+    }
     if (nsel == 0) {
+        if (in) in->clear();
         memset(out_jacobian, 0, sizeof(jac_t<F>));
         return ok();
     }
 
     // Chunk size: what the memory limit (or the device) leaves, less a reserve for the bucket
-    // arrays and cub's scratch; at least 2^12 bases. CUZK's chunk_points setting forces it.
-    size_t chunk = ctx->mem.chunk_points;
-    if (!chunk) {
+    // arrays and cub's scratch; at least 2^12 bases (a carried chunk's buffer counts as free:
+    // it is one of the two staging buffers). CUZK's chunk_points setting forces it.
+    size_t chunk_mem = ctx->mem.chunk_points;
+    if (!chunk_mem) {
         size_t avail;
         if (ctx->mem.limit) {
             avail = ctx->mem.limit > ctx->mem.used ? ctx->mem.limit - ctx->mem.used : 0;
@@ -1032,38 +1060,52 @@ cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases_v, size_t bases_len, s
             CUZK_CK(cudaMemGetInfo(&fr, &tot));
             avail = fr;
         }
+        if (carried) avail += in->buf.bytes;
         const size_t reserve = (size_t)768 << 20;
-        chunk = avail > reserve ? (avail - reserve) / stream_bytes_per_base<F>() : 0;
+        chunk_mem = avail > reserve ? (avail - reserve) / stream_bytes_per_base<F>() : 0;
     }
-    chunk = std::max<size_t>(chunk & ~(size_t)63, 4096);
+    chunk_mem = std::max<size_t>(chunk_mem & ~(size_t)63, 4096);
+    if (carried && in->piece.nb > chunk_mem) carried = false;
+    if (in && !carried) in->clear();
+    // Chunks of about equal size (the last one is not a sliver, so it can hide the next MSM's
+    // first copy).
+    size_t chunk = chunk_mem;
+    {
+        size_t rest = nsel - (carried ? in->piece.nb : 0), k = (rest + chunk - 1) / chunk;
+        if (k > 1) chunk = std::min<size_t>(chunk, ((rest + k - 1) / k + 63) & ~(size_t)63);
+    }
     chunk = std::min<size_t>(chunk, (nsel + 63) & ~(size_t)63);
 
     // Chunks: ranges of whole density words, each selecting at most `chunk` bases and holding
-    // at most 4 * chunk scalars.
-    struct piece { size_t i0, cnt, b0, nb; };
-    std::vector<piece> plan;
+    // at most 4 * chunk scalars; the carried piece first.
+    std::vector<stream_piece> plan;
     {
-        piece cur{0, 0, 0, 0};
-        size_t before = 0;
-        for (size_t w = 0; w < nwords; w++) {
-            size_t sw = word_sel(w), cw = std::min<size_t>(64, n - w * 64);
-            if (cur.cnt && (cur.nb + sw > chunk || cur.cnt + cw > 4 * chunk)) {
-                plan.push_back(cur);
-                cur = piece{w * 64, 0, before, 0};
-            }
-            cur.cnt += cw;
-            cur.nb += sw;
-            before += sw;
+        size_t w = 0, b = 0;
+        if (carried) {
+            plan.push_back(in->piece);
+            w = (in->piece.cnt + 63) / 64;
+            b = in->piece.nb;
         }
-        if (cur.cnt) plan.push_back(cur);
+        while (w < nwords) {
+            stream_piece p = next_piece(h_density, n, w, b, chunk);
+            plan.push_back(p);
+            w = (p.i0 + p.cnt + 63) / 64;
+            b += p.nb;
+        }
     }
 
     profiler prof(sizeof(F) == 48 ? "msm_stream_g1" : "msm_stream_g2", s, ctx->k.profile);
+    if (ctx->k.profile)
+        fprintf(stderr, "cuzk kernels: streamed MSM of %zu bases: %zu chunks%s\n", nsel, plan.size(),
+                carried ? ", the first carried in" : "");
+    // Chunk k's bases: the carried buffer (k = 0 when carried), else stage[j % 2] with
+    // j = k - (carried ? 1 : 0).
+    const size_t first = carried ? 1 : 0;
     size_t stage_pts = 0;
-    for (const piece &p : plan) stage_pts = std::max(stage_pts, p.nb);
+    for (size_t k = first; k < plan.size(); k++) stage_pts = std::max(stage_pts, plan[k].nb);
+    // stage[1] is allocated at its first use: by then a carried chunk's buffer has gone back.
     dbuf stage[2];
-    CUZK_CK(stage[0].alloc(ctx, stage_pts * sizeof(affine_t<F>)));
-    if (plan.size() > 1) CUZK_CK(stage[1].alloc(ctx, stage_pts * sizeof(affine_t<F>)));
+    if (plan.size() > first) CUZK_CK(stage[0].alloc(ctx, stage_pts * sizeof(affine_t<F>)));
     memset(out_jacobian, 0, sizeof(jac_t<F>));  // Z = 0: infinity; each chunk adds its sum
     copy_join join{sc};  // the staging buffers are written on the copy stream
     event_list evs;
@@ -1074,24 +1116,63 @@ cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases_v, size_t bases_len, s
     CUZK_CK(cudaEventRecord(e_alloc, s));
     CUZK_CK(cudaStreamWaitEvent(sc, e_alloc, 0));
     auto queue_copy = [&](size_t k) -> cuzk_kresult {
-        if (k >= plan.size() || plan[k].nb == 0) return ok();
-        const piece &p = plan[k];
-        CUZK_CK(cudaMemcpyAsync(stage[k % 2].p, h_bases + base_offset + p.b0, p.nb * sizeof(affine_t<F>),
+        if (k < first || k >= plan.size() || plan[k].nb == 0) return ok();
+        const stream_piece &p = plan[k];
+        const size_t j = k - first;
+        if (!stage[j % 2].p) {
+            CUZK_CK(stage[j % 2].alloc(ctx, stage_pts * sizeof(affine_t<F>)));
+            CUZK_CK(cudaEventRecord(e_alloc, s));
+            CUZK_CK(cudaStreamWaitEvent(sc, e_alloc, 0));
+        }
+        CUZK_CK(cudaMemcpyAsync(stage[j % 2].p, h_bases + base_offset + p.b0, p.nb * sizeof(affine_t<F>),
                                 cudaMemcpyHostToDevice, sc));
-        CUZK_CK(cudaEventRecord(e_copied[k % 2], sc));
+        CUZK_CK(cudaEventRecord(e_copied[j % 2], sc));
         return ok();
     };
-    CUZK_TRY(queue_copy(0));
+    // The next MSM's first chunk into `out`, during this MSM's last chunk: the buffer is a
+    // chunk's size (the stage buffer no chunk uses any more goes back first, so the memory
+    // stays within two chunk buffers).
+    auto queue_carry = [&](size_t last) -> cuzk_kresult {
+        if (!out || !next || !next->n) return ok();
+        out->clear();
+        // At most a buffer of this MSM, and a little under its chunk so that the next MSM
+        // (planned after, with about the same memory) takes it.
+        const size_t bytes = std::max(stage_pts, carried ? in->piece.nb : (size_t)0) * sizeof(affine_t<F>);
+        const size_t cap = std::min(bytes / next->elem, chunk_mem / 16 * 15);
+        if (cap < 64) return ok();
+        stream_piece p = next_piece(next->density, next->n, 0, 0, cap);
+        if (p.nb == 0 || p.nb > cap) return ok();
+        if (last >= first + 1) stage[(last - first + 1) % 2].release();  // free: its chunk is done
+        if (!try_alloc(out->buf, ctx, p.nb * next->elem)) return ok();
+        CUZK_CK(cudaEventRecord(e_alloc, s));
+        CUZK_CK(cudaStreamWaitEvent(sc, e_alloc, 0));
+        CUZK_CK(cudaMemcpyAsync(out->buf.p, next->h_bases, p.nb * next->elem, cudaMemcpyHostToDevice, sc));
+        CUZK_CK(cudaEventRecord(out->copied, sc));
+        out->h = next->h_bases;
+        out->cap = cap;
+        out->piece = p;
+        return ok();
+    };
+    CUZK_TRY(queue_copy(first));
     for (size_t k = 0; k < plan.size(); k++) {
         // Chunk k-1's MSM has returned (msm_run ends with a synchronize): its staging buffer
         // is free for chunk k+1's bases, which now copy while chunk k computes.
         CUZK_TRY(queue_copy(k + 1));
-        const piece &p = plan[k];
+        if (k + 1 == plan.size()) CUZK_TRY(queue_carry(k));
+        const stream_piece &p = plan[k];
         if (p.nb == 0) continue;
-        CUZK_CK(cudaStreamWaitEvent(s, e_copied[k % 2], 0));
-        CUZK_TRY(msm_run<F>(ctx, stage[k % 2].p, p.nb, 0, static_cast<const fr_t *>(d_scalars) + p.i0,
+        const void *bases;
+        if (k < first) {
+            CUZK_CK(cudaStreamWaitEvent(s, in->copied, 0));
+            bases = in->buf.p;
+        } else {
+            CUZK_CK(cudaStreamWaitEvent(s, e_copied[(k - first) % 2], 0));
+            bases = stage[(k - first) % 2].p;
+        }
+        CUZK_TRY(msm_run<F>(ctx, bases, p.nb, 0, static_cast<const fr_t *>(d_scalars) + p.i0,
                             nullptr, p.cnt, h_density ? h_density + p.i0 / 64 : nullptr, out_jacobian,
                             true));
+        if (k < first) in->clear();  // its chunk is done: the memory goes back
     }
     prof.mark("chunks");
     return ok();
