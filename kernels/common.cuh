@@ -191,10 +191,13 @@ struct event_list {
 // scalars, or nullptr with h_scalars set (host, copied in chunks overlapping the scan).
 // h_density: host bitmap or nullptr. out: host Jacobian (blst_p1 / blst_p2), overwritten; or,
 // with accumulate, the result is added to the Jacobian already in *out.
+// d_density: the same density words already on the device (streamed chunks: a host copy here
+// would wait behind the next chunk's bases on the copy engine), or nullptr.
 template <class F>
 cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases, size_t bases_len, size_t base_offset,
                      const void *d_scalars, const void *h_scalars, size_t n,
-                     const uint64_t *h_density, void *out_jacobian, bool accumulate);
+                     const uint64_t *h_density, void *out_jacobian, bool accumulate,
+                     const uint64_t *d_density = nullptr);
 
 // The last step of an MSM on the host (host_final.cu, blst): out = sum_j 2^(c j) win[j] + ones
 // (win: nwin window sums, ones: one point or nullptr, both xyzz_t in the device layout), or
