@@ -407,10 +407,11 @@ cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count, const cuzk_k_st
         event_list carry_evs;
         CUZK_CK(carry_evs.add(&carry[0].copied));
         CUZK_CK(carry_evs.add(&carry[1].copied));
-        int cur = 0;                   // carry[cur] holds the first chunk of job `pending`
-        size_t pending = (size_t)-1;
+        int cur = 0;                   // carry[cur]: the next large streamed job's first chunk, if any
         const size_t big = 4096;       // scalars: a job worth a carried first chunk
-        auto elem = [](const cuzk_k_msm_job &j) { return j.bases->group == 1 ? (size_t)96 : (size_t)192; };
+        auto elem = [](const cuzk_k_msm_job &j) {
+            return j.bases->group == 1 ? sizeof(affine_t<fp_t>) : sizeof(affine_t<fp2_t>);
+        };
         copy_join join{sc};  // buf and carry are written on the copy stream: join it before they are freed
         cudaEvent_t ev[3] = {};
         struct ev_guard {
@@ -460,11 +461,9 @@ cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count, const cuzk_k_st
                 if (t < count)
                     nx = stream_next{static_cast<const char *>(jobs[t].bases->h) + jobs[t].base_offset * elem(jobs[t]),
                                      jobs[t].n, jobs[t].density_bits, elem(jobs[t])};
-                stream_carry *in = pending == i ? &carry[cur] : nullptr;
-                CUZK_TRY(run_job(ctx, j, d, in, &carry[1 - cur], t < count ? &nx : nullptr));
+                CUZK_TRY(run_job(ctx, j, d, &carry[cur], &carry[1 - cur], t < count ? &nx : nullptr));
                 carry[cur].clear();
                 cur = 1 - cur;
-                pending = carry[cur].h ? t : (size_t)-1;
             } else {
                 CUZK_TRY(run_job(ctx, j, d));
             }
@@ -529,8 +528,7 @@ cuzk_kresult compute_h_msm(const cuzk_k_bases *h_bases, const void *a, const voi
         copy_join join{ctx->s_copy};  // the staged copy is written on the copy stream
         size_t room = 0;
         const size_t bytes = stage_n * 32;
-        const size_t keep = 256 * m + ((size_t)1 << 26) * ((sizeof(affine_t<fp_t>) + 4) * 36 / 25 + 4);
-        if (stage_n && headroom(ctx, &room).code == 0 && room >= bytes + keep) {
+        if (stage_n && headroom(ctx, &room).code == 0 && room >= bytes + h_msm_scratch_bound(m)) {
             st.reset(new cuzk_k_staged{h_bases->device, stage, stage_n, {}});
             if (st->buf.alloc(ctx, bytes) == cudaSuccess) {
                 event_list evs;

@@ -205,6 +205,9 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases, size_t bases_len, size_t
 void host_final_g1(const void *win, int nwin, int c, const void *ones, void *out, bool accumulate);
 void host_final_g2(const void *win, int nwin, int c, const void *ones, void *out, bool accumulate);
 
+// Device bytes an H MSM over m - 1 scalars may take beside its inputs, at most (msm_g1.cu).
+size_t h_msm_scratch_bound(size_t m);
+
 // A piece of a streamed MSM: scalars [i0, i0 + cnt) (whole density words), bases [b0, b0 + nb).
 struct stream_piece { size_t i0, cnt, b0, nb; };
 

@@ -647,6 +647,8 @@ template <class F> constexpr size_t rounds_bytes_per_entry()
 {
     return (sizeof(affine_t<F>) + 4) * 36 / 25 + 4;
 }
+// Entries of one slice of pair rounds at most (~10 GB of round buffers).
+template <class F> constexpr size_t rounds_slice_entries() { return sizeof(F) == 48 ? (size_t)1 << 26 : (size_t)1 << 25; }
 
 // One sorted slice: pair rounds while at least one entry in five merges (and their buffers can
 // be had), then the walk over what is left.
@@ -731,7 +733,7 @@ cuzk_kresult accumulate_sorted(dev_ctx *ctx, const affine_t<F> *bases, const uin
     size_t S = nvalid;
     if (rounds_on) {
         // ~10 GB of round buffers per slice at most (2^26 G1 entries, 2^25 G2), less under a limit
-        size_t cap = sizeof(F) == 48 ? ((size_t)1 << 26) : ((size_t)1 << 25);
+        size_t cap = rounds_slice_entries<F>();
         if (ctx->mem.limit) {
             size_t avail = ctx->mem.limit > ctx->mem.used ? ctx->mem.limit - ctx->mem.used : 0;
             cap = std::min(cap, avail / rounds_bytes_per_entry<F>());
@@ -764,6 +766,23 @@ cuzk_kresult accumulate_sorted(dev_ctx *ctx, const affine_t<F> *bases, const uin
 
 }  // namespace
 
+// Selected bases in density word w of an n-scalar MSM (all of the word without a density).
+inline size_t word_selected(const uint64_t *density, size_t n, size_t w)
+{
+    if (!density) return std::min<size_t>(64, n - w * 64);
+    uint64_t v = density[w];
+    if (w == (n - 1) / 64 && (n & 63)) v &= (1ull << (n & 63)) - 1;
+    return (size_t)__builtin_popcountll(v);
+}
+
+// Selected bases of an n-scalar MSM (n without a density).
+inline size_t selected_count(const uint64_t *density, size_t n)
+{
+    size_t nsel = 0;
+    for (size_t w = 0; w < (n + 63) / 64; w++) nsel += word_selected(density, n, w);
+    return nsel;
+}
+
 template <class F>
 cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size_t base_offset,
                      const void *d_scalars, const void *h_scalars, size_t n,
@@ -777,16 +796,8 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
     if (n > 0x7fffffffu || bases_len > 0x7fffffffu)
         return arg_err(CUZK_K_ERR_TOO_LARGE, "msm: more than 2^31-1 scalars or bases");
     // selected count and range check
-    size_t nsel = n;
     size_t nwords = (n + 63) / 64;
-    if (h_density) {
-        nsel = 0;
-        for (size_t w = 0; w < nwords; w++) {
-            uint64_t v = h_density[w];
-            if (w == nwords - 1 && (n & 63)) v &= (1ull << (n & 63)) - 1;
-            nsel += (size_t)__builtin_popcountll(v);
-        }
-    }
+    size_t nsel = selected_count(h_density, n);
     if (base_offset > bases_len || nsel > bases_len - base_offset)
         return arg_err(CUZK_K_ERR_RANGE, "msm: base_offset + selected scalars > bases_len");
     if (n == 0 || nsel == 0) {
@@ -810,7 +821,7 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
     copy_join join{sc, !d_scalars};  // the chunked scalar copies below write d_sc on the copy stream
     CUZK_CK(cudaMemsetAsync(d_cnt.p, 0, 16, s));
 
-    const uint64_t *dens = d_density;
+    const uint64_t *dens = h_density ? d_density : nullptr;  // set below when it is copied here
     if (h_density) {
         if (!d_density) {
             CUZK_CK(cudaMemcpyAsync(d_dens.p, h_density, nwords * 8, cudaMemcpyHostToDevice, s));
@@ -853,7 +864,7 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
             src = static_cast<const fr_t *>(d_scalars) + i0;
         }
         unsigned g = (unsigned)std::min<size_t>(cls_grid, (cnt + CLASSIFY_TPB - 1) / CLASSIFY_TPB);
-        k_classify<<<g, CLASSIFY_TPB, 0, s>>>(src, i0, cnt, h_density ? dens : nullptr,
+        k_classify<<<g, CLASSIFY_TPB, 0, s>>>(src, i0, cnt, dens,
                                               d_rank.as<uint32_t>(), (uint32_t)base_offset,
                                               d_ones_idx.as<uint32_t>(), d_big_idx.as<uint32_t>(),
                                               d_big_sc.as<uint4>(), d_cnt.as<uint32_t>());
@@ -999,15 +1010,6 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
 // keys and values (4 arrays x 4 bytes x 16 windows at c = 16).
 template <class F> constexpr size_t stream_bytes_per_base() { return 2 * sizeof(affine_t<F>) + 4 * 40 + 256; }
 
-// Selected bases in density word w of an n-scalar MSM (all of the word without a density).
-inline size_t word_selected(const uint64_t *density, size_t n, size_t w)
-{
-    if (!density) return std::min<size_t>(64, n - w * 64);
-    uint64_t v = density[w];
-    if (w == (n - 1) / 64 && (n & 63)) v &= (1ull << (n & 63)) - 1;
-    return (size_t)__builtin_popcountll(v);
-}
-
 // The streamed piece that starts at density word w0 (base b0): whole words while it selects at
 // most `cap` bases and holds at most 4 * cap scalars (always at least one word).
 inline stream_piece next_piece(const uint64_t *density, size_t n, size_t w0, size_t b0, size_t cap)
@@ -1033,8 +1035,7 @@ cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases_v, size_t bases_len, s
     if (n > 0x7fffffffu || bases_len > 0x7fffffffu)
         return arg_err(CUZK_K_ERR_TOO_LARGE, "msm: more than 2^31-1 scalars or bases");
     const size_t nwords = (n + 63) / 64;
-    size_t nsel = 0;
-    for (size_t w = 0; w < nwords; w++) nsel += word_selected(h_density, n, w);
+    size_t nsel = selected_count(h_density, n);
     if (base_offset > bases_len || nsel > bases_len - base_offset)
         return arg_err(CUZK_K_ERR_RANGE, "msm: base_offset + selected scalars > bases_len");
     // The carried first chunk is used only if it is this MSM's (same bases, same piece) and no

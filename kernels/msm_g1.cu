@@ -7,4 +7,10 @@ template cuzk_kresult msm_run<fp_t>(dev_ctx *, const void *, size_t, size_t, con
 template cuzk_kresult msm_stream<fp_t>(dev_ctx *, const void *, size_t, size_t, const void *, size_t,
                                        const uint64_t *, void *, stream_carry *, stream_carry *,
                                        const stream_next *);
+// What the H MSM (m - 1 scalars, G1) may take at most: its sort (4 arrays x 4 bytes x 16
+// windows at c = 16) and one slice of pair rounds.
+size_t h_msm_scratch_bound(size_t m)
+{
+    return 256 * m + rounds_slice_entries<fp_t>() * rounds_bytes_per_entry<fp_t>();
+}
 }
