@@ -487,23 +487,6 @@ cuzk_kresult check_h_args(const void *a, const void *b, const void *c, size_t n,
     return ok();
 }
 
-// Device memory this call may still take: under the limit, or the device's free memory plus
-// what cuzk's pool holds unused.
-cuzk_kresult headroom(dev_ctx *ctx, size_t *out)
-{
-    if (ctx->mem.limit) {
-        *out = ctx->mem.limit > ctx->mem.used ? ctx->mem.limit - ctx->mem.used : 0;
-        return ok();
-    }
-    size_t fr = 0, tot = 0;
-    CUZK_CK(cudaMemGetInfo(&fr, &tot));
-    cuuint64_t reserved = 0, in_use = 0;
-    CUZK_CK(cudaMemPoolGetAttribute(ctx->pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
-    CUZK_CK(cudaMemPoolGetAttribute(ctx->pool, cudaMemPoolAttrUsedMemCurrent, &in_use));
-    *out = fr + (size_t)(reserved > in_use ? reserved - in_use : 0);
-    return ok();
-}
-
 // H and its MSM; with stage_n > 0 also a device copy of stage_scalars for the batch that
 // follows, queued on the copy stream behind H's own copies so that it runs while the H MSM
 // computes. The copy is made only over resident H bases and only when the device keeps, beside
@@ -550,6 +533,23 @@ cuzk_kresult compute_h_msm(const cuzk_k_bases *h_bases, const void *a, const voi
 }
 
 }  // namespace
+
+// Device memory this call may still take: under the limit, or the device's free memory plus
+// what cuzk's pool holds unused.
+cuzk_kresult headroom(dev_ctx *ctx, size_t *out)
+{
+    if (ctx->mem.limit) {
+        *out = ctx->mem.limit > ctx->mem.used ? ctx->mem.limit - ctx->mem.used : 0;
+        return ok();
+    }
+    size_t fr = 0, tot = 0;
+    CUZK_CK(cudaMemGetInfo(&fr, &tot));
+    cuuint64_t reserved = 0, in_use = 0;
+    CUZK_CK(cudaMemPoolGetAttribute(ctx->pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+    CUZK_CK(cudaMemPoolGetAttribute(ctx->pool, cudaMemPoolAttrUsedMemCurrent, &in_use));
+    *out = fr + (size_t)(reserved > in_use ? reserved - in_use : 0);
+    return ok();
+}
 }  // namespace cuzk
 
 using namespace cuzk;

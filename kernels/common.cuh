@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <utility>
 #include <vector>
 #include <cuda_runtime.h>
 #include "cuzk_kernels.h"
@@ -158,6 +159,14 @@ struct dbuf {
         bytes = 0;
     }
     template <class T> T *as() const { return static_cast<T *>(p); }
+    // Exchange two buffers (both of one stream and context, or empty).
+    void swap(dbuf &o)
+    {
+        std::swap(p, o.p);
+        std::swap(s, o.s);
+        std::swap(owner, o.owner);
+        std::swap(bytes, o.bytes);
+    }
 };
 
 // Declared after the buffers a function copies into on the copy stream: on every exit (error
@@ -204,6 +213,10 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases, size_t bases_len, size_t
 // with accumulate out += that. out is a blst_p1 (g1) / blst_p2 (g2) in Jacobian coordinates.
 void host_final_g1(const void *win, int nwin, int c, const void *ones, void *out, bool accumulate);
 void host_final_g2(const void *win, int nwin, int c, const void *ones, void *out, bool accumulate);
+
+// What cuzk may still allocate on the context's device: the limit less what it holds, or with
+// no limit the device's free memory plus what the pool keeps unused (api.cu).
+cuzk_kresult headroom(dev_ctx *ctx, size_t *out);
 
 // Device bytes an H MSM over m - 1 scalars may take beside its inputs, at most (msm_g1.cu).
 size_t h_msm_scratch_bound(size_t m);

@@ -499,6 +499,39 @@ __global__ void k_bucket_chunks(const xyzz_t<F> *buckets, uint32_t B, uint32_t K
 #endif
 }
 
+// Thread (w, g): chunks g*G .. g*G+G-1 of window w (chunk k stands for L buckets, as W and U
+// above) folded into one chunk of L*G buckets: W'_g = sum_t W[gG+t] + L * sum_t t*U[gG+t],
+// U'_g = sum_t U[gG+t], so that sum_k W_k + L * sum_k k*U_k = sum_g W'_g + (L*G) * sum_g g*U'_g.
+// With c = 20 a window has 2^15 chunks after k_bucket_chunks: folded twice, k_window_reduce's
+// single block per window runs 1 chunk a thread instead of 256 in sequence.
+template <class F>
+__global__ void k_fold_chunks(const xyzz_t<F> *W, const xyzz_t<F> *U, uint32_t K, uint32_t G, int logL,
+                              uint32_t nwin, xyzz_t<F> *W2, xyzz_t<F> *U2)
+{
+#ifdef __CUDA_ARCH__
+    const uint32_t Kp = K / G;
+    uint32_t id = blockIdx.x * blockDim.x + threadIdx.x;
+    if (id >= nwin * Kp) return;
+    const size_t base = (size_t)(id / Kp) * K + (size_t)(id % Kp) * G;
+    xyzz_t<F> run, acc, ws;
+    xyzz_set_inf(run);
+    xyzz_set_inf(acc);
+    xyzz_set_inf(ws);
+    // sum_t t*U_t = sum_{t>=1} (sum_{t'>=t} U_t'): the running sums from the top, U_0 last.
+    for (int t = (int)G - 1; t >= 1; t--) {
+        xyzz_add(run, U[base + t]);
+        xyzz_add(acc, run);
+        xyzz_add(ws, W[base + t]);
+    }
+    xyzz_add(run, U[base]);
+    xyzz_add(ws, W[base]);
+    for (int i = 0; i < logL; i++) xyzz_dbl(acc);
+    xyzz_add(ws, acc);
+    W2[id] = ws;
+    U2[id] = run;
+#endif
+}
+
 // One block per window: window sum = sum_k W[k] + L * sum_k k*U[k] over K chunks.
 // Thread j owns chunks [jM, jM+M): acc_j = sum (k - jM) U_k, V_j = sum U_k, ws_j = sum W_k.
 // sum_k k U_k = sum_j acc_j + M * sum_j j V_j, and sum_j j V_j = sum_{j>=1} S_j with S_j the
@@ -564,19 +597,54 @@ __global__ void k_add_windows(xyzz_t<F> *win, const xyzz_t<F> *part, int nwin)
 #endif
 }
 
-// Cost model for the window size: nwin * (points + bucket-reduction work).
-// CUZK_K_WINDOW_BITS (read once into the device context) forces c, for benchmarking.
-inline int choose_c(size_t nbig, int forced)
+// Window size. Up to 16 bits: the first cost model, nwin * (points + 2.8 * buckets), which picks
+// c = 16 (16 windows) from about 2^20 big scalars on. Past 16 (from 2^25 big scalars on), a model
+// fitted on the H200 with the pair rounds (`harness msm 24` / `msm 26` with CUZK_K_WINDOW_BITS
+// 16..20, kernels/NOTES.md): an entry of the sorted lists costs about the same at any c while a
+// bucket holds many of them, and more (up to +15%) when a bucket holds only 32-64 (e = entries
+// per bucket; the rounds merge less); a bucket of the reduction (k_bucket_chunks and the folds)
+// costs bucket_cost<F>() entries. cost(c) = nwin * (nbig * (1 + 5/e) + bucket_cost * 2^(c-1)).
+// It picks c = 20 (13 windows) at 2^26 big scalars: G1 438 -> 385 ms, G2 1299 -> 1129 ms.
+// A c > 16 is taken only if its sort arrays and buckets fit `room` (what the device or the
+// memory limit still has) with 512 MiB to spare: a wider window never turns an MSM that fits
+// into one that does not (c = 20 needs less memory than c = 16 from about 2^25 big scalars on
+// in G1, 2^26 in G2).
+// CUZK_K_WINDOW_BITS (read once into the device context) forces c, for benchmarking and tests.
+template <class F> constexpr double bucket_cost() { return sizeof(F) == 48 ? 4.0 : 3.5; }
+constexpr int C_BASE_MAX = 16, C_MAX = 20;
+constexpr size_t WIDE_MIN_BIG = (size_t)1 << 25;  // 2^24: c = 16 measured as fast as 18-20
+
+inline int window_count(int c) { return (256 + c - 1) / c; }
+
+// Device bytes of the sort's four arrays and the buckets for nbig big scalars at window c.
+template <class F> size_t window_mem(size_t nbig, int c)
 {
-    if (forced >= 4 && forced <= 20) return forced;
+    const size_t nwin = (size_t)window_count(c);
+    const size_t part = std::min<size_t>(nbig, 0x7fffffffu / nwin);
+    return nwin * part * 16 + nwin * ((size_t)1 << (c - 1)) * sizeof(xyzz_t<F>);
+}
+
+template <class F> int choose_c(size_t nbig, int forced, size_t room)
+{
+    if (forced >= 4 && forced <= C_MAX) return forced;
     int best_c = 4;
     double best = 1e300;
-    // c is capped at 16: measured on the H200 at 2^24 uniform scalars, c = 20 (13 windows)
-    // accumulated slower (130 ms) than c = 16 (16 windows, 117 ms) despite fewer additions.
-    for (int c = 4; c <= 16; c++) {
-        int nwin = (256 + c - 1) / c;
-        double cost = (double)nwin * ((double)nbig + 2.8 * (double)(1u << (c - 1)));
+    for (int c = 4; c <= C_BASE_MAX; c++) {
+        double cost = (double)window_count(c) * ((double)nbig + 2.8 * (double)(1u << (c - 1)));
         if (cost < best) { best = cost; best_c = c; }
+    }
+    if (best_c < C_BASE_MAX || nbig < WIDE_MIN_BIG) return best_c;
+    auto wide_cost = [&](int c) {
+        const double B = (double)(1u << (c - 1)), e = (double)nbig / B;
+        return (double)window_count(c) * ((double)nbig * (1.0 + 5.0 / e) + bucket_cost<F>() * B);
+    };
+    best = wide_cost(C_BASE_MAX);
+    for (int c = C_BASE_MAX + 1; c <= C_MAX; c++) {
+        if (window_count(c) == window_count(c - 1)) continue;  // more buckets, no fewer windows
+        if (wide_cost(c) < best && window_mem<F>(nbig, c) + ((size_t)512 << 20) <= room) {
+            best = wide_cost(c);
+            best_c = c;
+        }
     }
     return best_c;
 }
@@ -902,8 +970,10 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
     dbuf d_win;
     int c = 0, nwin = 0;
     if (nbig) {
-        c = choose_c(nbig, ctx->k.window_bits);
-        nwin = (256 + c - 1) / c;
+        size_t room = 0;
+        if (!ctx->k.window_bits && nbig >= WIDE_MIN_BIG) CUZK_TRY(headroom(ctx, &room));
+        c = choose_c<F>(nbig, ctx->k.window_bits, room);
+        nwin = window_count(c);
         const uint32_t B = 1u << (c - 1);
         const uint32_t sentinel = (uint32_t)nwin << (c - 1);
         int end_bit = 0;
@@ -968,7 +1038,7 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
         d_k0.release(); d_v0.release(); d_k1.release(); d_v1.release();
 
         const uint32_t Lc = std::min<uint32_t>(16, B);  // buckets per level-1 thread
-        const uint32_t K = B / Lc;
+        uint32_t K = B / Lc;
         int logL = 0;
         while ((1u << logL) < Lc) logL++;
         dbuf d_W, d_U;
@@ -979,6 +1049,23 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
         k_bucket_chunks<F><<<(nwin * K + 127) / 128, 128, 0, s>>>(d_buckets.as<xyzz_t<F>>(), B, K, nwin,
                                                               d_W.as<xyzz_t<F>>(), d_U.as<xyzz_t<F>>());
         CUZK_CKL();
+        d_buckets.release();
+        // More than 16 chunks a thread for the one block per window: fold 16 chunks into one
+        // (c > 16 for G1, c >= 16 for G2) until it is not.
+        while (K > 16u * TPB) {
+            const uint32_t G = 16, Kp = K / G;
+            dbuf d_W2, d_U2;
+            CUZK_CK(d_W2.alloc(ctx, (size_t)nwin * Kp * sizeof(xyzz_t<F>)));
+            CUZK_CK(d_U2.alloc(ctx, (size_t)nwin * Kp * sizeof(xyzz_t<F>)));
+            k_fold_chunks<F><<<(nwin * Kp + 127) / 128, 128, 0, s>>>(d_W.as<xyzz_t<F>>(), d_U.as<xyzz_t<F>>(), K, G,
+                                                                  logL, nwin, d_W2.as<xyzz_t<F>>(),
+                                                                  d_U2.as<xyzz_t<F>>());
+            CUZK_CKL();
+            d_W.swap(d_W2);
+            d_U.swap(d_U2);
+            K = Kp;
+            logL += 4;
+        }
         k_window_reduce<F, TPB><<<nwin, TPB, 0, s>>>(d_W.as<xyzz_t<F>>(), d_U.as<xyzz_t<F>>(), K, logL,
                                                     d_winp.as<xyzz_t<F>>());
         CUZK_CKL();
