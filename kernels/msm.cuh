@@ -800,12 +800,11 @@ cuzk_kresult accumulate_sorted(dev_ctx *ctx, const affine_t<F> *bases, const uin
     bool rounds_on = ctx->k.affine;
     size_t S = nvalid;
     if (rounds_on) {
-        // ~10 GB of round buffers per slice at most (2^26 G1 entries, 2^25 G2), less under a limit
-        size_t cap = rounds_slice_entries<F>();
-        if (ctx->mem.limit) {
-            size_t avail = ctx->mem.limit > ctx->mem.used ? ctx->mem.limit - ctx->mem.used : 0;
-            cap = std::min(cap, avail / rounds_bytes_per_entry<F>());
-        }
+        // ~10 GB of round buffers per slice at most (2^26 G1 entries, 2^25 G2), less where the
+        // device or the memory limit has less (headroom: the one measure of what is left)
+        size_t cap = rounds_slice_entries<F>(), avail = 0;
+        CUZK_TRY(headroom(ctx, &avail));
+        cap = std::min(cap, avail / rounds_bytes_per_entry<F>());
         if (cap < ((size_t)1 << 16)) rounds_on = false;
         else S = std::min(S, cap);
     }
@@ -1144,14 +1143,8 @@ cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases_v, size_t bases_len, s
     // it is one of the two staging buffers). CUZK's chunk_points setting forces it.
     size_t chunk_mem = ctx->mem.chunk_points;
     if (!chunk_mem) {
-        size_t avail;
-        if (ctx->mem.limit) {
-            avail = ctx->mem.limit > ctx->mem.used ? ctx->mem.limit - ctx->mem.used : 0;
-        } else {
-            size_t fr = 0, tot = 0;
-            CUZK_CK(cudaMemGetInfo(&fr, &tot));
-            avail = fr;
-        }
+        size_t avail = 0;
+        CUZK_TRY(headroom(ctx, &avail));
         if (carried) avail += in->buf.bytes;
         const size_t reserve = (size_t)768 << 20;
         chunk_mem = avail > reserve ? (avail - reserve) / stream_bytes_per_base<F>() : 0;
