@@ -204,12 +204,17 @@ inline unsigned grid_for(size_t n, int tpb, int sms)
     return (unsigned)std::min<size_t>(std::max<size_t>(g, 1), (size_t)sms * 32);
 }
 
+// The strided stages above the shared-memory ones go in the fewest passes of at most GK stages,
+// split evenly: at 2^26 (16 stages) 6 + 5 + 5, not 7 + 7 + 2, whose last pass ran blocks of 16
+// threads (9% occupancy under ncu, 8.9 ms for 2 stages against 7.9 ms for 7).
+inline int passes(int stages) { return (stages + GK - 1) / GK; }
+
 cuzk_kresult ntt_dif(dev_ctx *ctx, fr_t *x, const fr_t *tw, int L)
 {
     cudaStream_t s = ctx->s_comp;
     int S = std::min(L, SH_LOG);
-    for (int hi = L; hi > S;) {  // stages [lo, hi) in one pass
-        int k = std::min(GK, hi - S), lo = hi - k;
+    for (int hi = L, np = passes(L - S); hi > S; np--) {  // stages [lo, hi) in one pass
+        int k = (hi - S + np - 1) / np, lo = hi - k;
         size_t blocks = ((size_t)1 << (L - lo - k)) * (((size_t)1 << lo) / GC);
         k_ntt_group<false><<<(unsigned)blocks, GC << (k - 1), 0, s>>>(x, tw, L, lo, k);
         CUZK_CKL();
@@ -226,8 +231,8 @@ cuzk_kresult ntt_dit(dev_ctx *ctx, fr_t *x, const fr_t *tw, int L)
     int S = std::min(L, SH_LOG);
     k_shared_stages<true><<<(unsigned)((size_t)1 << (L - S)), 1u << (S - 1), 0, s>>>(x, tw, L, S);
     CUZK_CKL();
-    for (int lo = S; lo < L;) {
-        int k = std::min(GK, L - lo);
+    for (int lo = S, np = passes(L - S); lo < L; np--) {
+        int k = (L - lo + np - 1) / np;
         size_t blocks = ((size_t)1 << (L - lo - k)) * (((size_t)1 << lo) / GC);
         k_ntt_group<true><<<(unsigned)blocks, GC << (k - 1), 0, s>>>(x, tw, L, lo, k);
         CUZK_CKL();

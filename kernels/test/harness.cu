@@ -790,12 +790,27 @@ int main(int argc, char **argv)
         printf("TESTS: %d passed, %d failed\n", g_pass, g_fail);
         return g_fail ? 1 : 0;
     }
+    if (mode == "h") {  // compute_h alone (a, b, c pinned), e.g. under ncu: harness h 26
+        int L = argc > 2 ? atoi(argv[2]) : 24;
+        size_t n = (size_t)1 << L;
+        blst_fr *pin[3];
+        std::vector<blst_fr> tmp;
+        for (int k = 0; k < 3; k++) {
+            if (cudaHostAlloc((void **)&pin[k], n * 32, cudaHostAllocDefault) != cudaSuccess) { printf("pinned alloc failed\n"); return 2; }
+            gen_scalars(tmp, n, 0, 400 + k);
+            memcpy(pin[k], tmp.data(), n * 32);
+        }
+        std::vector<blst_fr> hout(n);
+        auto t = timeit(3, [&] { KOK(cuzk_k_compute_h(0, pin[0], pin[1], pin[2], n, L, hout.data())); });
+        printf("| compute_h | %d | median %.2f ms | min %.2f ms | 3 runs |\n", L, median(t), *std::min_element(t.begin(), t.end()));
+        return 0;
+    }
     if (mode == "bench" || mode == "msm") {
         std::vector<int> logs;
         for (int i = 2; i < argc; i++) logs.push_back(atoi(argv[i]));
         if (logs.empty()) logs = {20, 22, 24};
         return run_bench(logs, mode == "msm");
     }
-    printf("usage: harness test | bench L...\n");
+    printf("usage: harness test | bench L... | msm L... | h L | g2small\n");
     return 1;
 }
