@@ -199,8 +199,9 @@ cuzk_kresult cuzk_k_device_release_caches(int device);
  * phase and index), in every build. Phases and their indices: */
 #define CUZK_K_PHASE_UPLOAD   1 /* bases upload, after the copy (index 0) */
 #define CUZK_K_PHASE_ABC_COPY 2 /* compute_h: all three a/b/c copies queued, none waited (0) */
-#define CUZK_K_PHASE_NTT      3 /* compute_h steps: 3k = iNTT of a/b/c (k = 0,1,2), 3k+1 coset
-                                   scale, 3k+2 NTT; 9 pointwise; 10 inverse NTT; 11 gather */
+#define CUZK_K_PHASE_NTT      3 /* compute_h steps: 3k = iNTT of a/b/c (k = 0,1,2), 3k+1 its
+                                   last stages with the coset scale, 3k+2 NTT; 9 pointwise;
+                                   10 inverse NTT; 11 gather */
 #define CUZK_K_PHASE_H_MSM    4 /* compute_h_msm: before the H MSM (0) */
 #define CUZK_K_PHASE_MSM_JOB  5 /* msm_batch: job `index`, with job index+1's copy in flight */
 #define CUZK_K_PHASE_MSM      6 /* msm_g1 / msm_g2 (0) */

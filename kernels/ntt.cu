@@ -4,7 +4,8 @@
 // the forward transform decimation-in-time (bit-reversed in -> natural out), so no explicit
 // bit-reversal pass is needed:
 //   X <- iNTT_DIF(X)                 (coefficients, bit-reversed)
-//   X[j] *= g^brev(j) / m            (coset shift folded with 1/m; table in bit-reversed order)
+//   X[j] *= g^brev(j) / m            (coset shift folded with 1/m; table in bit-reversed order;
+//                                     applied by the iNTT's last kernel as it writes X out)
 //   X <- NTT_DIT(X)                  (evaluations on the coset g*<omega>, natural)
 //   A <- (A*B - C) / (g^m - 1)
 //   A <- iNTT_DIF(A)                 (bit-reversed)
@@ -83,51 +84,98 @@ __global__ void k_pow_table(fr_t *dst, size_t count, const fr_t *pows, const fr_
 #endif
 }
 
-// Stages lh = S-1 .. 0 (DIF) or 0 .. S-1 (DIT) inside blocks of 2^S contiguous scalars.
+// Scalars in shared memory as two planes of 16-byte halves: a warp reading 32 consecutive
+// scalars then reads 512 contiguous bytes per plane, which the banks serve without conflicts
+// (whole 32-byte scalars at a 32-byte stride gave two-way conflicts on every 16-byte access).
+struct sh_planes {
+    uint4 *lo, *hi;
+    __device__ __forceinline__ fr_t get(uint32_t e) const
+    {
+        fr_t v;
+        uint4 *q = reinterpret_cast<uint4 *>(&v);
+        q[0] = lo[e];
+        q[1] = hi[e];
+        return v;
+    }
+    __device__ __forceinline__ void set(uint32_t e, const fr_t &v) const
+    {
+        const uint4 *q = reinterpret_cast<const uint4 *>(&v);
+        lo[e] = q[0];
+        hi[e] = q[1];
+    }
+};
+
+// The coset scale g^brev(j) / m of scalar j from the two-level tables (see ntt_tables).
+struct coset_tabs {
+    const fr_t *hi = nullptr, *lo = nullptr;
+    int lo_log = 0;
+    __device__ __forceinline__ fr_t at(size_t j, int L) const
+    {
+        const uint32_t e = __brev((uint32_t)j) >> (32 - L);
+        return hi[e >> lo_log] * lo[e & ((1u << lo_log) - 1)];
+    }
+};
+
+// Stages lh = S-1 .. 0 (DIF) or 0 .. S-1 (DIT) inside blocks of 2^S contiguous scalars. With
+// cs.hi set (DIF only: the last pass of the inverse transform) each scalar leaves scaled by its
+// coset factor, which saves the separate pass over the vector.
 template <bool DIT>
-__global__ void __launch_bounds__(1 << (SH_LOG - 1)) k_shared_stages(fr_t *x, const fr_t *tw, int L, int S)
+__global__ void __launch_bounds__(1 << (SH_LOG - 1), 2)
+    k_shared_stages(fr_t *x, const fr_t *tw, int L, int S, coset_tabs cs)
 {
 #ifdef __CUDA_ARCH__
-    __shared__ __align__(32) unsigned char smem[(1 << SH_LOG) * sizeof(fr_t)];
-    fr_t *sh = reinterpret_cast<fr_t *>(smem);
+    __shared__ uint4 smem[2 << SH_LOG];
+    const sh_planes sh{smem, smem + ((size_t)1 << S)};
     const uint32_t half = 1u << (S - 1);
     const uint32_t tid = threadIdx.x;
     fr_t *blk = x + ((size_t)blockIdx.x << S);
-    sh[tid] = blk[tid];
-    sh[tid + half] = blk[tid + half];
+    sh.set(tid, blk[tid]);
+    sh.set(tid + half, blk[tid + half]);
+    // The twiddle of each stage is loaded one stage ahead, so its latency hides behind the
+    // previous stage's products and barrier.
+    auto twiddle = [&](int lh) { return tw[(size_t)(tid & ((1u << lh) - 1)) << (L - 1 - lh)]; };
+    fr_t w_next = twiddle(DIT ? 0 : S - 1);
     __syncthreads();
     for (int st = 0; st < S; st++) {
         int lh = DIT ? st : (S - 1 - st);
         uint32_t h = 1u << lh;
         uint32_t j = tid & (h - 1);
         uint32_t i = ((tid >> lh) << (lh + 1)) | j;
-        fr_t w = tw[(size_t)j << (L - 1 - lh)];
-        fr_t u = sh[i], v = sh[i + h];
+        fr_t w = w_next;
+        if (st + 1 < S) w_next = twiddle(DIT ? lh + 1 : lh - 1);
+        fr_t u = sh.get(i), v = sh.get(i + h);
         if (DIT) {
             v = v * w;
-            sh[i] = u + v;
-            sh[i + h] = u - v;
+            sh.set(i, u + v);
+            sh.set(i + h, u - v);
         } else {
-            sh[i] = u + v;
-            sh[i + h] = (u - v) * w;
+            sh.set(i, u + v);
+            sh.set(i + h, (u - v) * w);
         }
         __syncthreads();
     }
-    blk[tid] = sh[tid];
-    blk[tid + half] = sh[tid + half];
+    if (!DIT && cs.hi) {
+        const size_t j0 = ((size_t)blockIdx.x << S) + tid;
+        blk[tid] = sh.get(tid) * cs.at(j0, L);
+        blk[tid + half] = sh.get(tid + half) * cs.at(j0 + half, L);
+        return;
+    }
+    blk[tid] = sh.get(tid);
+    blk[tid + half] = sh.get(tid + half);
 #endif
 }
 
 // Stages lh in [lo, lo+k) (DIF: descending, DIT: ascending) on strided sub-transforms:
 // elements base + c + jj * 2^lo (jj < 2^k) for GC consecutive columns c per block, in shared
-// memory (GC * 2^k scalars), one global read + write per k stages.
-constexpr int GC = 8, GK = 7;  // 8 * 2^7 * 32 B = 32 KiB
+// memory (GC * 2^k scalars, dynamic: a pass of fewer stages takes less and fits more blocks), one
+// global read + write per k stages.
+constexpr int GC = 8, GK = 7;  // at most 8 * 2^7 * 32 B = 32 KiB
 template <bool DIT>
-__global__ void __launch_bounds__(GC << (GK - 1)) k_ntt_group(fr_t *x, const fr_t *tw, int L, int lo, int k)
+__global__ void __launch_bounds__(GC << (GK - 1), 2) k_ntt_group(fr_t *x, const fr_t *tw, int L, int lo, int k)
 {
 #ifdef __CUDA_ARCH__
-    __shared__ __align__(32) unsigned char smem[(GC << GK) * sizeof(fr_t)];
-    fr_t *sh = reinterpret_cast<fr_t *>(smem);
+    extern __shared__ uint4 dsmem[];
+    const sh_planes sh{dsmem, dsmem + (GC << k)};
     const size_t s = (size_t)1 << lo;
     const size_t ncg = s / GC;
     const size_t g = blockIdx.x / ncg, cg = blockIdx.x % ncg;
@@ -136,44 +184,36 @@ __global__ void __launch_bounds__(GC << (GK - 1)) k_ntt_group(fr_t *x, const fr_
     const uint32_t tid = threadIdx.x;
     for (uint32_t e = tid; e < nel; e += nthr) {
         uint32_t col = e % GC, jj = e / GC;
-        sh[e] = x[base + col + (size_t)jj * s];
+        sh.set(e, x[base + col + (size_t)jj * s]);
     }
-    __syncthreads();
     const uint32_t col = tid % GC, p = tid / GC;
     const size_t c = cg * GC + col;
+    // Twiddles one stage ahead (as in k_shared_stages): at 2^26 the top stages' twiddles come
+    // from DRAM, and a load per stage behind the barrier exposed its latency.
+    auto twiddle = [&](int r) { return tw[(c + (size_t)(p & ((1u << r) - 1)) * s) << (L - 1 - (lo + r))]; };
+    fr_t w_next = twiddle(DIT ? 0 : k - 1);
+    __syncthreads();
     for (int st = 0; st < k; st++) {
         int r = DIT ? st : (k - 1 - st);
-        int lh = lo + r;
         uint32_t hh = 1u << r;
         uint32_t jlo = ((p >> r) << (r + 1)) | (p & (hh - 1));
-        fr_t w = tw[(c + (size_t)(p & (hh - 1)) * s) << (L - 1 - lh)];
+        fr_t w = w_next;
+        if (st + 1 < k) w_next = twiddle(DIT ? r + 1 : r - 1);
         uint32_t a = jlo * GC + col, b = (jlo + hh) * GC + col;
-        fr_t u = sh[a], v = sh[b];
+        fr_t u = sh.get(a), v = sh.get(b);
         if (DIT) {
             v = v * w;
-            sh[a] = u + v;
-            sh[b] = u - v;
+            sh.set(a, u + v);
+            sh.set(b, u - v);
         } else {
-            sh[a] = u + v;
-            sh[b] = (u - v) * w;
+            sh.set(a, u + v);
+            sh.set(b, (u - v) * w);
         }
         __syncthreads();
     }
     for (uint32_t e = tid; e < nel; e += nthr) {
         uint32_t cl = e % GC, jj = e / GC;
-        x[base + cl + (size_t)jj * s] = sh[e];
-    }
-#endif
-}
-
-// x[j] *= hi[e >> lo_log] * lo[e & mask], e = brev_L(j): the coset scale g^brev(j) / m.
-__global__ void k_coset_scale(fr_t *x, const fr_t *hi, const fr_t *lo, int lo_log, int L, size_t m)
-{
-#ifdef __CUDA_ARCH__
-    const uint32_t mask = (1u << lo_log) - 1;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += (size_t)gridDim.x * blockDim.x) {
-        uint32_t e = __brev((uint32_t)i) >> (32 - L);
-        x[i] = x[i] * (hi[e >> lo_log] * lo[e & mask]);
+        x[base + cl + (size_t)jj * s] = sh.get(e);
     }
 #endif
 }
@@ -209,18 +249,26 @@ inline unsigned grid_for(size_t n, int tpb, int sms)
 // threads (9% occupancy under ncu, 8.9 ms for 2 stages against 7.9 ms for 7).
 inline int passes(int stages) { return (stages + GK - 1) / GK; }
 
-cuzk_kresult ntt_dif(dev_ctx *ctx, fr_t *x, const fr_t *tw, int L)
+// DIF in two steps: the strided passes, then the shared-memory stages (which apply cs, the
+// coset scale, on the way out when set: see k_shared_stages).
+cuzk_kresult ntt_dif_strided(dev_ctx *ctx, fr_t *x, const fr_t *tw, int L)
 {
     cudaStream_t s = ctx->s_comp;
     int S = std::min(L, SH_LOG);
     for (int hi = L, np = passes(L - S); hi > S; np--) {  // stages [lo, hi) in one pass
         int k = (hi - S + np - 1) / np, lo = hi - k;
         size_t blocks = ((size_t)1 << (L - lo - k)) * (((size_t)1 << lo) / GC);
-        k_ntt_group<false><<<(unsigned)blocks, GC << (k - 1), 0, s>>>(x, tw, L, lo, k);
+        k_ntt_group<false><<<(unsigned)blocks, GC << (k - 1), (GC << k) * sizeof(fr_t), s>>>(x, tw, L, lo, k);
         CUZK_CKL();
         hi = lo;
     }
-    k_shared_stages<false><<<(unsigned)((size_t)1 << (L - S)), 1u << (S - 1), 0, s>>>(x, tw, L, S);
+    return ok();
+}
+
+cuzk_kresult ntt_dif_last(dev_ctx *ctx, fr_t *x, const fr_t *tw, int L, coset_tabs cs)
+{
+    int S = std::min(L, SH_LOG);
+    k_shared_stages<false><<<(unsigned)((size_t)1 << (L - S)), 1u << (S - 1), 0, ctx->s_comp>>>(x, tw, L, S, cs);
     CUZK_CKL();
     return ok();
 }
@@ -229,12 +277,12 @@ cuzk_kresult ntt_dit(dev_ctx *ctx, fr_t *x, const fr_t *tw, int L)
 {
     cudaStream_t s = ctx->s_comp;
     int S = std::min(L, SH_LOG);
-    k_shared_stages<true><<<(unsigned)((size_t)1 << (L - S)), 1u << (S - 1), 0, s>>>(x, tw, L, S);
+    k_shared_stages<true><<<(unsigned)((size_t)1 << (L - S)), 1u << (S - 1), 0, s>>>(x, tw, L, S, coset_tabs{});
     CUZK_CKL();
     for (int lo = S, np = passes(L - S); lo < L; np--) {
         int k = (L - lo + np - 1) / np;
         size_t blocks = ((size_t)1 << (L - lo - k)) * (((size_t)1 << lo) / GC);
-        k_ntt_group<true><<<(unsigned)blocks, GC << (k - 1), 0, s>>>(x, tw, L, lo, k);
+        k_ntt_group<true><<<(unsigned)blocks, GC << (k - 1), (GC << k) * sizeof(fr_t), s>>>(x, tw, L, lo, k);
         CUZK_CKL();
         lo += k;
     }
@@ -353,10 +401,9 @@ cuzk_kresult compute_h_dev(dev_ctx *ctx, const void *a, const void *b, const voi
         CUZK_CK(cudaStreamWaitEvent(s, ev[k], 0));
         prof.mark(k == 0 ? "wait_a" : k == 1 ? "wait_b" : "wait_c");
         CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 3 * k);
-        CUZK_TRY(ntt_dif(ctx, x, T->itw, L));
+        CUZK_TRY(ntt_dif_strided(ctx, x, T->itw, L));
         CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 3 * k + 1);
-        k_coset_scale<<<grid_for(m, 256, sms), 256, 0, s>>>(x, T->cs_hi, T->cs_lo, T->lo_log, L, m);
-        CUZK_CKL();
+        CUZK_TRY(ntt_dif_last(ctx, x, T->itw, L, coset_tabs{T->cs_hi, T->cs_lo, T->lo_log}));
         CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 3 * k + 2);
         CUZK_TRY(ntt_dit(ctx, x, T->tw, L));
         prof.mark("intt+coset+ntt");
@@ -368,7 +415,8 @@ cuzk_kresult compute_h_dev(dev_ctx *ctx, const void *a, const void *b, const voi
     dx[1].release();
     dx[2].release();
     CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 10);
-    CUZK_TRY(ntt_dif(ctx, dx[0].as<fr_t>(), T->itw, L));
+    CUZK_TRY(ntt_dif_strided(ctx, dx[0].as<fr_t>(), T->itw, L));
+    CUZK_TRY(ntt_dif_last(ctx, dx[0].as<fr_t>(), T->itw, L, coset_tabs{}));
     CUZK_CK(d_h.alloc(ctx, (m - 1) * sizeof(fr_t)));
     CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 11);
     if (m > 1) {

@@ -52,7 +52,8 @@ fn phase_name(r: &ffi::KResult, jobs: &[&str]) -> String {
             11 => "H: gather".into(),
             i => {
                 let v = ["a", "b", "c"].get((i / 3) as usize).copied().unwrap_or("?");
-                let step = ["inverse NTT", "coset scale", "coset NTT"][(i % 3).unsigned_abs() as usize];
+                let step = ["inverse NTT", "inverse NTT (last stages, coset scale)", "coset NTT"]
+                    [(i % 3).unsigned_abs() as usize];
                 format!("H: {step} of {v} (NTT step {i})")
             }
         },
@@ -200,8 +201,8 @@ pub mod fault {
         Upload = 1,
         /// All three a/b/c copies queued, none finished.
         AbcCopy = 2,
-        /// An H step: index 3k, 3k+1, 3k+2 (k = a, b, c) = inverse NTT, coset scale, coset NTT;
-        /// 9 pointwise, 10 inverse NTT, 11 gather.
+        /// An H step: index 3k, 3k+1, 3k+2 (k = a, b, c) = inverse NTT, its last stages with the
+        /// coset scale, coset NTT; 9 pointwise, 10 inverse NTT, 11 gather.
         Ntt = 3,
         /// Before the H MSM.
         HMsm = 4,
