@@ -20,13 +20,17 @@ struct cuzk_k_bases {
     bool registered = false;  // h was page-locked by us (cudaHostRegister), unregister on free
 };
 
-// A scalar vector the H call copied to the device for the batch that follows (see
-// cuzk_k_compute_h_msm_staged). Owns its device buffer until cuzk_k_staged_free.
+// What the H call copied to the device for the batch that follows (see
+// cuzk_k_compute_h_msm_staged): a scalar vector, and over streamed bases the first chunk of the
+// batch's first large streamed job. Owns its device buffers until cuzk_k_staged_free; the chunk
+// goes back as soon as a batch has run that job (or found it is not that job's).
 struct cuzk_k_staged {
     int device;
-    const void *h;  // the caller's host vector it copies (matched by pointer and length)
-    size_t n;
+    const void *h = nullptr;  // the caller's host vector it copies (matched by pointer and length)
+    size_t n = 0;
     cuzk::dbuf buf;
+    mutable cuzk::stream_carry carry;  // consumed by the batch (msm_stream releases it)
+    cuzk::event_list evs;              // carry.copied
 };
 
 namespace cuzk {
@@ -408,7 +412,9 @@ cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count, const cuzk_k_st
         CUZK_CK(carry_evs.add(&carry[0].copied));
         CUZK_CK(carry_evs.add(&carry[1].copied));
         int cur = 0;                   // carry[cur]: the next large streamed job's first chunk, if any
-        const size_t big = 4096;       // scalars: a job worth a carried first chunk
+        const size_t big = STREAM_CARRY_MIN;
+        // The first large streamed job's first chunk may come from the H call (staged->carry).
+        stream_carry *first_in = staged && staged->carry.h ? &staged->carry : nullptr;
         auto elem = [](const cuzk_k_msm_job &j) {
             return j.bases->group == 1 ? sizeof(affine_t<fp_t>) : sizeof(affine_t<fp2_t>);
         };
@@ -461,8 +467,10 @@ cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count, const cuzk_k_st
                 if (t < count)
                     nx = stream_next{static_cast<const char *>(jobs[t].bases->h) + jobs[t].base_offset * elem(jobs[t]),
                                      jobs[t].n, jobs[t].density_bits, elem(jobs[t])};
-                CUZK_TRY(run_job(ctx, j, d, &carry[cur], &carry[1 - cur], t < count ? &nx : nullptr));
-                carry[cur].clear();
+                stream_carry *in = first_in ? first_in : &carry[cur];
+                first_in = nullptr;
+                CUZK_TRY(run_job(ctx, j, d, in, &carry[1 - cur], t < count ? &nx : nullptr));
+                in->clear();
                 cur = 1 - cur;
             } else {
                 CUZK_TRY(run_job(ctx, j, d));
@@ -492,9 +500,82 @@ cuzk_kresult check_h_args(const void *a, const void *b, const void *c, size_t n,
 // computes. The copy is made only over resident H bases and only when the device keeps, beside
 // it, what the H MSM may take at most (its sort: 256 bytes a scalar at c = 16; a slice of pair
 // rounds: 2^26 entries); otherwise *staged stays NULL and the batch uploads as before.
+// H and its MSM over streamed bases, with the copies queued ahead of need: the H MSM's first
+// chunk behind a, b and c (it copies during the NTTs instead of after them); the staged vector
+// behind that, when the device keeps room for chunks of 2^24 bases beside it (it copies while
+// the H MSM computes); and, with `next` (the batch's first large streamed job), that job's first
+// chunk during the H MSM's last chunk, kept in the staged handle for the batch. st receives the
+// handle, or stays empty when nothing was staged.
+cuzk_kresult h_msm_streamed(dev_ctx *ctx, const cuzk_k_bases *h_bases, const void *a, const void *b, const void *c,
+                            size_t n, uint32_t log_m, void *h_out, void *out_jacobian, const void *stage,
+                            size_t stage_n, const cuzk_k_msm_job *next, std::unique_ptr<cuzk_k_staged> &st)
+{
+    cudaStream_t s = ctx->s_comp, sc = ctx->s_copy;
+    const size_t m = (size_t)1 << log_m, fr = 32, pt = sizeof(affine_t<fp_t>);
+    size_t room = 0;
+    CUZK_TRY(headroom(ctx, &room));
+    // compute_h holds a, b and c (m scalars each) beside the NTT tables; the H MSM holds h.
+    const size_t tables = ntt_tables_to_make(ctx, log_m), slack = (size_t)64 << 20;
+    const size_t during = tables + 3 * m * fr + slack, after = tables + m * fr;
+    const size_t left = room > after ? room - after : 0, bytes = stage_n * fr;
+    const bool stage_it = stage_n && left > bytes &&
+                          (ctx->mem.chunk_points || stream_chunk_bases_g1(ctx, left - bytes) >= std::min(m - 1, (size_t)1 << 24));
+    st.reset(new cuzk_k_staged{h_bases->device});
+    copy_join join{sc};  // the copies below write on the copy stream: join it before their buffers go
+    // H's first chunk, carried into msm_stream: no larger than the chunk it will plan then (so
+    // it takes it), and within what the device has beside a, b and c.
+    stream_carry hc;
+    event_list evs;
+    CUZK_CK(evs.add(&hc.copied));
+    queued_copy qc{};
+    size_t cap = stream_chunk_bases_g1(ctx, left - (stage_it ? bytes : 0)) / 16 * 15;
+    cap = std::min(cap, room > during ? (room - during) / pt : 0);
+    if (cap >= 4096) {
+        const stream_piece p = next_piece(nullptr, m - 1, 0, 0, cap);
+        if (hc.buf.alloc(ctx, p.nb * pt) == cudaSuccess) {
+            hc.h = h_bases->h;
+            hc.cap = cap;
+            hc.piece = p;
+            qc = queued_copy{hc.buf.p, h_bases->h, p.nb * pt, hc.copied};
+        } else {
+            CUZK_CLEAR_LAST_ERROR();
+        }
+    }
+    dbuf d_h;
+    CUZK_TRY(compute_h_dev(ctx, a, b, c, n, log_m, d_h, h_out, qc.dst ? &qc : nullptr));
+    CUZK_PHASE(ctx, CUZK_K_PHASE_H_MSM, 0);
+    if (stage_it) {
+        if (st->buf.alloc(ctx, bytes) == cudaSuccess) {
+            cudaEvent_t allocated;
+            CUZK_CK(evs.add(&allocated));
+            CUZK_CK(cudaEventRecord(allocated, s));  // the buffer is the compute stream's
+            CUZK_CK(cudaStreamWaitEvent(sc, allocated, 0));
+            CUZK_CK(cudaMemcpyAsync(st->buf.p, stage, bytes, cudaMemcpyHostToDevice, sc));
+            st->h = stage;
+            st->n = stage_n;
+        } else {
+            CUZK_CLEAR_LAST_ERROR();
+        }
+    }
+    const bool carry_next = next && next->bases && next->bases->h && next->bases->device == h_bases->device &&
+                            next->n >= STREAM_CARRY_MIN;
+    stream_next nx{};
+    if (carry_next) {
+        CUZK_CK(st->evs.add(&st->carry.copied));
+        const size_t elem = next->bases->group == 1 ? sizeof(affine_t<fp_t>) : sizeof(affine_t<fp2_t>);
+        nx = stream_next{static_cast<const char *>(next->bases->h) + next->base_offset * elem, next->n,
+                         next->density_bits, elem};
+    }
+    CUZK_TRY(msm_stream<fp_t>(ctx, h_bases->h, h_bases->n, 0, d_h.p, m - 1, nullptr, out_jacobian, &hc,
+                              carry_next ? &st->carry : nullptr, carry_next ? &nx : nullptr));
+    CUZK_CK(cudaStreamSynchronize(sc));
+    if (!st->buf.p && !st->carry.h) st.reset();
+    return ok();
+}
+
 cuzk_kresult compute_h_msm(const cuzk_k_bases *h_bases, const void *a, const void *b, const void *c, size_t n,
                            uint32_t log_m, void *h_out, void *out_jacobian, const void *stage, size_t stage_n,
-                           cuzk_k_staged **staged)
+                           const cuzk_k_msm_job *next, cuzk_k_staged **staged)
 {
     if (!h_bases || !out_jacobian) return arg_err(CUZK_K_ERR_NULL_ARG, "compute_h_msm: h_bases or out is NULL");
     if (h_bases->group != 1) return arg_err(CUZK_K_ERR_WRONG_GROUP, "compute_h_msm: H bases must be G1");
@@ -502,17 +583,22 @@ cuzk_kresult compute_h_msm(const cuzk_k_bases *h_bases, const void *a, const voi
     size_t m = (size_t)1 << log_m;
     if (h_bases->n < m - 1) return arg_err(CUZK_K_ERR_RANGE, "compute_h_msm: fewer than m-1 H bases");
     return run_on(h_bases->device, [&](dev_ctx *ctx) -> cuzk_kresult {
+        if (h_bases->h) {
+            std::unique_ptr<cuzk_k_staged> st;
+            CUZK_TRY(h_msm_streamed(ctx, h_bases, a, b, c, n, log_m, h_out, out_jacobian, staged ? stage : nullptr,
+                                    staged ? stage_n : 0, staged ? next : nullptr, st));
+            if (staged) *staged = st.release();
+            return ok();
+        }
         dbuf d_h;
         CUZK_TRY(compute_h_dev(ctx, a, b, c, n, log_m, d_h, h_out));
         CUZK_PHASE(ctx, CUZK_K_PHASE_H_MSM, 0);
-        if (h_bases->h)
-            return msm_stream<fp_t>(ctx, h_bases->h, h_bases->n, 0, d_h.p, m - 1, nullptr, out_jacobian);
         std::unique_ptr<cuzk_k_staged> st;
         copy_join join{ctx->s_copy};  // the staged copy is written on the copy stream
         size_t room = 0;
         const size_t bytes = stage_n * 32;
         if (stage_n && headroom(ctx, &room).code == 0 && room >= bytes + h_msm_scratch_bound(m)) {
-            st.reset(new cuzk_k_staged{h_bases->device, stage, stage_n, {}});
+            st.reset(new cuzk_k_staged{h_bases->device, stage, stage_n});
             if (st->buf.alloc(ctx, bytes) == cudaSuccess) {
                 event_list evs;
                 cudaEvent_t allocated;
@@ -712,18 +798,19 @@ cuzk_kresult cuzk_k_compute_h_msm(const cuzk_k_bases *h_bases, const void *a, co
                                   const void *c, size_t n, uint32_t log_m, void *h_out,
                                   void *out_jacobian)
 {
-    API_GUARD(return compute_h_msm(h_bases, a, b, c, n, log_m, h_out, out_jacobian, nullptr, 0, nullptr);)
+    API_GUARD(return compute_h_msm(h_bases, a, b, c, n, log_m, h_out, out_jacobian, nullptr, 0, nullptr, nullptr);)
 }
 
 cuzk_kresult cuzk_k_compute_h_msm_staged(const cuzk_k_bases *h_bases, const void *a, const void *b,
                                          const void *c, size_t n, uint32_t log_m, void *h_out,
                                          void *out_jacobian, const void *stage_scalars, size_t stage_n,
-                                         cuzk_k_staged **staged)
+                                         const cuzk_k_msm_job *next_job, cuzk_k_staged **staged)
 {
     if (!staged) return arg_err(CUZK_K_ERR_NULL_ARG, "compute_h_msm_staged: staged is NULL");
     *staged = nullptr;
     if (!stage_scalars && stage_n) return arg_err(CUZK_K_ERR_NULL_ARG, "compute_h_msm_staged: stage_scalars is NULL");
-    API_GUARD(return compute_h_msm(h_bases, a, b, c, n, log_m, h_out, out_jacobian, stage_scalars, stage_n, staged);)
+    API_GUARD(return compute_h_msm(h_bases, a, b, c, n, log_m, h_out, out_jacobian, stage_scalars, stage_n, next_job,
+                                   staged);)
 }
 
 cuzk_kresult cuzk_k_device_set_limit(int device, size_t limit_bytes, size_t stream_chunk_points)

@@ -224,6 +224,37 @@ size_t h_msm_scratch_bound(size_t m);
 // A piece of a streamed MSM: scalars [i0, i0 + cnt) (whole density words), bases [b0, b0 + nb).
 struct stream_piece { size_t i0, cnt, b0, nb; };
 
+// Selected bases in density word w of an n-scalar MSM (all of the word without a density).
+inline size_t word_selected(const uint64_t *density, size_t n, size_t w)
+{
+    if (!density) return n - w * 64 < 64 ? n - w * 64 : 64;
+    uint64_t v = density[w];
+    if (w == (n - 1) / 64 && (n & 63)) v &= (1ull << (n & 63)) - 1;
+    return (size_t)__builtin_popcountll(v);
+}
+
+// The streamed piece that starts at density word w0 (base b0): whole words while it selects at
+// most `cap` bases and holds at most 4 * cap scalars (always at least one word).
+inline stream_piece next_piece(const uint64_t *density, size_t n, size_t w0, size_t b0, size_t cap)
+{
+    const size_t nwords = (n + 63) / 64;
+    stream_piece cur{w0 * 64, 0, b0, 0};
+    for (size_t w = w0; w < nwords; w++) {
+        size_t sw = word_selected(density, n, w), cw = n - w * 64 < 64 ? n - w * 64 : 64;
+        if (cur.cnt && (cur.nb + sw > cap || cur.cnt + cw > 4 * cap)) break;
+        cur.cnt += cw;
+        cur.nb += sw;
+    }
+    return cur;
+}
+
+// Scalars of a streamed job worth carrying its first chunk in (copied during the job before).
+constexpr size_t STREAM_CARRY_MIN = 4096;
+// Device memory a streamed MSM keeps aside from its chunks (bucket arrays, cub's scratch).
+constexpr size_t STREAM_RESERVE = (size_t)768 << 20;
+// Bases per chunk of a streamed G1 MSM with `avail` bytes at hand (msm_stream's own rule).
+size_t stream_chunk_bases_g1(const dev_ctx *ctx, size_t avail);
+
 // The first chunk of a batch's next streamed MSM, copied while the current one computes its
 // last chunk (msm_stream's `in` / `out`). Its copy runs on the copy stream; `copied` (owned by
 // the caller) is recorded after it. The buffer is the compute stream's (dbuf).
@@ -256,8 +287,19 @@ cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases, size_t bases_len, siz
 
 // H computation (ntt.cu). Leaves h (m-1 scalars, natural order, Montgomery) in *d_h, which
 // the caller owns (allocated on ctx->s_comp). If h_out != nullptr, copies h there too.
+// `then` (may be nullptr): a copy queued on the copy stream right behind a, b and c's, so it
+// runs during the NTTs (the streamed H MSM's first chunk); its event is recorded after it.
+struct queued_copy {
+    void *dst;  // allocated on the compute stream before the call
+    const void *src;
+    size_t bytes;
+    cudaEvent_t done;
+};
 cuzk_kresult compute_h_dev(dev_ctx *ctx, const void *a, const void *b, const void *c, size_t n,
-                           uint32_t log_m, dbuf &d_h, void *h_out);
+                           uint32_t log_m, dbuf &d_h, void *h_out, const queued_copy *then = nullptr);
+// Device bytes of the NTT tables for 2^log_m that compute_h_dev allocates (and keeps) on first
+// use; 0 when they are already there.
+size_t ntt_tables_to_make(const dev_ctx *ctx, uint32_t log_m);
 void free_ntt_tables(dev_ctx *ctx);
 
 // Optional phase profiler: with CUZK_K_PROFILE=1 (read at context creation), events are recorded on

@@ -156,16 +156,21 @@ cuzk_kresult cuzk_k_compute_h_msm(const cuzk_k_bases *h_bases, const void *a, co
  * proof's aux assignment), so that its upload runs while the H MSM computes instead of
  * before the batch's first job (~10 ms per 2^24 pinned scalars).
  * cuzk_k_compute_h_msm_staged is cuzk_k_compute_h_msm plus that copy: stage_n scalars at
- * stage_scalars (may be 0). *staged receives a handle to the device copy, or NULL when none was
- * made: streamed H bases, or too little device memory beside what the H MSM may need (the
- * batch then uploads as usual; NULL is not an error). The copy has finished when the call
- * returns, as every copy does; only the device buffer outlives the call, counted in the
- * device's memory (cuzk_k_device_mem_stats) until cuzk_k_staged_free. */
+ * stage_scalars (may be 0). Over streamed H bases the H MSM's first chunk is also copied during
+ * the NTTs, and with next_job (may be NULL; only its bases, base_offset, host_scalars, n and
+ * density_bits are read) over streamed bases, the first chunk of that job's bases is copied
+ * during the H MSM's last chunk and kept for the batch: its first large streamed job uses it
+ * if it is that job (bases, offset, density and chunk match), and it goes back either way.
+ * *staged receives a handle to what was kept, or NULL when nothing was: too little device
+ * memory beside what the H MSM may need (the batch then uploads as usual; NULL is not an
+ * error). The copies have finished when the call returns, as every copy does; only the device
+ * buffers outlive the call, counted in the device's memory (cuzk_k_device_mem_stats) until
+ * cuzk_k_staged_free (the carried chunk: until the batch has used it). */
 typedef struct cuzk_k_staged cuzk_k_staged;
 cuzk_kresult cuzk_k_compute_h_msm_staged(const cuzk_k_bases *h_bases, const void *a, const void *b,
                                          const void *c, size_t n, uint32_t log_m, void *h_out,
                                          void *out_jacobian, const void *stage_scalars, size_t stage_n,
-                                         cuzk_k_staged **staged);
+                                         const cuzk_k_msm_job *next_job, cuzk_k_staged **staged);
 /* cuzk_k_msm_batch, where every job whose host_scalars and n equal the staged vector's reads the
  * staged device copy instead of uploading them. That host memory must not have changed since
  * the staging call. staged may be NULL (= cuzk_k_msm_batch); it stays valid after the call. */

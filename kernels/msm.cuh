@@ -833,15 +833,6 @@ cuzk_kresult accumulate_sorted(dev_ctx *ctx, const affine_t<F> *bases, const uin
 
 }  // namespace
 
-// Selected bases in density word w of an n-scalar MSM (all of the word without a density).
-inline size_t word_selected(const uint64_t *density, size_t n, size_t w)
-{
-    if (!density) return std::min<size_t>(64, n - w * 64);
-    uint64_t v = density[w];
-    if (w == (n - 1) / 64 && (n & 63)) v &= (1ull << (n & 63)) - 1;
-    return (size_t)__builtin_popcountll(v);
-}
-
 // Selected bases of an n-scalar MSM (n without a density).
 inline size_t selected_count(const uint64_t *density, size_t n)
 {
@@ -1096,19 +1087,13 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
 // keys and values (4 arrays x 4 bytes x 16 windows at c = 16).
 template <class F> constexpr size_t stream_bytes_per_base() { return 2 * sizeof(affine_t<F>) + 4 * 40 + 256; }
 
-// The streamed piece that starts at density word w0 (base b0): whole words while it selects at
-// most `cap` bases and holds at most 4 * cap scalars (always at least one word).
-inline stream_piece next_piece(const uint64_t *density, size_t n, size_t w0, size_t b0, size_t cap)
+// Bases per chunk of a streamed MSM with `avail` bytes of device memory at hand (less a reserve
+// for the bucket arrays and cub's scratch; at least 2^12), or CUZK's forced chunk_points.
+template <class F> size_t stream_chunk_bases(const dev_ctx *ctx, size_t avail)
 {
-    const size_t nwords = (n + 63) / 64;
-    stream_piece cur{w0 * 64, 0, b0, 0};
-    for (size_t w = w0; w < nwords; w++) {
-        size_t sw = word_selected(density, n, w), cw = std::min<size_t>(64, n - w * 64);
-        if (cur.cnt && (cur.nb + sw > cap || cur.cnt + cw > 4 * cap)) break;
-        cur.cnt += cw;
-        cur.nb += sw;
-    }
-    return cur;
+    size_t c = ctx->mem.chunk_points;
+    if (!c) c = avail > STREAM_RESERVE ? (avail - STREAM_RESERVE) / stream_bytes_per_base<F>() : 0;
+    return std::max<size_t>(c & ~(size_t)63, 4096);
 }
 
 template <class F>
@@ -1138,18 +1123,12 @@ cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases_v, size_t bases_len, s
         return ok();
     }
 
-    // Chunk size: what the memory limit (or the device) leaves, less a reserve for the bucket
-    // arrays and cub's scratch; at least 2^12 bases (a carried chunk's buffer counts as free:
-    // it is one of the two staging buffers). CUZK's chunk_points setting forces it.
-    size_t chunk_mem = ctx->mem.chunk_points;
-    if (!chunk_mem) {
-        size_t avail = 0;
-        CUZK_TRY(headroom(ctx, &avail));
-        if (carried) avail += in->buf.bytes;
-        const size_t reserve = (size_t)768 << 20;
-        chunk_mem = avail > reserve ? (avail - reserve) / stream_bytes_per_base<F>() : 0;
-    }
-    chunk_mem = std::max<size_t>(chunk_mem & ~(size_t)63, 4096);
+    // Chunk size: what the memory limit (or the device) leaves (a carried chunk's buffer counts
+    // as free: it is one of the two staging buffers).
+    size_t avail = 0;
+    CUZK_TRY(headroom(ctx, &avail));
+    if (carried) avail += in->buf.bytes;
+    size_t chunk_mem = stream_chunk_bases<F>(ctx, avail);
     if (carried && in->piece.nb > chunk_mem) carried = false;
     if (in && !carried) in->clear();
     // Chunks of about equal size (the last one is not a sliver, so it can hide the next MSM's

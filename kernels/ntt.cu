@@ -363,8 +363,16 @@ void free_ntt_tables(dev_ctx *ctx)
     for (auto &t : ctx->tables) { destroy_tables(ctx, t); t = nullptr; }
 }
 
+size_t ntt_tables_to_make(const dev_ctx *ctx, uint32_t log_m)
+{
+    if (ctx->tables[log_m]) return 0;
+    const size_t m = (size_t)1 << log_m;
+    const size_t lo = (size_t)1 << ((log_m + 1) / 2);
+    return (m + 2 * ((m / lo) + lo) + 160) * sizeof(fr_t);
+}
+
 cuzk_kresult compute_h_dev(dev_ctx *ctx, const void *a, const void *b, const void *c, size_t n,
-                           uint32_t log_m, dbuf &d_h, void *h_out)
+                           uint32_t log_m, dbuf &d_h, void *h_out, const queued_copy *then)
 {
     const int L = (int)log_m;
     const size_t m = (size_t)1 << L;
@@ -394,6 +402,10 @@ cuzk_kresult compute_h_dev(dev_ctx *ctx, const void *a, const void *b, const voi
         if (n) CUZK_CK(cudaMemcpyAsync(x, src[k], n * sizeof(fr_t), cudaMemcpyHostToDevice, sc));
         if (n < m) CUZK_CK(cudaMemsetAsync(x + n, 0, (m - n) * sizeof(fr_t), sc));
         CUZK_CK(cudaEventRecord(ev[k], sc));
+    }
+    if (then) {
+        CUZK_CK(cudaMemcpyAsync(then->dst, then->src, then->bytes, cudaMemcpyHostToDevice, sc));
+        CUZK_CK(cudaEventRecord(then->done, sc));
     }
     CUZK_PHASE(ctx, CUZK_K_PHASE_ABC_COPY, 0);
     for (int k = 0; k < 3; k++) {

@@ -379,7 +379,7 @@ static void test_staged(uint64_t seed)
     cuzk_k_mem_stats m0, m1, m2;
     KOK(cuzk_k_device_mem_stats(0, 0, &m0));
     cuzk_k_staged *st = nullptr;
-    KOK(cuzk_k_compute_h_msm_staged(g1b, a.data(), b.data(), c.data(), n, L, nullptr, &h_got, s0.data(), n0, &st));
+    KOK(cuzk_k_compute_h_msm_staged(g1b, a.data(), b.data(), c.data(), n, L, nullptr, &h_got, s0.data(), n0, nullptr, &st));
     KOK(cuzk_k_device_mem_stats(0, 0, &m1));
     CHECK(st != nullptr, "staged: no copy made on a device with room");
     CHECK(m1.used >= m0.used + n0 * 32, "staged: copy not counted (%zu -> %zu)", m0.used, m1.used);
@@ -401,12 +401,50 @@ static void test_staged(uint64_t seed)
     KOK(cuzk_k_device_mem_stats(0, 0, &m2));
     CHECK(m2.used == m0.used, "staged_free: %zu bytes left counted", m2.used - m0.used);
     KOK(cuzk_k_staged_free(nullptr));
-    cuzk_kresult r = cuzk_k_compute_h_msm_staged(g1b, a.data(), b.data(), c.data(), n, L, nullptr, &h_got, s0.data(), n0, nullptr);
+    cuzk_kresult r = cuzk_k_compute_h_msm_staged(g1b, a.data(), b.data(), c.data(), n, L, nullptr, &h_got, s0.data(), n0, nullptr, nullptr);
     CHECK(r.code == CUZK_K_ERR_NULL_ARG, "staged: NULL out -> %d", r.code);
-    // streamed H bases: no copy, and no error
-    st = (cuzk_k_staged *)&r;
-    KOK(cuzk_k_compute_h_msm_staged(g1s, a.data(), b.data(), c.data(), n, L, nullptr, &h_got, s0.data(), n0, &st));
-    CHECK(st == nullptr && blst_p1_is_equal(&h_want, &h_got), "staged over streamed H bases");
+    // Streamed H bases (one chunk, then forced chunks of 8192): H's first chunk copies during
+    // the NTTs, the vector is staged, and the first chunk of the job named as next (jobs[3],
+    // streamed, with a density) is kept for the batch, which must use it rightly (the host
+    // vector has changed: only the staged copy gives want[3]) and give its memory back; a kept
+    // chunk named for another job (another base offset) must be dropped, not used.
+    for (size_t chunk : {(size_t)0, (size_t)8192}) {
+        KOK(cuzk_k_device_set_limit(0, 0, chunk));
+        KOK(cuzk_k_device_mem_stats(0, 0, &m0));
+        jobs_into(got, jobs);
+        st = nullptr;
+        KOK(cuzk_k_compute_h_msm_staged(g1s, a.data(), b.data(), c.data(), n, L, nullptr, &h_got, s0.data(), n0,
+                                        &jobs[3], &st));
+        KOK(cuzk_k_device_mem_stats(0, 0, &m1));
+        CHECK(st != nullptr && blst_p1_is_equal(&h_want, &h_got), "streamed H, staged (chunk %zu): H MSM differs or nothing kept", chunk);
+        CHECK(m1.used > m0.used + n0 * 32, "streamed H, staged (chunk %zu): no first chunk kept beside the vector", chunk);
+        for (auto &x : s0) x = fr_from_u64(3);
+        KOK(cuzk_k_msm_batch_staged(jobs + 3, 1, st));
+        s0 = orig;
+        KOK(cuzk_k_device_mem_stats(0, 0, &m2));
+        bool ok3 = blst_p1_is_equal((blst_p1 *)&want[3], (blst_p1 *)&got[3]);
+        CHECK(ok3, "streamed H, staged (chunk %zu): the batch over the carried chunk differs", chunk);
+        CHECK(m2.used == m0.used + n0 * 32, "streamed H, staged (chunk %zu): %zu bytes held after the batch, want the vector's %zu",
+              chunk, m2.used - m0.used, n0 * 32);
+        eq = eq && ok3;
+        KOK(cuzk_k_staged_free(st));
+        cuzk_k_msm_job other = jobs[3];
+        other.base_offset = 4;
+        st = nullptr;
+        KOK(cuzk_k_compute_h_msm_staged(g1s, a.data(), b.data(), c.data(), n, L, nullptr, &h_got, s0.data(), n0,
+                                        &other, &st));
+        jobs_into(got, jobs);
+        KOK(cuzk_k_msm_batch_staged(jobs + 3, 1, st));
+        KOK(cuzk_k_device_mem_stats(0, 0, &m2));
+        ok3 = blst_p1_is_equal((blst_p1 *)&want[3], (blst_p1 *)&got[3]);
+        CHECK(ok3, "streamed H, staged (chunk %zu): a chunk kept for another job was used", chunk);
+        CHECK(m2.used == m0.used + n0 * 32, "streamed H, staged (chunk %zu): a chunk kept for another job was not given back", chunk);
+        eq = eq && ok3;
+        KOK(cuzk_k_staged_free(st));
+        KOK(cuzk_k_device_mem_stats(0, 0, &m2));
+        CHECK(m2.used == m0.used, "streamed H, staged (chunk %zu): %zu bytes left counted after free", chunk, m2.used - m0.used);
+    }
+    KOK(cuzk_k_device_set_limit(0, 0, 0));
     KOK(cuzk_k_bases_free(g1s));
     printf("  staged scalars (H + batch, resident and streamed jobs) %s\n", eq ? "ok" : "MISMATCH");
     fflush(stdout);
@@ -750,7 +788,7 @@ static int run_bench(const std::vector<int> &logs, bool msm_only)
         int staged_runs = 0;
         t = timeit(reps, [&] {
             cuzk_k_staged *st = nullptr;
-            KOK(cuzk_k_compute_h_msm_staged(g1b, pin[0], pin[1], pin[2], n, L, nullptr, &o1, pin[3], n, &st));
+            KOK(cuzk_k_compute_h_msm_staged(g1b, pin[0], pin[1], pin[2], n, L, nullptr, &o1, pin[3], n, nullptr, &st));
             staged_runs += st != nullptr;
             KOK(cuzk_k_msm_batch_staged(pj, 4, st));
             KOK(cuzk_k_staged_free(st));

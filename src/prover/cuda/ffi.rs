@@ -144,6 +144,7 @@ extern "C" {
         out_jacobian: *mut c_void,
         stage_scalars: *const c_void,
         stage_n: usize,
+        next_job: *const KMsmJob,
         staged: *mut *mut KStaged,
     ) -> KResult;
 }

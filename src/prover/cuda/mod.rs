@@ -1213,6 +1213,16 @@ impl Backend for CudaBackend {
             &[]
         };
         let (stage_ptr, stage_n) = (stage.as_ptr().cast::<c_void>(), stage.len());
+        // The batch's first job (L over aux): over streamed bases the H call copies its first
+        // chunk during the H MSM's last one. Only its bases, offset, scalars and density are read.
+        let next_job = ffi::KMsmJob {
+            bases: dev.l.raw,
+            base_offset: 0,
+            host_scalars: stage_ptr,
+            n: stage_n,
+            density_bits: std::ptr::null(),
+            out_jacobian: std::ptr::null_mut(),
+        };
         let mut staged = Staged(std::ptr::null_mut());
         let result = self.with_oom_retry(keep, || {
             let (a, b, c) = (assignment.a(), assignment.b(), assignment.c());
@@ -1222,7 +1232,8 @@ impl Backend for CudaBackend {
             // construction of the assignment); h_out is null (not wanted); `ret` is a blst_p1;
             // the H bases hold m − 1 points (check_assignment: the domain size matches the
             // parameters); stage_ptr is stage_n live scalars (aux, borrowed from the
-            // assignment, which nothing mutates before the batch); `raw` is a valid
+            // assignment, which nothing mutates before the batch); next_job describes the L
+            // bases (live for `dev`'s lifetime) over those same scalars; `raw` is a valid
             // out-pointer. The call waits for its copies on every path, so a/b/c may go back
             // to the pool as soon as it returns.
             let r = unsafe {
@@ -1237,6 +1248,7 @@ impl Backend for CudaBackend {
                     (ret as *mut blst::blst_p1).cast::<c_void>(),
                     stage_ptr,
                     stage_n,
+                    if stage_n > 0 { &next_job } else { std::ptr::null() },
                     &mut raw,
                 )
             };
