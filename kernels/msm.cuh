@@ -617,10 +617,14 @@ constexpr size_t WIDE_MIN_BIG = (size_t)1 << 25;  // 2^24: c = 16 measured as fa
 inline int window_count(int c) { return (256 + c - 1) / c; }
 
 // Device bytes of the sort's four arrays and the buckets for nbig big scalars at window c.
+// Big scalars per part of the sort: its (key, value) arrays are indexed with 32-bit ints (cub),
+// so the big list goes in parts of at most 2^31 / nwin scalars (2^27 at c = 16).
+inline size_t max_part(size_t nwin) { return 0x7fffffffu / nwin; }
+
 template <class F> size_t window_mem(size_t nbig, int c)
 {
     const size_t nwin = (size_t)window_count(c);
-    const size_t part = std::min<size_t>(nbig, 0x7fffffffu / nwin);
+    const size_t part = std::min<size_t>(nbig, max_part(nwin));
     return nwin * part * 16 + nwin * ((size_t)1 << (c - 1)) * sizeof(xyzz_t<F>);
 }
 
@@ -968,9 +972,8 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
         const uint32_t sentinel = (uint32_t)nwin << (c - 1);
         int end_bit = 0;
         while ((1ull << end_bit) <= sentinel) end_bit++;
-        // The (key, value) arrays are indexed with 32-bit ints (cub): process the big list in
-        // parts of at most 2^31/nwin scalars (2^27 at c = 16) and add the parts' window sums.
-        size_t part = 0x7fffffffu / (size_t)nwin;
+        // The big list in parts (max_part), the parts' window sums added.
+        size_t part = max_part((size_t)nwin);
         if (ctx->k.max_part > 0) part = std::min<size_t>(part, ctx->k.max_part);
         CUZK_CK(d_win.alloc(ctx, (size_t)nwin * sizeof(xyzz_t<F>)));
         CUZK_CK(cudaMemsetAsync(d_win.p, 0, (size_t)nwin * sizeof(xyzz_t<F>), s));

@@ -707,6 +707,25 @@ template <class F> static std::vector<double> timeit(int reps, F f)
     return t;
 }
 
+// a, b, c (pinned) for compute_h at 2^L, and compute_h's time with h back to pageable memory
+// (bench and mode h).
+static void fill_abc(blst_fr *const pin[3], size_t n, int L)
+{
+    std::vector<blst_fr> tmp;
+    for (int k = 0; k < 3; k++) {
+        gen_scalars(tmp, n, k == 0 ? 1 : 0, 200 + L + k);
+        memcpy(pin[k], tmp.data(), n * 32);
+    }
+}
+static void time_compute_h(blst_fr *const pin[3], size_t n, int L, int reps)
+{
+    std::vector<blst_fr> hout(n);
+    auto t = timeit(reps, [&] { KOK(cuzk_k_compute_h(0, pin[0], pin[1], pin[2], n, L, hout.data())); });
+    printf("| compute_h (h to pageable host) | %d | a,b,c pinned | %.2f | %.2f | %d |\n", L, median(t),
+           *std::min_element(t.begin(), t.end()), reps);
+    fflush(stdout);
+}
+
 static int run_bench(const std::vector<int> &logs, bool msm_only)
 {
     int maxL = *std::max_element(logs.begin(), logs.end());
@@ -759,17 +778,10 @@ static int run_bench(const std::vector<int> &logs, bool msm_only)
             fflush(stdout);
         }
         if (msm_only) continue;
-        gen_scalars(tmp, n, 1, 200 + L);
-        memcpy(pin[0], tmp.data(), n * 32);
-        gen_scalars(tmp, n, 0, 201 + L);
-        memcpy(pin[1], tmp.data(), n * 32);
-        gen_scalars(tmp, n, 0, 202 + L);
-        memcpy(pin[2], tmp.data(), n * 32);
-        std::vector<blst_fr> hout(n);
-        auto t = timeit(reps, [&] { KOK(cuzk_k_compute_h(0, pin[0], pin[1], pin[2], n, L, hout.data())); });
-        printf("| compute_h (h to pageable host) | %d | a,b,c pinned | %.2f | %.2f | %d |\n", L, median(t), *std::min_element(t.begin(), t.end()), reps);
+        fill_abc(pin, n, L);
+        time_compute_h(pin, n, L, reps);
         blst_p1 o1;
-        t = timeit(reps, [&] { KOK(cuzk_k_compute_h_msm(g1b, pin[0], pin[1], pin[2], n, L, nullptr, &o1)); });
+        auto t = timeit(reps, [&] { KOK(cuzk_k_compute_h_msm(g1b, pin[0], pin[1], pin[2], n, L, nullptr, &o1)); });
         printf("| compute_h_msm | %d | a,b,c pinned | %.2f | %.2f | %d |\n", L, median(t), *std::min_element(t.begin(), t.end()), reps);
         fflush(stdout);
         // A proof's GPU part: H + its MSM, then L, A, B_G1 (G1) and B_G2 over one aux vector;
@@ -832,15 +844,10 @@ int main(int argc, char **argv)
         int L = argc > 2 ? atoi(argv[2]) : 24;
         size_t n = (size_t)1 << L;
         blst_fr *pin[3];
-        std::vector<blst_fr> tmp;
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 3; k++)
             if (cudaHostAlloc((void **)&pin[k], n * 32, cudaHostAllocDefault) != cudaSuccess) { printf("pinned alloc failed\n"); return 2; }
-            gen_scalars(tmp, n, 0, 400 + k);
-            memcpy(pin[k], tmp.data(), n * 32);
-        }
-        std::vector<blst_fr> hout(n);
-        auto t = timeit(3, [&] { KOK(cuzk_k_compute_h(0, pin[0], pin[1], pin[2], n, L, hout.data())); });
-        printf("| compute_h | %d | median %.2f ms | min %.2f ms | 3 runs |\n", L, median(t), *std::min_element(t.begin(), t.end()));
+        fill_abc(pin, n, L);
+        time_compute_h(pin, n, L, 3);
         return 0;
     }
     if (mode == "bench" || mode == "msm") {
