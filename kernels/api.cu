@@ -521,11 +521,13 @@ cuzk_kresult h_msm_streamed(dev_ctx *ctx, const cuzk_k_bases *h_bases, const voi
     const bool stage_it = stage_n && left > bytes &&
                           (ctx->mem.chunk_points || stream_chunk_bases_g1(ctx, left - bytes) >= std::min(m - 1, (size_t)1 << 24));
     st.reset(new cuzk_k_staged{h_bases->device});
-    copy_join join{sc};  // the copies below write on the copy stream: join it before their buffers go
     // H's first chunk, carried into msm_stream: no larger than the chunk it will plan then (so
     // it takes it), and within what the device has beside a, b and c.
     stream_carry hc;
     event_list evs;
+    // Declared after hc (and st, the caller's): on every path the copy stream is joined before
+    // the buffers it writes go back.
+    copy_join join{sc};
     CUZK_CK(evs.add(&hc.copied));
     queued_copy qc{};
     size_t cap = stream_chunk_bases_g1(ctx, left - (stage_it ? bytes : 0)) / 16 * 15;
