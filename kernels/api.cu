@@ -324,6 +324,13 @@ cuzk_kresult run_job(dev_ctx *ctx, const cuzk_k_msm_job &j, const void *d, strea
     return msm_run<fp2_t>(ctx, j.bases->d, j.bases->n, j.base_offset, d, h, j.n, j.density_bits, j.out_jacobian, false);
 }
 
+// The stream_next describing a job over streamed bases (its first chunk can be carried in).
+stream_next next_of(const cuzk_k_msm_job &j)
+{
+    const size_t elem = j.bases->group == 1 ? sizeof(affine_t<fp_t>) : sizeof(affine_t<fp2_t>);
+    return stream_next{static_cast<const char *>(j.bases->h) + j.base_offset * elem, j.n, j.density_bits, elem};
+}
+
 cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count, const cuzk_k_staged *staged)
 {
     if (!count) return ok();
@@ -415,9 +422,6 @@ cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count, const cuzk_k_st
         const size_t big = STREAM_CARRY_MIN;
         // The first large streamed job's first chunk may come from the H call (staged->carry).
         stream_carry *first_in = staged && staged->carry.h ? &staged->carry : nullptr;
-        auto elem = [](const cuzk_k_msm_job &j) {
-            return j.bases->group == 1 ? sizeof(affine_t<fp_t>) : sizeof(affine_t<fp2_t>);
-        };
         copy_join join{sc};  // buf and carry are written on the copy stream: join it before they are freed
         cudaEvent_t ev[3] = {};
         struct ev_guard {
@@ -464,9 +468,7 @@ cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count, const cuzk_k_st
                 size_t t = i + 1;
                 while (t < count && !(jobs[t].bases->h && jobs[t].n >= big)) t++;
                 stream_next nx{};
-                if (t < count)
-                    nx = stream_next{static_cast<const char *>(jobs[t].bases->h) + jobs[t].base_offset * elem(jobs[t]),
-                                     jobs[t].n, jobs[t].density_bits, elem(jobs[t])};
+                if (t < count) nx = next_of(jobs[t]);
                 stream_carry *in = first_in ? first_in : &carry[cur];
                 first_in = nullptr;
                 CUZK_TRY(run_job(ctx, j, d, in, &carry[1 - cur], t < count ? &nx : nullptr));
@@ -495,11 +497,26 @@ cuzk_kresult check_h_args(const void *a, const void *b, const void *c, size_t n,
     return ok();
 }
 
-// H and its MSM; with stage_n > 0 also a device copy of stage_scalars for the batch that
-// follows, queued on the copy stream behind H's own copies so that it runs while the H MSM
-// computes. The copy is made only over resident H bases and only when the device keeps, beside
-// it, what the H MSM may take at most (its sort: 256 bytes a scalar at c = 16; a slice of pair
-// rounds: 2^26 entries); otherwise *staged stays NULL and the batch uploads as before.
+// The staged vector: st.buf gets a copy of n scalars at h, queued on the copy stream (behind
+// what is queued there); st.h / st.n are set when it is made. A failed allocation is not an
+// error: the vector is then not staged and the batch uploads it.
+cuzk_kresult stage_vector(dev_ctx *ctx, cuzk_k_staged &st, const void *h, size_t n)
+{
+    if (st.buf.alloc(ctx, n * 32) != cudaSuccess) {
+        CUZK_CLEAR_LAST_ERROR();
+        return ok();
+    }
+    event_list evs;
+    cudaEvent_t allocated;
+    CUZK_CK(evs.add(&allocated));
+    CUZK_CK(cudaEventRecord(allocated, ctx->s_comp));  // the buffer is the compute stream's
+    CUZK_CK(cudaStreamWaitEvent(ctx->s_copy, allocated, 0));
+    CUZK_CK(cudaMemcpyAsync(st.buf.p, h, n * 32, cudaMemcpyHostToDevice, ctx->s_copy));
+    st.h = h;
+    st.n = n;
+    return ok();
+}
+
 // H and its MSM over streamed bases, with the copies queued ahead of need: the H MSM's first
 // chunk behind a, b and c (it copies during the NTTs instead of after them); the staged vector
 // behind that, when the device keeps room for chunks of 2^24 bases beside it (it copies while
@@ -510,7 +527,7 @@ cuzk_kresult h_msm_streamed(dev_ctx *ctx, const cuzk_k_bases *h_bases, const voi
                             size_t n, uint32_t log_m, void *h_out, void *out_jacobian, const void *stage,
                             size_t stage_n, const cuzk_k_msm_job *next, std::unique_ptr<cuzk_k_staged> &st)
 {
-    cudaStream_t s = ctx->s_comp, sc = ctx->s_copy;
+    cudaStream_t sc = ctx->s_copy;
     const size_t m = (size_t)1 << log_m, fr = 32, pt = sizeof(affine_t<fp_t>);
     size_t room = 0;
     CUZK_TRY(headroom(ctx, &room));
@@ -546,27 +563,13 @@ cuzk_kresult h_msm_streamed(dev_ctx *ctx, const cuzk_k_bases *h_bases, const voi
     dbuf d_h;
     CUZK_TRY(compute_h_dev(ctx, a, b, c, n, log_m, d_h, h_out, qc.dst ? &qc : nullptr));
     CUZK_PHASE(ctx, CUZK_K_PHASE_H_MSM, 0);
-    if (stage_it) {
-        if (st->buf.alloc(ctx, bytes) == cudaSuccess) {
-            cudaEvent_t allocated;
-            CUZK_CK(evs.add(&allocated));
-            CUZK_CK(cudaEventRecord(allocated, s));  // the buffer is the compute stream's
-            CUZK_CK(cudaStreamWaitEvent(sc, allocated, 0));
-            CUZK_CK(cudaMemcpyAsync(st->buf.p, stage, bytes, cudaMemcpyHostToDevice, sc));
-            st->h = stage;
-            st->n = stage_n;
-        } else {
-            CUZK_CLEAR_LAST_ERROR();
-        }
-    }
+    if (stage_it) CUZK_TRY(stage_vector(ctx, *st, stage, stage_n));
     const bool carry_next = next && next->bases && next->bases->h && next->bases->device == h_bases->device &&
                             next->n >= STREAM_CARRY_MIN;
     stream_next nx{};
     if (carry_next) {
         CUZK_CK(st->evs.add(&st->carry.copied));
-        const size_t elem = next->bases->group == 1 ? sizeof(affine_t<fp_t>) : sizeof(affine_t<fp2_t>);
-        nx = stream_next{static_cast<const char *>(next->bases->h) + next->base_offset * elem, next->n,
-                         next->density_bits, elem};
+        nx = next_of(*next);
     }
     CUZK_TRY(msm_stream<fp_t>(ctx, h_bases->h, h_bases->n, 0, d_h.p, m - 1, nullptr, out_jacobian, &hc,
                               carry_next ? &st->carry : nullptr, carry_next ? &nx : nullptr));
@@ -575,6 +578,12 @@ cuzk_kresult h_msm_streamed(dev_ctx *ctx, const cuzk_k_bases *h_bases, const voi
     return ok();
 }
 
+// H and its MSM; with stage_n > 0 also a device copy of stage_scalars for the batch that
+// follows, queued on the copy stream behind H's own copies so that it runs while the H MSM
+// computes. Over resident H bases the copy is made only when the device keeps, beside it, what
+// the H MSM may take at most (its sort: 256 bytes a scalar at c = 16; a slice of pair rounds:
+// 2^26 entries); over streamed ones see h_msm_streamed. Otherwise *staged stays NULL and the
+// batch uploads as before.
 cuzk_kresult compute_h_msm(const cuzk_k_bases *h_bases, const void *a, const void *b, const void *c, size_t n,
                            uint32_t log_m, void *h_out, void *out_jacobian, const void *stage, size_t stage_n,
                            const cuzk_k_msm_job *next, cuzk_k_staged **staged)
@@ -598,20 +607,10 @@ cuzk_kresult compute_h_msm(const cuzk_k_bases *h_bases, const void *a, const voi
         std::unique_ptr<cuzk_k_staged> st;
         copy_join join{ctx->s_copy};  // the staged copy is written on the copy stream
         size_t room = 0;
-        const size_t bytes = stage_n * 32;
-        if (stage_n && headroom(ctx, &room).code == 0 && room >= bytes + h_msm_scratch_bound(m)) {
-            st.reset(new cuzk_k_staged{h_bases->device, stage, stage_n});
-            if (st->buf.alloc(ctx, bytes) == cudaSuccess) {
-                event_list evs;
-                cudaEvent_t allocated;
-                CUZK_CK(evs.add(&allocated));
-                CUZK_CK(cudaEventRecord(allocated, ctx->s_comp));  // the buffer is the compute stream's
-                CUZK_CK(cudaStreamWaitEvent(ctx->s_copy, allocated, 0));
-                CUZK_CK(cudaMemcpyAsync(st->buf.p, stage, bytes, cudaMemcpyHostToDevice, ctx->s_copy));
-            } else {
-                CUZK_CLEAR_LAST_ERROR();
-                st.reset();
-            }
+        if (stage_n && headroom(ctx, &room).code == 0 && room >= stage_n * 32 + h_msm_scratch_bound(m)) {
+            st.reset(new cuzk_k_staged{h_bases->device});
+            CUZK_TRY(stage_vector(ctx, *st, stage, stage_n));
+            if (!st->buf.p) st.reset();
         }
         CUZK_TRY(msm_run<fp_t>(ctx, h_bases->d, h_bases->n, 0, d_h.p, nullptr, m - 1, nullptr, out_jacobian, false));
         CUZK_CK(cudaStreamSynchronize(ctx->s_copy));
