@@ -7,18 +7,19 @@
 // byte slices; proofs are 192-byte slices. Handles are safe for concurrent use, except that
 // an Assignment or Buffer has one owner at a time.
 //
-// Linking: the package links libcuzk.a statically; tell cgo where it is, e.g.
+// Linking: the package links cuzk's static library through pkg-config, from the cuzk.pc
+// that scripts/build-lib.sh writes beside this file (with the flags of the features the
+// library was built with: CUDA adds -lcuda -lstdc++). From the repository root:
 //
-//	CGO_LDFLAGS="-L$PWD/../../target/release" go test
+//	scripts/build-lib.sh [--features cuda]
+//	cd examples/go && go test ./...
 //
-// A library built with `--features cuda` needs `-tags cuda` (adds -lcuda -lstdc++).
+// That library's only global symbols are the cuzk_* functions, so it links beside any other
+// Rust static library (filecoin-ffi's libfilcrypto.a among them) in either order.
 package cuzk
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../include
-#cgo LDFLAGS: -l:libcuzk.a
-#cgo cuda LDFLAGS: -lcuda -lstdc++
-#cgo LDFLAGS: -lpthread -ldl -lrt -lm
+#cgo pkg-config: ${SRCDIR}/cuzk.pc
 #include <stdlib.h>
 #include "cuzk.h"
 */

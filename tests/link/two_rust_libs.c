@@ -1,4 +1,6 @@
-/* libcuzk.a and a second Rust static library (otherlib) in one C program: both work. */
+/* cuzk's static library and a second Rust static library (otherlib: another rustc where the
+ * machine has one, its own older blst) in one C program, linked in either order: both work,
+ * each on its own Rust runtime and its own blst. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,11 +9,23 @@
 
 uint64_t otherlib_sum(const uint64_t *values, size_t len);
 int otherlib_panic_is_caught(void);
+int otherlib_blst_g1_generator(uint8_t out[48]);
+
+/* The compressed BLS12-381 G1 generator (the curve's specification). */
+static const uint8_t G1_GENERATOR[48] = {
+    0x97, 0xf1, 0xd3, 0xa7, 0x31, 0x97, 0xd7, 0x94, 0x26, 0x95, 0x63, 0x8c, 0x4f, 0xa9, 0xac, 0x0f,
+    0xc3, 0x68, 0x8c, 0x4f, 0x97, 0x74, 0xb9, 0x05, 0xa1, 0x4e, 0x3a, 0x3f, 0x17, 0x1b, 0xac, 0x58,
+    0x6c, 0x55, 0xe8, 0x3f, 0xf9, 0x7a, 0x1a, 0xef, 0xfb, 0x3a, 0xf0, 0x0a, 0xdb, 0x22, 0xc6, 0xbb};
 
 int main(void) {
   uint64_t v[] = {1, 2, 3, 4};
   if (otherlib_sum(v, 4) != 10 || otherlib_panic_is_caught() != 1) {
     fprintf(stderr, "otherlib misbehaves\n");
+    return 1;
+  }
+  uint8_t g[48] = {0};
+  if (otherlib_blst_g1_generator(g) != 1 || memcmp(g, G1_GENERATOR, sizeof g) != 0) {
+    fprintf(stderr, "otherlib's blst computes a wrong G1 generator\n");
     return 1;
   }
   /* cuzk: a Montgomery round trip and an error with its message, then a tiny proof. */

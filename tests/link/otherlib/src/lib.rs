@@ -32,3 +32,30 @@ pub extern "C" fn otherlib_panic_is_caught() -> i32 {
     std::panic::set_hook(prev);
     i32::from(caught)
 }
+
+/// Writes the compressed BLS12-381 G1 generator (48 bytes) that this library's blst computes
+/// as 2·G − G (a point double, a negation and an addition, so blst's arithmetic runs, not a
+/// constant copy) into `out`; returns 1 on success, 0 for NULL.
+///
+/// # Safety
+/// `out` is NULL or has room for 48 bytes.
+#[no_mangle]
+pub unsafe extern "C" fn otherlib_blst_g1_generator(out: *mut u8) -> i32 {
+    if out.is_null() {
+        return 0;
+    }
+    // SAFETY: blst's C functions read and write the points passed by reference; every point
+    // here is a valid, initialised local.
+    unsafe {
+        let g = *blst::blst_p1_generator();
+        let mut twice = blst::blst_p1::default();
+        blst::blst_p1_double(&mut twice, &g);
+        let mut minus_g = g;
+        blst::blst_p1_cneg(&mut minus_g, true);
+        let mut back = blst::blst_p1::default();
+        blst::blst_p1_add_or_double(&mut back, &twice, &minus_g);
+        // SAFETY: per the contract, `out` has room for 48 bytes.
+        blst::blst_p1_compress(out, &back);
+    }
+    1
+}
