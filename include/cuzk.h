@@ -103,7 +103,8 @@ typedef enum cuzk_status {
   // freed before it was over.
   CUZK_STATUS_CANCELLED = 70,
   // The engine's memory budget could not make room for a partition in time (or the
-  // partition alone is larger than the budget).
+  // partition alone, with its parameters' host bytes, is larger than the budget — also one
+  // submitted synthesized already).
   CUZK_STATUS_BUDGET_EXHAUSTED = 71,
   // An error this version of the ABI has no code for (see the message).
   CUZK_STATUS_UNKNOWN = 99,
@@ -336,7 +337,9 @@ typedef struct cuzk_engine_statistics {
   uint64_t partitions_dropped;
   // Bytes reserved in the budget now.
   uint64_t budget_used;
-  // The most bytes reserved at once.
+  // The most bytes reserved at once. Above `budget_limit` only by bytes that existed before
+  // the budget counted them: submitted assignments (each alone fits the budget, or its job
+  // is refused), parameter sets, a partition that grew past its reservation.
   uint64_t budget_peak;
   // The budget.
   uint64_t budget_limit;
@@ -598,7 +601,10 @@ enum cuzk_status cuzk_engine_pool(const struct cuzk_engine *engine,
 // `cuzk_prove`'s bytes).
 //
 // Ownership: every assignment in the array is **consumed whatever the status**, as by
-// `cuzk_prove`. Their bytes are charged to the engine's budget at once (they exist already).
+// `cuzk_prove`. Their bytes are charged to the engine's budget at once, past the room left if
+// need be (they exist already: new dispatches wait, and `budget_peak` shows the excess); a
+// job with an assignment that, with the parameters' host bytes, is larger than the whole
+// budget is refused: `CUZK_STATUS_BUDGET_EXHAUSTED` from `cuzk_job_wait`.
 // Thread-safe.
 //
 // # Safety
@@ -794,7 +800,10 @@ enum cuzk_status cuzk_set_log_callback(cuzk_log_callback callback,
 
 // Loads parameters from the file at `path` (NUL-terminated; bellperson's format), checking
 // points as `check` says. On success `*out` holds them, to be freed with
-// `cuzk_params_free`. Thread-safe.
+// `cuzk_params_free`. Parameters whose δ (G1 or G2) is the point at infinity — a subverted
+// setup, with which anyone can forge proofs — are refused here with
+// `CUZK_STATUS_UNSAFE_PARAMETERS`, so no loaded set can make such proofs; `cuzk_verify`
+// answers `valid = false` for a verifying key with δ at infinity. Thread-safe.
 //
 // # Safety
 // `path` is a NUL-terminated string; `out` writable; `err` NULL or writable.
@@ -804,7 +813,9 @@ enum cuzk_status cuzk_params_load(const char *path,
                                   char **err);
 
 // Writes the parameters to the file at `path` (created or replaced) in bellperson's format,
-// which `cuzk_params_load` and bellperson read back. Thread-safe.
+// which `cuzk_params_load` and bellperson read back. A file that cannot be created or
+// written (a full disk, a directory, no permission) fails with `CUZK_STATUS_PARAMS_IO` and
+// a message "cannot write parameters to PATH: REASON". Thread-safe.
 //
 // # Safety
 // `params` is live; `path` a NUL-terminated string; `err` NULL or writable.
@@ -971,8 +982,9 @@ enum cuzk_status cuzk_prove(const struct cuzk_prover *prover,
 // Verifies a 192-byte proof against a verifying key (bellperson's format, as
 // `cuzk_params_verifying_key` writes it) and `num_public` public inputs (canonical 32-byte
 // scalars, without the constant one). `*out_valid` is true when the proof verifies and
-// false when it does not; a malformed key or proof, or the wrong number of inputs, is an
-// error status instead. Thread-safe.
+// false when it does not (also for a key whose δ is the point at infinity: it vouches for
+// nothing); a malformed key or proof, or the wrong number of inputs, is an error status
+// instead. Thread-safe.
 //
 // # Safety
 // `vk` holds `vk_len` bytes, `proof` `proof_len`, `public_inputs` `num_public * 32` (NULL

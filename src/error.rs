@@ -47,6 +47,15 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// The parameter file could not be created or written.
+    #[error("cannot write parameters to {path}: {source}")]
+    ParamsWrite {
+        /// The file.
+        path: PathBuf,
+        /// The underlying I/O error.
+        source: std::io::Error,
+    },
+
     /// The parameter bytes end before the data they announce.
     #[error("parameters truncated: expected {expected}, found {found}")]
     ParamsTruncated {

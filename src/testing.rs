@@ -163,7 +163,7 @@ pub fn random_parameters_for(cs: &crate::ProvingAssignment, seed: u64) -> crate:
 
     let inputs = cs.input_assignment().len();
     let aux = cs.aux_assignment().len();
-    let m = cs.num_constraints().next_power_of_two().max(2);
+    let m = cs.num_constraints().next_power_of_two();
     let a_len = inputs + cs.a_aux_density().total_density();
     let b_len = cs.b_input_density().total_density() + cs.b_aux_density().total_density();
 

@@ -216,3 +216,49 @@ fn batch_with_rng_matches_bellperson_batch() {
         ));
     }
 }
+
+/// A circuit that allocates inputs and aux variables but enforces nothing.
+#[derive(Clone)]
+struct Unconstrained {
+    inputs: Vec<Scalar>,
+    aux: Vec<Scalar>,
+}
+
+impl Circuit<Scalar> for Unconstrained {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        for (i, v) in self.inputs.iter().enumerate() {
+            cs.alloc_input(|| format!("in {i}"), || Ok(*v))?;
+        }
+        for (i, v) in self.aux.iter().enumerate() {
+            cs.alloc(|| format!("aux {i}"), || Ok(*v))?;
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn circuit_without_constraints() {
+    // Nothing at all: bellperson's setup has one constraint (the one input's), a domain of
+    // one point and no H query; its prover agrees. So must cuzk's loader, prover and backends.
+    let empty = Unconstrained {
+        inputs: vec![],
+        aux: vec![],
+    };
+    check_circuit("no_constraints", empty.clone(), &[]);
+    // Two inputs: three input constraints, a domain of four. (Aux variables in no constraint
+    // bellperson's setup refuses: UnconstrainedVariable.)
+    let mut rng = common::rng("unconstrained");
+    let inputs = vec![Scalar::random(&mut rng), Scalar::random(&mut rng)];
+    let with_inputs = Unconstrained {
+        inputs: inputs.clone(),
+        aux: vec![],
+    };
+    check_circuit("inputs_but_no_constraints", with_inputs, &inputs);
+
+    // cuzk's own (development) setup gives the same domain as bellperson's.
+    let dev = cuzk::Parameters::generate_insecure_for_development(empty.clone(), 7).unwrap();
+    assert_eq!(dev.domain_size(), 1, "dev parameters of an empty circuit");
+    let proof = cuzk::prove(vec![empty], &dev, &mut rng).unwrap();
+    let pvk = PreparedVerifyingKey::new(dev.vk());
+    assert!(verify_proof(&pvk, &proof[0], &[]).unwrap());
+}

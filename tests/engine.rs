@@ -11,15 +11,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cuzk::engine::{
-    params_hint, partition_bytes, Engine, EngineBackend, EngineConfig, EngineStats, Job, PacerMode, Partition,
-    PiConfig, Progress,
+    assignment_bytes, params_hint, partition_bytes, Engine, EngineBackend, EngineConfig, EngineStats, Job, PacerMode,
+    Partition, PiConfig, Progress,
 };
 use cuzk::prover::cpu::CpuBackend;
 use cuzk::prover::{Backend, Commitments, Timings};
 use cuzk::testing::{random_parameters, Synthetic};
 use cuzk::{
-    BackendChoice, Circuit, ConstraintSystem, Error, HeapAllocator, Parameters, Proof, Prover, ProvingAssignment,
-    Scalar, SynthesisError,
+    BackendChoice, Circuit, ConstraintSystem, Error, HeapAllocator, Parameters, PinnedPool, PoolConfig, Proof, Prover,
+    ProvingAssignment, Scalar, SynthesisError,
 };
 use ff::Field;
 use parking_lot::{Condvar, Mutex};
@@ -626,6 +626,65 @@ fn a_partition_larger_than_the_budget_fails_its_job_clearly() {
     gate.open();
     held.wait().unwrap();
     assert_drained(&engine);
+}
+
+#[test]
+fn a_synthesized_partition_larger_than_the_budget_is_refused() {
+    // Made outside the engine's pool (the engine's own pool would refuse to hold it): the
+    // budget's limit holds for it as for a circuit's partition, and the stats say so.
+    let prover = Prover::new().with_pool(PinnedPool::heap(PoolConfig::default()));
+    let made = |seed| {
+        prover
+            .synthesize_for(Synthetic::new(K).with_seed(seed), &params())
+            .unwrap()
+    };
+    // (The first synthesis of a type sizes its inputs' vector by growth, later ones by the
+    // hint it recorded: measure a later one.)
+    drop(made(0));
+    let m = made(1);
+    let bytes = assignment_bytes(&m) + params().host_bytes();
+    let engine = Engine::new(EngineConfig {
+        budget_timeout: Duration::from_millis(200),
+        ..config(1, bytes - 1)
+    })
+    .unwrap();
+    let (r, s) = randomness(1, 5);
+    let job = Job::new(params(), vec![Partition::synthesized(m)]).with_randomness(r, s);
+    let e = engine.prove(job).unwrap_err();
+    assert!(
+        matches!(e, Error::BudgetExhausted { requested, limit, waited: Duration::ZERO, .. }
+            if requested == bytes && limit == bytes - 1),
+        "{e}"
+    );
+    assert_drained(&engine);
+    let stats = engine.stats();
+    assert_eq!(
+        (stats.jobs_failed, stats.partitions_failed),
+        (0, 0),
+        "refused at submission: it never entered the engine"
+    );
+    assert!(
+        stats.budget_peak <= stats.budget_limit,
+        "peak {} over the limit {}",
+        stats.budget_peak,
+        stats.budget_limit
+    );
+
+    // One that fits alone is admitted and proved, even with the room taken: its bytes exist.
+    let engine = Engine::new(config(1, bytes)).unwrap();
+    let (r, s) = randomness(2, 6);
+    let job = Job::new(
+        params(),
+        vec![Partition::synthesized(made(2)), Partition::synthesized(made(3))],
+    )
+    .with_randomness(r.clone(), s.clone());
+    assert_eq!(engine.prove(job).unwrap(), reference(&[2, 3], &r, &s));
+    assert_drained(&engine);
+    let stats = engine.stats();
+    assert!(
+        stats.budget_peak > stats.budget_limit,
+        "two partitions that existed already were counted"
+    );
 }
 
 #[test]

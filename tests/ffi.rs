@@ -629,11 +629,41 @@ fn bad_arguments_are_errors_not_crashes() {
     std::fs::write(&path, &bytes).unwrap();
     let (status, _) = call(|e| unsafe { cuzk_params_load(cpath.as_ptr(), cuzk_point_check::OnCurve, &mut loaded, e) });
     assert_eq!(status, cuzk_status::ParamsCorrupt);
+    // δ at infinity (a subverted setup) is refused at load. bellperson's layout: α₁ β₁ β₂ γ₂
+    // δ₁ δ₂ (uncompressed: 96 / 192 bytes); infinity is the flag 0x40 and zeros.
+    ok(|e| unsafe { cuzk_params_save(params, cpath.as_ptr(), e) });
+    let good = std::fs::read(&path).unwrap();
+    for (offset, len) in [(96 + 96 + 192 + 192, 96), (96 + 96 + 192 + 192 + 96, 192)] {
+        let mut bytes = good.clone();
+        bytes[offset..offset + len].fill(0);
+        bytes[offset] = 0x40;
+        std::fs::write(&path, &bytes).unwrap();
+        let (status, msg) =
+            call(|e| unsafe { cuzk_params_load(cpath.as_ptr(), cuzk_point_check::OnCurve, &mut loaded, e) });
+        assert_eq!(status, cuzk_status::UnsafeParameters, "{msg}");
+        assert!(msg.contains("delta"), "{msg}");
+        assert!(loaded.is_null());
+    }
     let missing = std::ffi::CString::new(dir.join("missing").to_str().unwrap()).unwrap();
     let (status, _) =
         call(|e| unsafe { cuzk_params_load(missing.as_ptr(), cuzk_point_check::OnCurve, &mut loaded, e) });
     assert_eq!(status, cuzk_status::ParamsIo);
     assert!(loaded.is_null());
+    // A save that cannot write says so (not "cannot read"), naming the file.
+    let dir_c = std::ffi::CString::new(dir.to_str().unwrap()).unwrap();
+    let mut targets = vec![dir_c];
+    if std::path::Path::new("/dev/full").exists() {
+        targets.push(std::ffi::CString::new("/dev/full").unwrap());
+    }
+    for target in &targets {
+        let (status, msg) = call(|e| unsafe { cuzk_params_save(params, target.as_ptr(), e) });
+        assert_eq!(status, cuzk_status::ParamsIo, "{msg}");
+        let name = target.to_str().unwrap();
+        assert!(
+            msg.starts_with(&format!("cannot write parameters to {name}: ")),
+            "{msg}"
+        );
+    }
     std::fs::remove_dir_all(dir).ok();
 
     // A GPU from a build without CUDA is NO_GPU (with CUDA and no GPU, too).
@@ -690,12 +720,29 @@ fn log_records_reach_the_callback() {
     ok(|e| unsafe { cuzk_set_log_callback(Some(collect), 0x1234 as *mut c_void, cuzk_log_level::Warn, e) });
     let r1cs = toy_r1cs();
     let params = dev_params(r1cs, 3);
+    // The best-available pool warns when its memory is not pinned (a build without CUDA, or
+    // no usable GPU).
+    let mut pool = null_mut();
+    ok(|e| unsafe { cuzk_pool_new(&cuzk_pool_config_default(), &mut pool, e) });
+    let (mut buffer, mut ptr, mut pinned) = (null_mut(), null_mut(), true);
+    ok(|e| unsafe { cuzk_pool_checkout(pool, 4096, &mut buffer, &mut ptr, null_mut(), &mut pinned, e) });
+    unsafe {
+        cuzk_buffer_checkin(buffer);
+        cuzk_pool_free(pool);
+    }
     ok(|e| unsafe { cuzk_set_log_callback(None, null_mut(), cuzk_log_level::Trace, e) });
     let got = RECORDS.lock().unwrap().clone();
     assert!(
         got.iter()
             .any(|(l, t, m)| *l == cuzk_log_level::Warn && t.starts_with("cuzk") && m.contains("INSECURE")),
         "{got:?}"
+    );
+    let pool_warned = got
+        .iter()
+        .any(|(l, _, m)| *l == cuzk_log_level::Warn && m.contains("pinned pool") && m.contains("unpinned heap memory"));
+    assert_eq!(
+        pool_warned, !pinned,
+        "the best-available pool warns exactly when it falls back to unpinned memory: {got:?}"
     );
     // After unsetting, nothing more arrives.
     let n = got.len();
@@ -731,6 +778,58 @@ fn toy_proof_bytes_are_pinned() {
     assert_eq!(hex, TOY_GOLDEN_PROOF);
     unsafe {
         cuzk_prover_free(prover);
+        cuzk_params_free(params);
+        cuzk_r1cs_free(r1cs);
+    }
+}
+
+#[test]
+fn circuit_without_constraints_proves_with_its_own_parameters() {
+    // No inputs, no aux, no constraints: the setup and the prover agree on a domain of one
+    // point (bellperson's, too: tests/bellperson_compat.rs).
+    let mut r1cs = null_mut();
+    ok(|e| unsafe { cuzk_r1cs_new(0, 0, 0, null(), 0, null(), 0, null(), 0, &mut r1cs, e) });
+    let params = dev_params(r1cs, 11);
+    let mut info = cuzk_params_sizes::default();
+    ok(|e| unsafe { cuzk_params_info(params, &mut info, e) });
+    assert_eq!(info.domain_size, 1);
+    let pool = heap_pool();
+    let prover = cpu_prover(pool);
+    let mut asg = null_mut();
+    ok(|e| unsafe { cuzk_assignment_new_r1cs(r1cs, pool, null(), 0, null(), 0, &mut asg, e) });
+    let mut proof = vec![0u8; CUZK_PROOF_BYTES];
+    ok(|e| unsafe {
+        cuzk_prove(
+            prover,
+            params,
+            &asg,
+            1,
+            null(),
+            null(),
+            proof.as_mut_ptr(),
+            proof.len(),
+            null_mut(),
+            e,
+        )
+    });
+    let vk = vk_of(params);
+    let mut valid = false;
+    ok(|e| unsafe {
+        cuzk_verify(
+            vk.as_ptr(),
+            vk.len(),
+            proof.as_ptr(),
+            proof.len(),
+            null(),
+            0,
+            &mut valid,
+            e,
+        )
+    });
+    assert!(valid, "the empty circuit's proof verifies");
+    unsafe {
+        cuzk_prover_free(prover);
+        cuzk_pool_free(pool);
         cuzk_params_free(params);
         cuzk_r1cs_free(r1cs);
     }

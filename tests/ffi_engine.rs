@@ -422,3 +422,40 @@ fn a_job_under_wait_can_be_cancelled_and_watched() {
         cuzk_r1cs_free(r1cs);
     }
 }
+
+#[test]
+fn an_assignment_larger_than_the_budget_is_refused() {
+    // A one-byte budget and an assignment made outside the engine's pool (which would refuse
+    // it): BUDGET_EXHAUSTED, as the status promises, and nothing counted past the limit.
+    let r1cs = toy_r1cs();
+    let mut params = null_mut();
+    ok(|e| unsafe { cuzk_params_generate_insecure_for_development(r1cs, 3, &mut params, e) });
+    let mut config = cuzk_engine_config_default();
+    config.backend = cuzk_backend::Cpu;
+    config.memory = cuzk_pool_memory::Heap;
+    config.synthesis_workers = 1;
+    config.budget_bytes = 1;
+    config.budget_timeout_ms = 200;
+    let mut engine = null_mut();
+    ok(|e| unsafe { cuzk_engine_new(&config, &mut engine, e) });
+    let asg = assignment(r1cs, null(), 3);
+    let mut job = null_mut();
+    ok(|e| unsafe { cuzk_engine_submit(engine, params, &asg, 1, null(), null(), 0, &mut job, e) });
+    let mut proof = vec![0u8; CUZK_PROOF_BYTES];
+    let (status, msg) = call(|e| unsafe { cuzk_job_wait(job, proof.as_mut_ptr(), proof.len(), e) });
+    assert_eq!(status, cuzk_status::BudgetExhausted, "{msg}");
+    assert!(msg.contains("budget"), "{msg}");
+    unsafe { cuzk_job_free(job) };
+    let st = stats(engine);
+    assert_eq!(st.budget_limit, 1);
+    assert!(
+        st.budget_peak <= st.budget_limit,
+        "peak {} over the limit",
+        st.budget_peak
+    );
+    unsafe {
+        cuzk_engine_free(engine);
+        cuzk_params_free(params);
+        cuzk_r1cs_free(r1cs);
+    }
+}

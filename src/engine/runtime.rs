@@ -58,7 +58,7 @@ use ff::Field;
 use parking_lot::{Condvar, Mutex};
 
 use super::budget::{assignment_bytes, params_hint, partition_bytes, pool_requests, synthesis_bytes, Budget};
-use super::job::{Canceller, Job, JobHandle, JobShared, PartitionKind, Randomness, SynthesizeFn};
+use super::job::{Canceller, Job, JobHandle, JobShared, Partition, PartitionKind, Randomness, SynthesizeFn};
 use super::pacer::{Pacer, PacerMode, PacerState, PiConfig};
 use crate::assignment::{CapacityHint, CapacityHints, ProvingAssignment};
 use crate::error::{panic_message, Error, Result};
@@ -213,7 +213,8 @@ pub struct EngineStats {
     pub jobs_active: usize,
     /// Jobs whose proofs all came back.
     pub jobs_done: u64,
-    /// Jobs that failed or were cancelled.
+    /// Jobs that failed or were cancelled (not those refused at submission, which never
+    /// entered the engine).
     pub jobs_failed: u64,
     /// Partitions proved.
     pub partitions_done: u64,
@@ -258,7 +259,10 @@ pub struct EngineStats {
     /// Host bytes those evictions freed: sets that no one else held (a set the caller still
     /// holds a clone of leaves the budget, but its memory stays with the caller).
     pub evicted_params_host_bytes: usize,
-    /// The most bytes ever reserved at once.
+    /// The most bytes ever reserved at once. Above `budget_limit` only by bytes that existed
+    /// before the budget counted them: partitions submitted synthesized already (each one
+    /// alone fits the budget, or its job is refused), parameter sets, a partition that grew
+    /// past its reservation.
     pub budget_peak: usize,
     /// The budget.
     pub budget_limit: usize,
@@ -1118,6 +1122,19 @@ impl std::fmt::Debug for Engine {
     }
 }
 
+/// The bytes of the first partition synthesized already that, with its parameter set's host
+/// bytes, is larger than a budget of `limit` — the test a circuit's partition meets at its
+/// dispatch; `None` when every one fits.
+fn oversized_partition(partitions: &[Partition], params: &Parameters, limit: usize) -> Option<usize> {
+    partitions.iter().find_map(|p| match &p.kind {
+        PartitionKind::Synthesized(a) => {
+            let need = assignment_bytes(a).saturating_add(params.host_bytes());
+            (need > limit).then_some(need)
+        }
+        PartitionKind::Circuit { .. } => None,
+    })
+}
+
 fn spawn_error(what: &str, e: impl std::fmt::Display) -> Error {
     Error::InvalidArgument(format!("engine: cannot start {what}: {e}"))
 }
@@ -1267,8 +1284,10 @@ impl Engine {
     }
 
     /// Submits a job without blocking; its proofs come from [`JobHandle::wait`]. A job that
-    /// cannot be run (no partition, r/s of the wrong length, the engine shutting down) gets a
-    /// handle that is already over, with the reason.
+    /// cannot be run (no partition, r/s of the wrong length, a partition synthesized already
+    /// that with its parameters' host bytes is larger than the whole budget —
+    /// [`Error::BudgetExhausted`] —, the engine shutting down) gets a handle that is already
+    /// over, with the reason.
     pub fn submit(&self, job: Job) -> JobHandle {
         let Job {
             params,
@@ -1306,6 +1325,16 @@ impl Engine {
                 r.len(),
                 s.len()
             )))
+        } else if let Some(requested) = oversized_partition(&partitions, &params, st.budget.limit()) {
+            // The circuit path refuses such a partition at its dispatch; one synthesized
+            // already is refused here, before its bytes are counted, so the budget's limit
+            // holds for both.
+            Some(Error::BudgetExhausted {
+                requested,
+                reserved: st.budget.reserved(),
+                limit: st.budget.limit(),
+                waited: Duration::ZERO,
+            })
         } else if st.shutdown {
             Some(Error::Cancelled("the engine shut down".into()))
         } else if st.live_workers == 0 {

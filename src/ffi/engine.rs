@@ -89,7 +89,9 @@ pub struct cuzk_engine_statistics {
     pub partitions_dropped: u64,
     /// Bytes reserved in the budget now.
     pub budget_used: u64,
-    /// The most bytes reserved at once.
+    /// The most bytes reserved at once. Above `budget_limit` only by bytes that existed before
+    /// the budget counted them: submitted assignments (each alone fits the budget, or its job
+    /// is refused), parameter sets, a partition that grew past its reservation.
     pub budget_peak: u64,
     /// The budget.
     pub budget_limit: u64,
@@ -277,7 +279,10 @@ pub unsafe extern "C" fn cuzk_engine_pool(
 /// `cuzk_prove`'s bytes).
 ///
 /// Ownership: every assignment in the array is **consumed whatever the status**, as by
-/// `cuzk_prove`. Their bytes are charged to the engine's budget at once (they exist already).
+/// `cuzk_prove`. Their bytes are charged to the engine's budget at once, past the room left if
+/// need be (they exist already: new dispatches wait, and `budget_peak` shows the excess); a
+/// job with an assignment that, with the parameters' host bytes, is larger than the whole
+/// budget is refused: `CUZK_STATUS_BUDGET_EXHAUSTED` from `cuzk_job_wait`.
 /// Thread-safe.
 ///
 /// # Safety

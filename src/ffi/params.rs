@@ -8,7 +8,6 @@ use std::path::Path;
 use super::assignment::{cuzk_r1cs, R1csCircuit};
 use super::boundary::{arg, c_str, call, call_void, into_handle, slice_out, take_handle, Out};
 use super::status::{cuzk_status, AbiError};
-use crate::error::Error;
 use crate::params::{Parameters, PointCheck};
 
 /// How thoroughly `cuzk_params_load` checks the points of the query vectors (the verifying
@@ -65,7 +64,10 @@ fn vk_bytes(p: &Parameters) -> Vec<u8> {
 
 /// Loads parameters from the file at `path` (NUL-terminated; bellperson's format), checking
 /// points as `check` says. On success `*out` holds them, to be freed with
-/// `cuzk_params_free`. Thread-safe.
+/// `cuzk_params_free`. Parameters whose δ (G1 or G2) is the point at infinity — a subverted
+/// setup, with which anyone can forge proofs — are refused here with
+/// `CUZK_STATUS_UNSAFE_PARAMETERS`, so no loaded set can make such proofs; `cuzk_verify`
+/// answers `valid = false` for a verifying key with δ at infinity. Thread-safe.
 ///
 /// # Safety
 /// `path` is a NUL-terminated string; `out` writable; `err` NULL or writable.
@@ -92,7 +94,9 @@ pub unsafe extern "C" fn cuzk_params_load(
 }
 
 /// Writes the parameters to the file at `path` (created or replaced) in bellperson's format,
-/// which `cuzk_params_load` and bellperson read back. Thread-safe.
+/// which `cuzk_params_load` and bellperson read back. A file that cannot be created or
+/// written (a full disk, a directory, no permission) fails with `CUZK_STATUS_PARAMS_IO` and
+/// a message "cannot write parameters to PATH: REASON". Thread-safe.
 ///
 /// # Safety
 /// `params` is live; `path` a NUL-terminated string; `err` NULL or writable.
@@ -107,14 +111,7 @@ pub unsafe extern "C" fn cuzk_params_save(
         let params = unsafe { arg(params, "params") }?;
         // SAFETY: per the contract.
         let path = Path::new(std::ffi::OsStr::from_bytes(unsafe { c_str(path, "path") }?.to_bytes()));
-        let io = |source| Error::ParamsIo {
-            path: path.to_path_buf(),
-            source,
-        };
-        let file = std::fs::File::create(path).map_err(io)?;
-        let mut w = std::io::BufWriter::new(file);
-        params.inner.write(&mut w).map_err(io)?;
-        std::io::Write::flush(&mut w).map_err(io)?;
+        params.inner.save(path)?;
         Ok(())
     })
 }

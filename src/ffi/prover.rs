@@ -269,8 +269,9 @@ pub unsafe extern "C" fn cuzk_prove(
 /// Verifies a 192-byte proof against a verifying key (bellperson's format, as
 /// `cuzk_params_verifying_key` writes it) and `num_public` public inputs (canonical 32-byte
 /// scalars, without the constant one). `*out_valid` is true when the proof verifies and
-/// false when it does not; a malformed key or proof, or the wrong number of inputs, is an
-/// error status instead. Thread-safe.
+/// false when it does not (also for a key whose δ is the point at infinity: it vouches for
+/// nothing); a malformed key or proof, or the wrong number of inputs, is an error status
+/// instead. Thread-safe.
 ///
 /// # Safety
 /// `vk` holds `vk_len` bytes, `proof` `proof_len`, `public_inputs` `num_public * 32` (NULL

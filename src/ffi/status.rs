@@ -56,7 +56,8 @@ pub enum cuzk_status {
     /// freed before it was over.
     Cancelled = 70,
     /// The engine's memory budget could not make room for a partition in time (or the
-    /// partition alone is larger than the budget).
+    /// partition alone, with its parameters' host bytes, is larger than the budget — also one
+    /// submitted synthesized already).
     BudgetExhausted = 71,
     /// An error this version of the ABI has no code for (see the message).
     Unknown = 99,
@@ -68,7 +69,7 @@ impl cuzk_status {
         match e {
             Error::PoolExhausted { .. } => Self::PoolExhausted,
             Error::Allocation { .. } => Self::Allocation,
-            Error::ParamsIo { .. } => Self::ParamsIo,
+            Error::ParamsIo { .. } | Error::ParamsWrite { .. } => Self::ParamsIo,
             Error::ParamsTruncated { .. } => Self::ParamsTruncated,
             Error::ParamsCorrupt(_) => Self::ParamsCorrupt,
             Error::UnsafeParameters(_) => Self::UnsafeParameters,

@@ -157,7 +157,7 @@ impl Parameters {
             cs.terms[0].push((cs.constraints, Index::Input(i), Scalar::ONE));
             cs.constraints += 1;
         }
-        let m = cs.constraints.next_power_of_two().max(2);
+        let m = cs.constraints.next_power_of_two();
         let log_m = m.trailing_zeros();
         if log_m > Scalar::S {
             return Err(Error::InvalidArgument(format!(

@@ -336,7 +336,8 @@ impl Parameters {
     ///
     /// # Errors
     /// [`Error::ParamsIo`] when the file cannot be opened or mapped;
-    /// [`Error::ParamsTruncated`] / [`Error::ParamsCorrupt`] for bad contents.
+    /// [`Error::ParamsTruncated`] / [`Error::ParamsCorrupt`] for bad contents;
+    /// [`Error::UnsafeParameters`] when δ is the point at infinity.
     pub fn load(path: impl AsRef<Path>, check: PointCheck) -> Result<Self> {
         let path = path.as_ref();
         let io_err = |source| Error::ParamsIo {
@@ -371,7 +372,8 @@ impl Parameters {
     /// Decodes parameters from bytes in bellperson's format.
     ///
     /// # Errors
-    /// [`Error::ParamsTruncated`] / [`Error::ParamsCorrupt`], saying where and what.
+    /// [`Error::ParamsTruncated`] / [`Error::ParamsCorrupt`], saying where and what;
+    /// [`Error::UnsafeParameters`] when δ is the point at infinity.
     pub fn from_bytes(bytes: &[u8], check: PointCheck) -> Result<Self> {
         let mut cur = Cursor { bytes, pos: 0 };
         let vk = VerifyingKey::decode(&mut cur)?;
@@ -387,7 +389,8 @@ impl Parameters {
     /// Parameters from their parts (e.g. converted from another library's in-memory form).
     ///
     /// # Errors
-    /// [`Error::ParamsCorrupt`] when the sections' lengths cannot belong together.
+    /// [`Error::ParamsCorrupt`] when the sections' lengths cannot belong together;
+    /// [`Error::UnsafeParameters`] when δ (in G1 or G2) is the point at infinity.
     pub fn new(
         vk: VerifyingKey,
         h: Vec<G1Affine>,
@@ -414,6 +417,14 @@ impl Parameters {
             b_g2: Arc::new(b_g2),
         };
         params.check_shape()?;
+        let vk = &params.vk;
+        if bool::from(vk.delta_g1.is_identity()) || bool::from(vk.delta_g2.is_identity()) {
+            // A subverted setup: with δ = 0 anyone can forge proofs for any statement. Refused
+            // here, so no `Parameters` ever holds one and no proof is made with one.
+            return Err(Error::UnsafeParameters(
+                "delta is the point at infinity (a subverted setup: anyone could forge proofs)".into(),
+            ));
+        }
         Ok(params)
     }
 
@@ -523,6 +534,24 @@ impl Parameters {
         )))
     }
 
+    /// Writes the parameters to the file at `path` (created or replaced) in bellperson's
+    /// format, which [`Parameters::load`] and bellperson read back.
+    ///
+    /// # Errors
+    /// [`Error::ParamsWrite`] naming the file when it cannot be created or written (a full
+    /// disk, a directory, no permission).
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        let io = |source| Error::ParamsWrite {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = std::fs::File::create(path).map_err(io)?;
+        let mut w = std::io::BufWriter::new(file);
+        self.write(&mut w).map_err(io)?;
+        w.into_inner().map_err(|e| io(e.into_error()))?.sync_all().map_err(io)
+    }
+
     /// Writes the parameters in bellperson's format.
     ///
     /// # Errors
@@ -565,9 +594,9 @@ impl Parameters {
     /// Checks what the format implies about the sections' lengths.
     fn check_shape(&self) -> Result<()> {
         let m = self.domain_size();
-        if !m.is_power_of_two() || m < 2 {
+        if !m.is_power_of_two() {
             return Err(Error::ParamsCorrupt(format!(
-                "H has {} points; expected 2^k − 1 for a domain of 2^k ≥ 2",
+                "H has {} points; expected 2^k − 1 for a domain of 2^k",
                 self.h.len()
             )));
         }

@@ -511,7 +511,6 @@ impl Prover {
         s: &[Scalar],
     ) -> Result<(Vec<Proof>, Timings)> {
         check_batch(assignments.len(), r, s)?;
-        check_params(params)?;
         for (i, a) in assignments.iter().enumerate() {
             check_assignment(a, params).map_err(|e| match e {
                 Error::CircuitMismatch(m) => Error::CircuitMismatch(format!("circuit {i}: {m}")),
@@ -555,15 +554,6 @@ fn check_batch(n: usize, r: &[Scalar], s: &[Scalar]) -> Result<()> {
             r.len(),
             s.len()
         )));
-    }
-    Ok(())
-}
-
-fn check_params(params: &Parameters) -> Result<()> {
-    if bool::from(params.vk().delta_g1.is_identity()) || bool::from(params.vk().delta_g2.is_identity()) {
-        return Err(Error::UnsafeParameters(
-            "delta is the point at infinity (a subverted setup)".into(),
-        ));
     }
     Ok(())
 }

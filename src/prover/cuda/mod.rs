@@ -1193,6 +1193,12 @@ impl Backend for CudaBackend {
             assignment.release_abc();
             return Err(self.lost_error());
         }
+        if params.domain_size() < 2 {
+            // A circuit without constraints: a domain of one point, no H coefficients, at most
+            // a few points per query. The kernels take domains of 2^1 and up; the CPU backend
+            // computes the same bytes in microseconds.
+            return super::cpu::CpuBackend.commitments(assignment, params, t);
+        }
         let dev = match self.resident(params) {
             Ok(d) => d,
             Err(e) => {
