@@ -45,7 +45,8 @@ native="$(pkg-config --libs "$pc")"
 
 echo "== C toy example"
 cc -O2 -Wall -Wextra -Werror -std=c11 examples/c/toy.c $(pkg-config --cflags "$pc") $native -o "$out/toy"
-strip "$out/toy"
+cc -O2 -Wall -Wextra -Werror -std=c11 tests/link/abi_edges.c $(pkg-config --cflags "$pc") $native -o "$out/abi_edges"
+strip "$out/toy" "$out/abi_edges"
 
 echo "== Go test binary and toy command"
 (
@@ -69,6 +70,10 @@ command -v nvidia-smi >/dev/null && nvidia-smi -L || true
 echo "== C toy example"
 ./toy | tee toy.log
 grep -q "^backend: $expect_backend\$" toy.log || { echo "expected the $expect_backend backend" >&2; exit 1; }
+echo "== the ABI's edge promises (tests/link/abi_edges.c)"
+edges="\$(mktemp -d)"
+./abi_edges "\$edges"
+rm -rf "\$edges"
 echo "== Go tests (GODEBUG=cgocheck=1)"
 GODEBUG=cgocheck=1 ./cuzk-go.test -test.v -test.count=1 | tee go-test.log
 grep -q "backend $expect_backend\$" go-test.log || { echo "expected the $expect_backend backend" >&2; exit 1; }

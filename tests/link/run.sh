@@ -6,7 +6,8 @@
 #   1. libcuzk.so exports only cuzk_* symbols (nm -D), and DIST's libcuzk.a defines exactly
 #      the header's functions as global symbols, nothing else;
 #   2. examples/c/toy.c builds against the header + libcuzk.a (pkg-config's flags) and runs;
-#   3. the same program against libcuzk.so runs;
+#   3. the same program against libcuzk.so runs; tests/link/abi_edges.c checks the ABI's
+#      edge promises (empty circuit, budget refusal, save errors, delta at infinity);
 #   4. libcuzk.a and a foreign Rust static library (tests/link/otherlib: built by the
 #      machine's other rustc, the nightly toolchain, where there is one; blst 0.3.14) link
 #      into one C program in both orders, and both libraries' calls work (a cuzk proof
@@ -62,6 +63,11 @@ $CC $CFLAGS examples/c/toy.c $LIBS -o "$WORK/toy"
 echo "-- 3. examples/c/toy.c with libcuzk.so"
 $CC $CFLAGS examples/c/toy.c -L"$LIB" -lcuzk -Wl,-rpath,"$LIB" -lpthread -ldl -lrt -lm -o "$WORK/toy-shared"
 "$WORK/toy-shared" >/dev/null
+
+echo "-- 3b. the ABI's edge promises, from C (tests/link/abi_edges.c)"
+$CC $CFLAGS tests/link/abi_edges.c $LIBS -o "$WORK/abi_edges"
+mkdir -p "$WORK/edges"
+"$WORK/abi_edges" "$WORK/edges" | sed 's/^/   /'
 
 echo "-- 4. libcuzk.a + a foreign Rust static library, both orders"
 toolchain="${CUZK_OTHER_TOOLCHAIN:-}"
