@@ -10,8 +10,13 @@
 #   DIR/lib/pkgconfig/cuzk.pc    pkg-config: -I, -L, -lcuzk and the system libraries this
 #                                build needs (for `cuda`: -lcuda -lstdc++, plus the toolkit's
 #                                stub directory when this machine has no NVIDIA driver)
-#   examples/go/cuzk.pc          the same file for the Go package's `#cgo pkg-config:` line
-#                                (git-ignored; --no-go-pc skips it)
+#   examples/go/cuzk.pc          the same file for the Go package's `#cgo pkg-config:` line,
+#   examples/go/cuzk_link.h      and a header naming this build and the archive's SHA-256,
+#                                which the package includes: Go's build cache keys on the
+#                                package's .h files but not on pkg-config's output or on the
+#                                archive, so without it a `go build` after a rebuild of the
+#                                library (other features, other code) reuses the old link
+#                                (both git-ignored; --no-go-pc skips them)
 # DIR defaults to <target>/cuzk (<target>: $CARGO_TARGET_DIR or target). LIST is passed to
 # cargo (`cuda`, `filecoin`, `cuda,filecoin`); `cuda` needs nvcc (see build.rs).
 #
@@ -128,7 +133,17 @@ Libs: -L\${libdir} -lcuzk $libs
 PC
 }
 write_pc "$out/lib/pkgconfig/cuzk.pc"
-if [ "$go_pc" = 1 ]; then write_pc "$repo/examples/go/cuzk.pc"; fi
+if [ "$go_pc" = 1 ]; then
+  write_pc "$repo/examples/go/cuzk.pc"
+  digest="$(sha256sum "$out/lib/libcuzk.a" | cut -d' ' -f1)"
+  cat >"$repo/examples/go/cuzk_link.h" <<H
+/* Written by scripts/build-lib.sh: which library cuzk.pc links. The Go package includes
+ * this file so that Go's build cache, which keys on it, relinks when the library changes. */
+#define CUZK_LINK_FEATURES "${features:-default}"
+#define CUZK_LINK_PREFIX "$out"
+#define CUZK_LINK_ARCHIVE_SHA256 "$digest"
+H
+fi
 rm -rf "$work"
 size="$(du -h "$out/lib/libcuzk.a" | cut -f1)"
 echo "built $out/lib/libcuzk.a ($size; globals: the header's functions only), $out/lib/pkgconfig/cuzk.pc"

@@ -20,6 +20,7 @@ package cuzk
 
 /*
 #cgo pkg-config: ${SRCDIR}/cuzk.pc
+#include "cuzk_link.h"
 #include <stdlib.h>
 #include "cuzk.h"
 */
