@@ -177,10 +177,16 @@ impl Budget {
     /// Reserves `bytes` if they fit under the limit beside `beside` bytes held outside the
     /// books (idle pool buffers the reservation will not reuse).
     pub(crate) fn try_reserve_beside(&mut self, bytes: usize, beside: usize) -> bool {
-        match self.reserved.checked_add(bytes).and_then(|t| t.checked_add(beside)) {
-            Some(total) if total <= self.limit => self.try_reserve(bytes),
-            _ => false,
-        }
+        self.fits_beside(bytes, beside) && self.try_reserve(bytes)
+    }
+
+    /// Whether `bytes` would fit under the limit beside what is reserved and `beside` bytes
+    /// held outside the books.
+    pub(crate) fn fits_beside(&self, bytes: usize, beside: usize) -> bool {
+        self.reserved
+            .checked_add(bytes)
+            .and_then(|t| t.checked_add(beside))
+            .is_some_and(|total| total <= self.limit)
     }
 
     /// Reserves `bytes` that exist already (a pre-synthesized assignment, a partition that

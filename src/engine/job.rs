@@ -64,7 +64,7 @@ impl Partition {
     /// budget when the job is submitted: past the room left if need be (they exist already;
     /// new dispatches then wait, and `budget_peak` shows the excess), but a partition that
     /// with its parameters' host bytes is larger than the whole budget fails the job with
-    /// [`Error::BudgetExhausted`](crate::Error::BudgetExhausted), as a circuit's would.
+    /// [`Error::BudgetExhausted`], as a circuit's would.
     pub fn synthesized(assignment: ProvingAssignment) -> Self {
         Self {
             kind: PartitionKind::Synthesized(Box::new(assignment)),

@@ -106,7 +106,7 @@ pub enum BackendChoice {
     /// choice is made once per process, logged, and a `cuda` build that finds no GPU warns.
     /// Provers on `Auto` share that backend (and its resident parameters). If the GPU is lost
     /// later (a sticky CUDA error), the proof that hit it fails with
-    /// [`Error::DeviceLost`](crate::Error::DeviceLost) and later proofs run on the CPU, with a
+    /// [`Error::DeviceLost`] and later proofs run on the CPU, with a
     /// warning.
     #[default]
     Auto,
@@ -114,7 +114,7 @@ pub enum BackendChoice {
     Cpu,
     /// The GPU of this ordinal; an error if it is not usable (needs the `cuda` feature). All
     /// provers on one GPU share one backend (one upload per parameter set). Once the GPU is
-    /// lost, proofs fail fast with [`Error::DeviceLost`](crate::Error::DeviceLost).
+    /// lost, proofs fail fast with [`Error::DeviceLost`].
     Gpu(usize),
 }
 

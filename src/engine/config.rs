@@ -1,0 +1,103 @@
+//! The engine's configuration: [`EngineConfig`] and the backends it proves on.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::pacer::{PacerMode, PiConfig};
+use crate::pool::HostAllocator;
+use crate::prover::{Backend, BackendChoice};
+
+/// A backend the engine proves on.
+#[derive(Clone)]
+pub enum EngineBackend {
+    /// A backend [`Prover::with_backend`](crate::Prover::with_backend) makes (`Gpu(n)` for device `n`).
+    Choice(BackendChoice),
+    /// A backend made by the caller (e.g. `CudaBackend::shared(d)`).
+    Custom(Arc<dyn Backend>),
+}
+
+impl std::fmt::Debug for EngineBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Choice(c) => f.debug_tuple("Choice").field(c).finish(),
+            Self::Custom(b) => f.debug_tuple("Custom").field(&b.name()).finish(),
+        }
+    }
+}
+
+/// How an [`Engine`](super::Engine) is built. `EngineConfig::default()` and change fields.
+pub struct EngineConfig {
+    /// Threads that synthesize partitions (at least 1). Default: the host's cores.
+    pub synthesis_workers: usize,
+    /// The dispatch pacer. Default: PI with [`PiConfig::default`]; an `in_flight_cap` of `None`
+    /// becomes `target + synthesis workers` (see the module docs).
+    pub pacer: PacerMode,
+    /// The memory budget in bytes for the partitions in flight (a/b/c, aux, inputs); also the
+    /// pool's cap. Default: half the host's memory.
+    pub budget_bytes: usize,
+    /// How long a dispatch waits for room in the budget before its job fails. Default 10 min.
+    pub budget_timeout: Duration,
+    /// GPU worker threads per backend (at least 1). Default 1.
+    pub gpu_workers_per_backend: usize,
+    /// The backends to prove on, one set of GPU workers each (at least one). Default: one
+    /// [`BackendChoice::Auto`].
+    pub backends: Vec<EngineBackend>,
+    /// The memory the pool allocates from. Default `None`: [`PinnedPool::best_available`](crate::PinnedPool::best_available)
+    /// (CUDA pinned memory in a `cuda` build with a GPU, else the heap).
+    pub pool_allocator: Option<Box<dyn HostAllocator>>,
+    /// The pool's `max_reuse_factor` (≥ 1). Default 1: a stream of one circuit type and size
+    /// reuses its buffers exactly, and a reservation is exactly what a partition checks out
+    /// (a larger factor makes every reservation that much larger; see
+    /// [`partition_bytes`](super::partition_bytes)).
+    pub pool_reuse_factor: f64,
+    /// Bytes reserved per constraint (of the partition's capacity hint) for the circuit's own
+    /// memory while it synthesizes, released when its synthesis ends (see
+    /// [`synthesis_bytes`](super::synthesis_bytes)). Default 0: cuzk counts exactly
+    /// what it allocates itself (a/b/c, aux, inputs, density bits: [`partition_bytes`](super::partition_bytes)) but
+    /// cannot know a circuit's gadgets and witness computation, which range from nothing
+    /// (circuits whose witness is computed before synthesis, like the synthetic ones the
+    /// engine's benchmark streams) to several times a/b/c; a guess would either starve the
+    /// GPUs of partitions in flight or undercount. Measure one synthesis of your circuit (peak
+    /// resident memory minus [`partition_bytes`](super::partition_bytes), over its constraints) and set it.
+    pub synthesis_bytes_per_constraint: usize,
+}
+
+impl std::fmt::Debug for EngineConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineConfig")
+            .field("synthesis_workers", &self.synthesis_workers)
+            .field("pacer", &self.pacer)
+            .field("budget_bytes", &self.budget_bytes)
+            .field("budget_timeout", &self.budget_timeout)
+            .field("gpu_workers_per_backend", &self.gpu_workers_per_backend)
+            .field("backends", &self.backends)
+            .field("pool_allocator", &self.pool_allocator.as_ref().map(|a| a.name()))
+            .field("pool_reuse_factor", &self.pool_reuse_factor)
+            .field("synthesis_bytes_per_constraint", &self.synthesis_bytes_per_constraint)
+            .finish()
+    }
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            synthesis_workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            pacer: PacerMode::Pi(PiConfig::default()),
+            budget_bytes: host_memory().map_or(16 << 30, |m| m / 2),
+            budget_timeout: Duration::from_secs(600),
+            gpu_workers_per_backend: 1,
+            backends: vec![EngineBackend::Choice(BackendChoice::Auto)],
+            pool_allocator: None,
+            pool_reuse_factor: 1.0,
+            synthesis_bytes_per_constraint: 0,
+        }
+    }
+}
+
+/// The host's memory in bytes, from `/proc/meminfo` (Linux).
+pub(super) fn host_memory() -> Option<usize> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}

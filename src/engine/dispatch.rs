@@ -1,0 +1,346 @@
+//! The dispatcher: picks the next partition and admits it when the pacer, a free synthesis
+//! worker and the budget allow; under pressure, frees idle memory one step at a time.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::budget::{params_hint, partition_bytes, pool_requests, synthesis_bytes, Budget};
+use super::state::{Deferred, Shared, State};
+use crate::error::Error;
+
+impl Shared {
+    pub(super) fn now(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    pub(super) fn dispatcher(self: Arc<Self>, synth: Arc<rayon::ThreadPool>) {
+        let mut st = self.state.lock();
+        loop {
+            if st.shutdown {
+                return;
+            }
+            let Some(id) = st.head_job() else {
+                self.dispatch_cv.wait(&mut st);
+                continue;
+            };
+            if st.in_synthesis >= self.synthesis_workers {
+                self.dispatch_cv.wait(&mut st);
+                continue;
+            }
+            let now = self.now();
+            // Liveness: with nothing in flight no event will come, so the pacer's "not until an
+            // event" (e.g. a start whose first partitions failed before any GPU time was known)
+            // must not stall the engine.
+            let idle = st.in_synthesis == 0 && st.ready.is_empty() && st.on_gpu == 0;
+            match st.pacer.next_dispatch_at(now) {
+                None if !idle => {
+                    self.dispatch_cv.wait(&mut st);
+                    continue;
+                }
+                Some(at) if at > now && !idle => {
+                    self.dispatch_cv.wait_for(&mut st, at - now);
+                    continue;
+                }
+                _ => {}
+            }
+
+            // The budget.
+            let state = &mut *st;
+            let job = state.jobs.get_mut(&id).expect("head job exists");
+            let Some(next) = job.pending.front() else {
+                continue;
+            };
+            let domain = job.params.domain_size();
+            let hint = match self.hints.get(next.circuit_type, Some(domain)) {
+                Some(h) => h,
+                None => {
+                    // First of its type at this size: sized from the parameters, pinned at once.
+                    let h = params_hint(&job.params);
+                    self.hints.record(next.circuit_type, h);
+                    h
+                }
+            };
+            let synth_bytes = synthesis_bytes(hint, self.synthesis_per_constraint);
+            let need = partition_bytes(hint, self.reuse_factor).saturating_add(synth_bytes);
+            let own_params = state.params.get(&job.params.id()).map_or(0, |e| e.host_bytes);
+            // Room beside what is reserved and the idle pool bytes neither it nor a partition
+            // in synthesis (which may not have checked out yet) would reuse.
+            let requests = pool_requests(hint);
+            let claims: Vec<usize> = state
+                .synthesis_requests
+                .iter()
+                .chain(&state.gpu_requests)
+                .flatten()
+                .chain(&requests)
+                .copied()
+                .collect();
+            let idle = self.pool.stats().bytes_idle;
+            let other_idle = idle.saturating_sub(self.pool.idle_reusable_bytes(&claims));
+            let request = Request {
+                need,
+                own_params,
+                other_idle,
+                waited: job.blocked_since.map_or(Duration::ZERO, |since| since.elapsed()),
+                timeout: self.budget_timeout,
+            };
+            match admit(&state.budget, &request) {
+                Admission::Go => {
+                    let reserved = state.budget.try_reserve_beside(need, other_idle);
+                    debug_assert!(reserved, "admit said it fits");
+                }
+                Admission::Fail(err) => {
+                    let mut deferred = Deferred::default();
+                    state.fail_job(id, err, now, &mut deferred);
+                    drop(st);
+                    deferred.run();
+                    st = self.state.lock();
+                    continue;
+                }
+                Admission::Wait { excess, remaining } => {
+                    let job = state.jobs.get_mut(&id).expect("head job exists");
+                    job.blocked_since.get_or_insert_with(Instant::now);
+                    if self.make_room(&mut st, excess, other_idle) {
+                        continue;
+                    }
+                    if let Some(job) = st.jobs.get_mut(&id) {
+                        if !job.budget_waited {
+                            job.budget_waited = true;
+                            st.counters.budget_waits += 1;
+                        }
+                    }
+                    log::debug!(
+                        "engine: job {id} waits for budget room: {need} bytes needed, {} of {} reserved, {other_idle} idle in the pool",
+                        st.budget.reserved(),
+                        st.budget.limit()
+                    );
+                    self.dispatch_cv.wait_for(&mut st, remaining);
+                    continue;
+                }
+            }
+            let job = state.jobs.get_mut(&id).expect("head job exists");
+            job.blocked_since = None;
+            job.budget_waited = false;
+            let next = job.pending.pop_front().expect("front checked above");
+            let params = job.params.clone();
+            state.touch_params(params.id());
+            state.pacer.on_dispatch(now);
+            state.in_synthesis += 1;
+            state.synthesis_reserved += synth_bytes;
+            state.synthesis_requests.push(requests);
+            log::debug!(
+                "engine: job {id} partition {} dispatched ({need} bytes reserved, {synth_bytes} of them for its synthesis, {} in synthesis)",
+                next.index,
+                state.in_synthesis
+            );
+            let shared = self.clone();
+            synth.spawn(move || shared.synthesize(id, next, params, need, synth_bytes, requests));
+        }
+    }
+
+    /// The pool request sizes of the pending partitions (each circuit type and domain once):
+    /// the "current sizes" an idle buffer must fit to be kept under pressure.
+    pub(super) fn pending_requests(&self, st: &State) -> Vec<usize> {
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        for job in st.jobs.values().filter(|j| j.error.is_none()) {
+            let domain = job.params.domain_size();
+            for p in &job.pending {
+                if !seen.insert((p.circuit_type, domain)) {
+                    continue;
+                }
+                let hint = self
+                    .hints
+                    .get(p.circuit_type, Some(domain))
+                    .unwrap_or_else(|| params_hint(&job.params));
+                out.extend(pool_requests(hint));
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Frees memory for a dispatch `excess` bytes short of room, of which `other_idle` are
+    /// idle pool bytes it would not reuse: one step of the eviction order (see
+    /// [`budget`](super::budget)), the first that frees anything. Returns whether one did.
+    pub(super) fn make_room(
+        &self,
+        st: &mut parking_lot::MutexGuard<'_, State>,
+        excess: usize,
+        other_idle: usize,
+    ) -> bool {
+        // 1. Idle buffers that no pending partition's sizes would reuse.
+        let sizes = self.pending_requests(st);
+        let freed = parking_lot::MutexGuard::unlocked(st, || self.pool.shrink_unreusable(&sizes));
+        if freed > 0 {
+            st.counters.evicted_pool_bytes += freed;
+            log::debug!("engine: under pressure, freed {freed} idle pool bytes no pending size reuses");
+            return true;
+        }
+        // 2. Other idle buffers, largest first, as many bytes as are missing.
+        if other_idle > 0 {
+            let idle = self.pool.stats().bytes_idle;
+            let target = idle.saturating_sub(excess.min(other_idle));
+            let freed = parking_lot::MutexGuard::unlocked(st, || self.pool.shrink(target));
+            if freed > 0 {
+                st.counters.evicted_pool_bytes += freed;
+                log::debug!("engine: under pressure, freed {freed} idle pool bytes (largest first)");
+                return true;
+            }
+        }
+        // 3. An idle parameter set, with its resident copies (other sets stay resident).
+        let Some(pid) = st.eviction_candidate() else {
+            return false;
+        };
+        let Some(entry) = st.drop_params(pid) else {
+            return false;
+        };
+        st.counters.evicted_params += 1;
+        let freed = parking_lot::MutexGuard::unlocked(st, || {
+            for prover in &self.backend_provers {
+                prover.evict_params(&entry.params);
+            }
+            let alone = entry.params.host_copy_holders() == 1;
+            let bytes = entry.host_bytes;
+            drop(entry);
+            if alone {
+                bytes
+            } else {
+                0
+            }
+        });
+        st.counters.evicted_params_host_bytes += freed;
+        log::info!("engine: under pressure, evicted idle parameters {pid} ({freed} host bytes freed)");
+        true
+    }
+}
+
+/// A partition asking for room in the budget.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Request {
+    /// Its reservation: pool buffers, heap parts and the synthesis estimate.
+    pub need: usize,
+    /// The host bytes of its parameter set, charged already (the set is held by its job).
+    pub own_params: usize,
+    /// Idle pool bytes that no reservation covers (memory held outside the books).
+    pub other_idle: usize,
+    /// How long it has waited for room.
+    pub waited: Duration,
+    /// How long it may wait.
+    pub timeout: Duration,
+}
+
+/// The dispatcher's decision for a partition.
+#[derive(Debug)]
+pub(super) enum Admission {
+    /// It fits beside what is reserved and the idle bytes: reserve it and dispatch.
+    Go,
+    /// No room yet: free `excess` bytes of idle memory, or wait up to `remaining` for room.
+    Wait { excess: usize, remaining: Duration },
+    /// It can never fit (larger, with its parameters, than the whole budget), or it waited
+    /// longer than the timeout: its job fails with this error.
+    Fail(Error),
+}
+
+/// Decides, from the budget's books alone, what becomes of a partition asking for room.
+pub(super) fn admit(budget: &Budget, r: &Request) -> Admission {
+    let limit = budget.limit();
+    let alone = r.need.saturating_add(r.own_params);
+    if alone > limit {
+        return Admission::Fail(Error::BudgetExhausted {
+            requested: alone,
+            reserved: budget.reserved(),
+            limit,
+            waited: Duration::ZERO,
+        });
+    }
+    if budget.fits_beside(r.need, r.other_idle) {
+        return Admission::Go;
+    }
+    if r.waited >= r.timeout {
+        return Admission::Fail(Error::BudgetExhausted {
+            requested: r.need,
+            reserved: budget.reserved(),
+            limit,
+            waited: r.waited,
+        });
+    }
+    Admission::Wait {
+        excess: budget
+            .reserved()
+            .saturating_add(r.need)
+            .saturating_add(r.other_idle)
+            .saturating_sub(limit),
+        remaining: r.timeout.saturating_sub(r.waited),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(need: usize, own_params: usize, other_idle: usize, waited_ms: u64) -> Request {
+        Request {
+            need,
+            own_params,
+            other_idle,
+            waited: Duration::from_millis(waited_ms),
+            timeout: Duration::from_millis(100),
+        }
+    }
+
+    #[test]
+    fn a_partition_that_fits_goes() {
+        let mut b = Budget::new(100);
+        b.force_reserve(30); // its parameters, say
+        assert!(matches!(admit(&b, &request(70, 30, 0, 0)), Admission::Go));
+        assert!(matches!(admit(&b, &request(60, 30, 10, 0)), Admission::Go));
+        // Waiting does not matter once it fits.
+        assert!(matches!(admit(&b, &request(70, 30, 0, 500)), Admission::Go));
+    }
+
+    #[test]
+    fn a_partition_larger_than_the_budget_fails_at_once() {
+        let b = Budget::new(100);
+        match admit(&b, &request(80, 21, 0, 0)) {
+            Admission::Fail(Error::BudgetExhausted {
+                requested,
+                limit,
+                waited,
+                ..
+            }) => {
+                assert_eq!((requested, limit, waited), (101, 100, Duration::ZERO));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(admit(&b, &request(usize::MAX, 1, 0, 0)), Admission::Fail(_)));
+    }
+
+    #[test]
+    fn without_room_it_frees_the_excess_or_waits_then_fails() {
+        let mut b = Budget::new(100);
+        b.force_reserve(50);
+        match admit(&b, &request(40, 0, 30, 20)) {
+            Admission::Wait { excess, remaining } => {
+                assert_eq!(excess, 50 + 40 + 30 - 100);
+                assert_eq!(remaining, Duration::from_millis(80));
+            }
+            other => panic!("{other:?}"),
+        }
+        match admit(&b, &request(40, 0, 30, 100)) {
+            Admission::Fail(Error::BudgetExhausted {
+                requested,
+                reserved,
+                waited,
+                ..
+            }) => {
+                assert_eq!((requested, reserved), (40, 50));
+                assert_eq!(waited, Duration::from_millis(100));
+            }
+            other => panic!("{other:?}"),
+        }
+        // The books are untouched: admission decides, the dispatcher reserves.
+        assert_eq!(b.reserved(), 50);
+    }
+}

@@ -1,0 +1,557 @@
+//! The public [`Engine`]: built from an [`EngineConfig`], it takes [`Job`]s, reports
+//! [`EngineStats`], and stops its threads when dropped.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use blstrs::Scalar;
+use ff::Field;
+use parking_lot::{Condvar, Mutex};
+
+use super::budget::{assignment_bytes, partition_bytes, pool_requests, Budget};
+use super::config::{EngineBackend, EngineConfig};
+use super::job::{Canceller, Job, JobHandle, JobShared, Partition, PartitionKind, Randomness};
+use super::pacer::{Pacer, PacerMode};
+use super::state::{secs, Counters, JobEntry, Pending, Ready, Shared, State, WorkerBooks};
+use super::stats::{EngineStats, ParamSetStats, WorkerStats};
+use crate::assignment::{CapacityHint, CapacityHints, ProvingAssignment};
+use crate::error::{Error, Result};
+use crate::params::Parameters;
+use crate::pool::{PinnedPool, PoolConfig, PoolStats, WhenFull};
+use crate::proof::Proof;
+use crate::prover::Prover;
+
+/// The proving engine: see the [module docs](crate::engine).
+pub struct Engine {
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+    workers: usize,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("synthesis_workers", &self.shared.synthesis_workers)
+            .field("gpu_workers", &self.workers)
+            .field("pool", &self.shared.pool)
+            .finish()
+    }
+}
+
+/// The bytes of the first partition synthesized already that, with its parameter set's host
+/// bytes, is larger than a budget of `limit` — the test a circuit's partition meets at its
+/// dispatch; `None` when every one fits.
+fn oversized_partition(partitions: &[Partition], params: &Parameters, limit: usize) -> Option<usize> {
+    partitions.iter().find_map(|p| match &p.kind {
+        PartitionKind::Synthesized(a) => {
+            let need = assignment_bytes(a).saturating_add(params.host_bytes());
+            (need > limit).then_some(need)
+        }
+        PartitionKind::Circuit { .. } => None,
+    })
+}
+
+fn spawn_error(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::InvalidArgument(format!("engine: cannot start {what}: {e}"))
+}
+
+impl Engine {
+    /// Starts an engine: its pool, synthesis threads, dispatcher and GPU workers.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for zero workers, no backend, a zero budget, a reuse factor
+    /// below 1, pacer constants out of range, or threads that cannot start; the backends'
+    /// errors ([`Error::NoGpu`], [`Error::Cuda`]) for a `BackendChoice` that is not usable.
+    pub fn new(config: EngineConfig) -> Result<Self> {
+        let EngineConfig {
+            synthesis_workers,
+            pacer,
+            budget_bytes,
+            budget_timeout,
+            gpu_workers_per_backend,
+            backends,
+            pool_allocator,
+            pool_reuse_factor,
+            synthesis_bytes_per_constraint,
+        } = config;
+        if synthesis_workers == 0 || gpu_workers_per_backend == 0 || backends.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "engine: needs at least one synthesis worker, one GPU worker per backend and one backend; found {synthesis_workers}, {gpu_workers_per_backend}, {}",
+                backends.len()
+            )));
+        }
+        if budget_bytes == 0 || !(pool_reuse_factor.is_finite() && pool_reuse_factor >= 1.0) {
+            return Err(Error::InvalidArgument(format!(
+                "engine: the budget must be > 0 and the reuse factor ≥ 1; found {budget_bytes} bytes, {pool_reuse_factor}"
+            )));
+        }
+        let gpu_workers = backends.len() * gpu_workers_per_backend;
+        let pacer = match pacer {
+            PacerMode::Pi(mut pi) if pi.in_flight_cap.is_none() => {
+                let target = pi.target_depth;
+                pi.in_flight_cap = Some(target.saturating_add(synthesis_workers.max(gpu_workers)));
+                PacerMode::Pi(pi)
+            }
+            other => other,
+        };
+        let pacer = Pacer::new(pacer, gpu_workers)?;
+
+        let pool_config = PoolConfig {
+            max_bytes: budget_bytes,
+            max_reuse_factor: pool_reuse_factor,
+            // Never used by a reserved partition (see `budget`); a safety net for circuits that
+            // grow past their parameters.
+            when_full: WhenFull::Wait(budget_timeout),
+            allow_fallback: false,
+        };
+        let pool = match pool_allocator {
+            Some(a) => PinnedPool::with_backend(a, pool_config),
+            None => PinnedPool::best_available(pool_config),
+        };
+        let base = Prover::new().with_pool(pool.clone());
+        let mut provers = Vec::with_capacity(gpu_workers);
+        let mut workers = Vec::with_capacity(gpu_workers);
+        let mut backend_provers = Vec::with_capacity(backends.len());
+        for (b, backend) in backends.iter().enumerate() {
+            let prover = match backend {
+                EngineBackend::Choice(choice) => base.clone().with_backend(*choice)?,
+                EngineBackend::Custom(arc) => base.clone().with_custom_backend(arc.clone()),
+            };
+            for _ in 0..gpu_workers_per_backend {
+                workers.push(WorkerBooks {
+                    backend: b,
+                    name: prover.backend_name(),
+                    busy: Duration::ZERO,
+                    since: None,
+                    partitions: 0,
+                    lost: false,
+                });
+                provers.push((b, prover.clone()));
+            }
+            backend_provers.push(prover);
+        }
+        let synth = rayon::ThreadPoolBuilder::new()
+            .num_threads(synthesis_workers)
+            .thread_name(|i| format!("cuzk-synth-{i}"))
+            .build()
+            .map_err(|e| spawn_error("synthesis threads", e))?;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                jobs: HashMap::new(),
+                ready: Vec::new(),
+                pacer,
+                budget: Budget::new(budget_bytes),
+                in_synthesis: 0,
+                on_gpu: 0,
+                shutdown: false,
+                next_id: 0,
+                synthesis_ema: None,
+                gpu_ema: None,
+                counters: Counters::default(),
+                live_workers: workers.len(),
+                workers,
+                params: HashMap::new(),
+                clock: 0,
+                synthesis_reserved: 0,
+                synthesis_requests: Vec::new(),
+                gpu_requests: Vec::new(),
+                resident: vec![HashSet::new(); backends.len()],
+                evict_epoch: vec![0; backends.len()],
+            }),
+            dispatch_cv: Condvar::new(),
+            gpu_cv: Condvar::new(),
+            start: Instant::now(),
+            hints: base.hints().clone(),
+            synth_prover: base,
+            pool,
+            reuse_factor: pool_reuse_factor,
+            budget_timeout,
+            synthesis_workers,
+            synthesis_per_constraint: synthesis_bytes_per_constraint,
+            backend_provers,
+        });
+        let mut engine = Engine {
+            shared: shared.clone(),
+            threads: Vec::new(),
+            workers: gpu_workers,
+        };
+        let synth = Arc::new(synth);
+        let s = shared.clone();
+        let t = std::thread::Builder::new()
+            .name("cuzk-dispatch".into())
+            .spawn(move || s.dispatcher(synth))
+            .map_err(|e| spawn_error("the dispatcher", e))?;
+        engine.threads.push(t);
+        for (w, (b, prover)) in provers.into_iter().enumerate() {
+            let s = shared.clone();
+            let t = std::thread::Builder::new()
+                .name(format!("cuzk-gpu-{b}-{w}"))
+                .spawn(move || s.gpu_worker(w, prover))
+                .map_err(|e| spawn_error("a GPU worker", e))?;
+            engine.threads.push(t);
+        }
+        log::info!(
+            "engine: {synthesis_workers} synthesis workers, {gpu_workers} GPU workers on {} backends, budget {} MiB, pool {}",
+            backends.len(),
+            budget_bytes >> 20,
+            engine.shared.pool.backend_name()
+        );
+        Ok(engine)
+    }
+
+    /// Submits a job without blocking; its proofs come from [`JobHandle::wait`]. A job that
+    /// cannot be run (no partition, r/s of the wrong length, a partition synthesized already
+    /// that with its parameters' host bytes is larger than the whole budget —
+    /// [`Error::BudgetExhausted`] —, the engine shutting down) gets a handle that is already
+    /// over, with the reason.
+    pub fn submit(&self, job: Job) -> JobHandle {
+        let Job {
+            params,
+            partitions,
+            priority,
+            randomness,
+            label,
+        } = job;
+        let n = partitions.len();
+        let mut st = self.shared.state.lock();
+        let id = st.next_id;
+        st.next_id += 1;
+        let shared_job = JobShared::new(id, n);
+        let handle = JobHandle {
+            shared: shared_job.clone(),
+            engine: {
+                let weak: Weak<dyn Canceller> = Arc::downgrade(&self.shared) as Weak<Shared>;
+                weak
+            },
+        };
+        let (r, s) = match randomness {
+            Randomness::OsRng => {
+                let mut rng = rand_core::OsRng;
+                let r = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+                let s = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+                (r, s)
+            }
+            Randomness::Given { r, s } => (r, s),
+        };
+        let invalid = if n == 0 {
+            Some(Error::InvalidArgument("empty job: nothing to prove".into()))
+        } else if r.len() != n || s.len() != n {
+            Some(Error::InvalidArgument(format!(
+                "{n} partitions need {n} values of r and of s; found {} and {}",
+                r.len(),
+                s.len()
+            )))
+        } else if let Some(requested) = oversized_partition(&partitions, &params, st.budget.limit()) {
+            // The circuit path refuses such a partition at its dispatch; one synthesized
+            // already is refused here, before its bytes are counted, so the budget's limit
+            // holds for both.
+            Some(Error::BudgetExhausted {
+                requested,
+                reserved: st.budget.reserved(),
+                limit: st.budget.limit(),
+                waited: Duration::ZERO,
+            })
+        } else if st.shutdown {
+            Some(Error::Cancelled("the engine shut down".into()))
+        } else if st.live_workers == 0 {
+            Some(Error::NoGpu("every GPU worker's backend of this engine is lost".into()))
+        } else {
+            None
+        };
+        if let Some(e) = invalid {
+            drop(st);
+            log::info!("engine: job {id} '{label}' refused: {e}");
+            shared_job.finish(Err(e), 0);
+            return handle;
+        }
+        let mut entry = JobEntry {
+            shared: shared_job,
+            priority,
+            label,
+            params: params.clone(),
+            r,
+            s,
+            pending: VecDeque::new(),
+            proofs: vec![None; n],
+            done: 0,
+            outstanding: n,
+            error: None,
+            submitted: Instant::now(),
+            synthesis_time: Duration::ZERO,
+            gpu_time: Duration::ZERO,
+            unproved: 0,
+            blocked_since: None,
+            budget_waited: false,
+        };
+        st.hold_params(&params);
+        let mut presynthesized = 0;
+        for (index, p) in partitions.into_iter().enumerate() {
+            match p.kind {
+                PartitionKind::Circuit {
+                    circuit_type,
+                    synthesize,
+                } => entry.pending.push_back(Pending {
+                    index,
+                    circuit_type,
+                    synthesize,
+                }),
+                PartitionKind::Synthesized(assignment) => {
+                    let assignment = *assignment;
+                    let reserved = assignment_bytes(&assignment);
+                    st.budget.force_reserve(reserved);
+                    st.ready.push(Ready {
+                        job: id,
+                        index,
+                        priority,
+                        assignment,
+                        params: params.clone(),
+                        r: entry.r[index],
+                        s: entry.s[index],
+                        reserved,
+                        paced: false,
+                    });
+                    presynthesized += 1;
+                }
+            }
+        }
+        log::info!(
+            "engine: job {id} '{}' submitted: {n} partitions ({presynthesized} synthesized already) of domain 2^{}, priority {priority}",
+            entry.label,
+            params.domain_size().trailing_zeros()
+        );
+        st.jobs.insert(id, entry);
+        drop(st);
+        self.shared.dispatch_cv.notify_all();
+        if presynthesized > 0 {
+            self.shared.gpu_cv.notify_all();
+        }
+        handle
+    }
+
+    /// Submits `job` and waits for its proofs.
+    ///
+    /// # Errors
+    /// See [`JobHandle::wait`].
+    pub fn prove(&self, job: Job) -> Result<Vec<Proof>> {
+        self.submit(job).wait()
+    }
+
+    /// Pins ahead of the stream: checks out the buffers of up to `partitions` partitions sized
+    /// by `hint` (e.g. [`params_hint`](super::params_hint) of the parameters, or the
+    /// hint a first synthesis recorded), all at once, and returns them to the pool idle, so the
+    /// stream's partitions reuse them instead of pinning on the synthesis path (pinning costs
+    /// about 0.76 s/GiB on the H200 host and stalls the GPU workers' CUDA calls). The bytes are
+    /// reserved in the budget while held; stops at the budget. Returns the number of
+    /// partitions' buffers now idle in the pool (at most `partitions`).
+    ///
+    /// # Errors
+    /// The pool's checkout errors (the backend cannot pin).
+    pub fn prewarm(&self, hint: CapacityHint, partitions: usize) -> Result<usize> {
+        let need = partition_bytes(hint, self.shared.reuse_factor);
+        let requests = pool_requests(hint);
+        let mut held = Vec::new();
+        let mut result = Ok(());
+        for _ in 0..partitions {
+            let pool = &self.shared.pool;
+            let other_idle = pool
+                .stats()
+                .bytes_idle
+                .saturating_sub(pool.idle_reusable_bytes(&requests));
+            if !self.shared.state.lock().budget.try_reserve_beside(need, other_idle) {
+                break;
+            }
+            match ProvingAssignment::new_with_pinned(&self.shared.pool, Some(hint)) {
+                Ok(a) => held.push(a),
+                Err(e) => {
+                    self.shared.state.lock().budget.release(need);
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        let n = held.len();
+        drop(held); // back to the pool, idle, before the budget says the bytes are free
+        self.shared.state.lock().budget.release(n * need);
+        self.shared.dispatch_cv.notify_all();
+        log::info!(
+            "engine: prewarmed {n} partitions' buffers ({} MiB idle in the pool)",
+            self.shared.pool.stats().bytes_idle >> 20
+        );
+        result.map(|()| n)
+    }
+
+    /// Holds `params` in the engine's parameter cache ahead of its jobs: its host bytes are
+    /// charged to the budget now (once; even past the limit, since they exist already: later
+    /// dispatches then evict or wait), and every backend gets it ready
+    /// ([`Prover::prepare`]: the CUDA backend uploads it). A set already held is only marked
+    /// used. Jobs hold their set the same way when submitted;
+    /// [`remove_parameters`](Self::remove_parameters) or eviction under pressure drops it.
+    ///
+    /// # Errors
+    /// A backend's `prepare` error (the set stays held and charged; its proofs may still run,
+    /// e.g. streamed).
+    pub fn add_parameters(&self, params: &Parameters) -> Result<()> {
+        let epochs = {
+            let mut st = self.shared.state.lock();
+            st.hold_params(params);
+            st.evict_epoch.clone()
+        };
+        self.shared.dispatch_cv.notify_all();
+        for (b, prover) in self.shared.backend_provers.iter().enumerate() {
+            prover.prepare(params)?;
+            let mut st = self.shared.state.lock();
+            if st.evict_epoch[b] == epochs[b] && st.params.contains_key(&params.id()) {
+                st.resident[b].insert(params.id());
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops `params` from the engine's parameter cache: its charge leaves the budget and the
+    /// backends evict its resident copies ([`Prover::evict_params`]; other sets stay
+    /// resident). Returns false, changing nothing, when the engine does not hold the set or a
+    /// job of the engine still uses it (nothing in use is dropped).
+    pub fn remove_parameters(&self, params: &Parameters) -> bool {
+        let entry = {
+            let mut st = self.shared.state.lock();
+            if st.params_users(params.id()) > 0 {
+                return false;
+            }
+            match st.drop_params(params.id()) {
+                Some(e) => e,
+                None => return false,
+            }
+        };
+        for prover in &self.shared.backend_provers {
+            prover.evict_params(params);
+        }
+        log::info!("engine: parameters {} removed", params.id());
+        drop(entry);
+        self.shared.dispatch_cv.notify_all();
+        true
+    }
+
+    /// The engine's pool.
+    pub fn pool(&self) -> &PinnedPool {
+        &self.shared.pool
+    }
+
+    /// A prover that synthesizes into the engine's pool with the engine's hints (for
+    /// partitions submitted as [`Partition::synthesized`](super::Partition::synthesized)).
+    /// The bytes of such an assignment enter the budget only when its job is submitted: made
+    /// while the engine streams at its budget, they take pool room the budget has promised
+    /// to others, whose checkouts then wait for it. Make them while the engine is idle, or
+    /// submit them at once.
+    pub fn prover(&self) -> &Prover {
+        &self.shared.synth_prover
+    }
+
+    /// The capacity-hint cache every synthesis of the engine uses.
+    pub fn hints(&self) -> &CapacityHints {
+        &self.shared.hints
+    }
+
+    /// A snapshot of the engine's state.
+    pub fn stats(&self) -> EngineStats {
+        let st = self.shared.state.lock();
+        let uptime = self.shared.now();
+        let up = uptime.as_secs_f64().max(1e-9);
+        let workers = st
+            .workers
+            .iter()
+            .map(|w| {
+                let busy = w.busy + w.since.map_or(Duration::ZERO, |s| s.elapsed());
+                WorkerStats {
+                    backend: w.backend,
+                    backend_name: w.name,
+                    busy,
+                    busy_fraction: (busy.as_secs_f64() / up).min(1.0),
+                    partitions: w.partitions,
+                    lost: w.lost,
+                }
+            })
+            .collect();
+        let params_device_bytes = self
+            .shared
+            .backend_provers
+            .iter()
+            .zip(&st.resident)
+            .filter(|(p, _)| p.backend_name() != "cpu")
+            .flat_map(|(_, ids)| ids.iter())
+            .filter_map(|id| st.params.get(id))
+            .map(|e| e.params.device_bytes())
+            .sum();
+        let mut params: Vec<(u64, ParamSetStats)> = st
+            .params
+            .iter()
+            .map(|(&id, e)| {
+                let resident_backends = self
+                    .shared
+                    .backend_provers
+                    .iter()
+                    .zip(&st.resident)
+                    .filter(|(p, ids)| p.backend_name() != "cpu" && ids.contains(&id))
+                    .count();
+                let stats = ParamSetStats {
+                    id,
+                    host_bytes: e.host_bytes,
+                    resident_backends,
+                    partitions: st.params_users(id),
+                    idle_for: e.last_used.elapsed(),
+                };
+                (e.last_use, stats)
+            })
+            .collect();
+        params.sort_by_key(|(at, _)| *at);
+        let stats = EngineStats {
+            params: params.into_iter().map(|(_, p)| p).collect(),
+            synthesis_reserved: st.synthesis_reserved,
+            params_sets: st.params.len(),
+            params_host_bytes: st.params.values().map(|e| e.host_bytes).sum(),
+            params_device_bytes,
+            budget_waits: st.counters.budget_waits,
+            evicted_pool_bytes: st.counters.evicted_pool_bytes,
+            evicted_params: st.counters.evicted_params,
+            evicted_params_host_bytes: st.counters.evicted_params_host_bytes,
+            pending: st.jobs.values().map(|j| j.pending.len()).sum(),
+            in_synthesis: st.in_synthesis,
+            waiting: st.ready.len(),
+            on_gpu: st.on_gpu,
+            jobs_active: st.jobs.len(),
+            jobs_done: st.counters.jobs_done,
+            jobs_failed: st.counters.jobs_failed,
+            partitions_done: st.counters.done,
+            partitions_failed: st.counters.failed,
+            partitions_dropped: st.counters.dropped,
+            pacer: st.pacer.state(),
+            pool: PoolStats::default(),
+            workers,
+            synthesis_time_ema: secs(st.synthesis_ema),
+            gpu_time_ema: secs(st.gpu_ema),
+            budget_used: st.budget.reserved(),
+            budget_peak: st.budget.peak(),
+            budget_limit: st.budget.limit(),
+            uptime,
+        };
+        drop(st);
+        EngineStats {
+            pool: self.shared.pool.stats(),
+            ..stats
+        }
+    }
+}
+
+impl Drop for Engine {
+    /// Cancels every job not yet over ([`Error::Cancelled`]), lets the proofs under way
+    /// finish, and joins the engine's threads (syntheses under way end on their own).
+    fn drop(&mut self) {
+        self.shared.shutdown();
+        for t in self.threads.drain(..) {
+            if t.join().is_err() {
+                log::error!("engine: a thread panicked while shutting down");
+            }
+        }
+    }
+}

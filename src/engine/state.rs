@@ -1,0 +1,308 @@
+//! The engine's shared state: the jobs and their partitions in each stage, the counters,
+//! the workers' books, and the bookkeeping that moves a partition along and finishes a job.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use blstrs::Scalar;
+use parking_lot::{Condvar, Mutex};
+
+use super::budget::Budget;
+use super::job::{JobShared, SynthesizeFn};
+use super::pacer::Pacer;
+use super::param_cache::ParamEntry;
+use crate::assignment::{CapacityHints, ProvingAssignment};
+use crate::error::{panic_message, Error, Result};
+use crate::params::Parameters;
+use crate::pool::PinnedPool;
+use crate::proof::Proof;
+use crate::prover::Prover;
+
+/// Smoothing factor of the engine's moving averages of synthesis and GPU time (the pacer
+/// keeps its own EMA of GPU time with its own factor).
+pub(super) const EMA_ALPHA: f64 = 0.2;
+
+/// A partition not yet dispatched.
+pub(super) struct Pending {
+    pub(super) index: usize,
+    pub(super) circuit_type: &'static str,
+    pub(super) synthesize: SynthesizeFn,
+}
+
+/// A synthesized partition waiting for a GPU worker.
+pub(super) struct Ready {
+    pub(super) job: u64,
+    pub(super) index: usize,
+    pub(super) priority: i32,
+    pub(super) assignment: ProvingAssignment,
+    pub(super) params: Parameters,
+    pub(super) r: Scalar,
+    pub(super) s: Scalar,
+    /// Bytes it holds in the budget.
+    pub(super) reserved: usize,
+    /// Whether the pacer dispatched it (pre-synthesized partitions skip the pacer).
+    pub(super) paced: bool,
+}
+
+impl Ready {
+    /// Higher sorts first: priority, then the older job, then partition order.
+    pub(super) fn key(&self) -> (i32, std::cmp::Reverse<u64>, std::cmp::Reverse<usize>) {
+        (
+            self.priority,
+            std::cmp::Reverse(self.job),
+            std::cmp::Reverse(self.index),
+        )
+    }
+}
+
+pub(super) struct JobEntry {
+    pub(super) shared: Arc<JobShared>,
+    pub(super) priority: i32,
+    pub(super) label: String,
+    pub(super) params: Parameters,
+    pub(super) r: Vec<Scalar>,
+    pub(super) s: Vec<Scalar>,
+    pub(super) pending: VecDeque<Pending>,
+    pub(super) proofs: Vec<Option<Proof>>,
+    /// Partitions proved.
+    pub(super) done: usize,
+    /// Partitions still in the engine (pending, in synthesis, waiting, on a GPU).
+    pub(super) outstanding: usize,
+    pub(super) error: Option<Error>,
+    pub(super) submitted: Instant,
+    pub(super) synthesis_time: Duration,
+    pub(super) gpu_time: Duration,
+    /// Partitions that left the engine unproved (failed or dropped).
+    pub(super) unproved: usize,
+    /// Since when its next partition waits for budget room.
+    pub(super) blocked_since: Option<Instant>,
+    /// Whether that wait is counted in `budget_waits` already.
+    pub(super) budget_waited: bool,
+}
+
+#[derive(Default)]
+pub(super) struct Counters {
+    pub(super) jobs_done: u64,
+    pub(super) jobs_failed: u64,
+    pub(super) done: u64,
+    pub(super) failed: u64,
+    pub(super) dropped: u64,
+    pub(super) budget_waits: u64,
+    pub(super) evicted_pool_bytes: usize,
+    pub(super) evicted_params: u64,
+    pub(super) evicted_params_host_bytes: usize,
+}
+
+pub(super) struct WorkerBooks {
+    pub(super) backend: usize,
+    pub(super) name: &'static str,
+    pub(super) busy: Duration,
+    pub(super) since: Option<Instant>,
+    pub(super) partitions: u64,
+    pub(super) lost: bool,
+}
+
+pub(super) struct State {
+    pub(super) jobs: HashMap<u64, JobEntry>,
+    pub(super) ready: Vec<Ready>,
+    pub(super) pacer: Pacer,
+    pub(super) budget: Budget,
+    pub(super) in_synthesis: usize,
+    pub(super) on_gpu: usize,
+    pub(super) shutdown: bool,
+    pub(super) next_id: u64,
+    pub(super) synthesis_ema: Option<f64>,
+    pub(super) gpu_ema: Option<f64>,
+    pub(super) counters: Counters,
+    pub(super) workers: Vec<WorkerBooks>,
+    /// GPU workers whose backend is not lost; at 0 every job fails and new ones are refused.
+    pub(super) live_workers: usize,
+    /// The parameter cache, by [`Parameters::id`] (shared by clones).
+    pub(super) params: HashMap<u64, ParamEntry>,
+    /// The use clock of the parameter cache.
+    pub(super) clock: u64,
+    /// Bytes reserved for synthesis in flight (part of the budget's reservations).
+    pub(super) synthesis_reserved: usize,
+    /// The pool requests of the partitions in synthesis (which may not have checked out yet)
+    /// and the a/b/c buffer sizes of those on a GPU (which give a/b/c back to the pool once H
+    /// is computed): idle buffers of their sizes are counted in their reservations, not as
+    /// idle.
+    pub(super) synthesis_requests: Vec<[usize; 4]>,
+    pub(super) gpu_requests: Vec<[usize; 4]>,
+    /// Per backend: the sets proved with (or prepared) there since its last eviction.
+    pub(super) resident: Vec<HashSet<u64>>,
+    /// Per backend: evictions so far (a proof that started before one does not mark its set).
+    pub(super) evict_epoch: Vec<u64>,
+}
+
+/// Notifications to make once the engine's lock is released (callbacks may call back into
+/// the engine).
+#[derive(Default)]
+pub(super) struct Deferred {
+    pub(super) progressed: Vec<(Arc<JobShared>, usize, usize)>,
+    pub(super) finished: Vec<(Arc<JobShared>, Result<Vec<Proof>>, usize)>,
+}
+
+impl Deferred {
+    pub(super) fn run(self) {
+        for (job, done, failed) in self.progressed {
+            job.note_done(done, failed);
+        }
+        for (job, result, done) in self.finished {
+            job.finish(result, done);
+        }
+    }
+}
+
+pub(super) struct Shared {
+    pub(super) state: Mutex<State>,
+    /// Wakes the dispatcher: a submission, a synthesis or proof done, budget released, shutdown.
+    pub(super) dispatch_cv: Condvar,
+    /// Wakes GPU workers: a partition ready, shutdown.
+    pub(super) gpu_cv: Condvar,
+    pub(super) start: Instant,
+    pub(super) pool: PinnedPool,
+    /// Synthesizes (never proves): the pool and the hints every GPU worker's prover shares.
+    pub(super) synth_prover: Prover,
+    pub(super) hints: CapacityHints,
+    pub(super) reuse_factor: f64,
+    pub(super) budget_timeout: Duration,
+    pub(super) synthesis_workers: usize,
+    pub(super) synthesis_per_constraint: usize,
+    /// One prover per backend (for preparing and evicting parameters).
+    pub(super) backend_provers: Vec<Prover>,
+}
+
+pub(super) fn ema(old: Option<f64>, sample: Duration) -> Option<f64> {
+    let x = sample.as_secs_f64();
+    Some(old.map_or(x, |e| EMA_ALPHA * x + (1.0 - EMA_ALPHA) * e))
+}
+
+pub(super) fn secs(x: Option<f64>) -> Option<Duration> {
+    x.and_then(|s| Duration::try_from_secs_f64(s).ok())
+}
+
+/// Runs `f` on a worker thread, a panic in it becoming [`Error::Panicked`] (`what` failed):
+/// the partition fails, the worker goes on.
+pub(super) fn unless_panic<T>(what: impl FnOnce() -> String, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    catch_unwind(AssertUnwindSafe(f))
+        .unwrap_or_else(|p| Err(Error::Panicked(format!("{}: {}", what(), panic_message(&*p)))))
+}
+
+impl State {
+    /// One partition of job `id` left the engine; finishes the job when it was the last.
+    pub(super) fn partition_left(&mut self, id: u64, deferred: &mut Deferred) {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        job.outstanding = job.outstanding.saturating_sub(1);
+        if job.outstanding == 0 {
+            self.finalize(id, deferred);
+        }
+    }
+
+    /// Removes job `id` and reports its outcome.
+    pub(super) fn finalize(&mut self, id: u64, deferred: &mut Deferred) {
+        let Some(mut job) = self.jobs.remove(&id) else {
+            return;
+        };
+        let wall = job.submitted.elapsed();
+        let result = match job.error.take() {
+            Some(e) => {
+                self.counters.jobs_failed += 1;
+                log::info!(
+                    "engine: job {id} '{}' failed after {:.2} s: {e}",
+                    job.label,
+                    wall.as_secs_f64()
+                );
+                Err(e)
+            }
+            None => {
+                let proofs: Option<Vec<Proof>> = job.proofs.iter().copied().collect();
+                match proofs {
+                    Some(proofs) => {
+                        self.counters.jobs_done += 1;
+                        log::info!(
+                            "engine: job {id} '{}' done: {} proofs in {:.2} s (synthesis {:.2} s, proving {:.2} s, summed over partitions)",
+                            job.label,
+                            proofs.len(),
+                            wall.as_secs_f64(),
+                            job.synthesis_time.as_secs_f64(),
+                            job.gpu_time.as_secs_f64()
+                        );
+                        Ok(proofs)
+                    }
+                    None => {
+                        self.counters.jobs_failed += 1;
+                        Err(Error::Cancelled(format!(
+                            "job {id}: partitions left the engine unproved"
+                        )))
+                    }
+                }
+            }
+        };
+        deferred.finished.push((job.shared.clone(), result, job.done));
+    }
+
+    /// Fails job `id` with `err` (the first error wins): drops its pending partitions and its
+    /// partitions waiting for a GPU (their buffers back to the pool, then their budget
+    /// released). Partitions in synthesis or on a GPU are dropped when they come back.
+    pub(super) fn fail_job(&mut self, id: u64, err: Error, now: Duration, deferred: &mut Deferred) {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        if job.error.is_none() {
+            log::debug!("engine: job {id} '{}' fails: {err}", job.label);
+            job.error = Some(err);
+        }
+        let pending = std::mem::take(&mut job.pending).len();
+        job.outstanding -= pending;
+        job.unproved += pending;
+        self.counters.dropped += pending as u64;
+        let mut i = 0;
+        while i < self.ready.len() {
+            if self.ready[i].job != id {
+                i += 1;
+                continue;
+            }
+            let item = self.ready.swap_remove(i);
+            if item.paced {
+                // Leaves the pacer's waiting count (no GPU time is reported for it).
+                self.pacer.on_gpu_start(now);
+            }
+            let reserved = item.reserved;
+            drop(item); // buffers back to the pool before the budget says they are free
+            self.budget.release(reserved);
+            self.counters.dropped += 1;
+            if let Some(job) = self.jobs.get_mut(&id) {
+                job.outstanding -= 1;
+                job.unproved += 1;
+            }
+        }
+        match self.jobs.get(&id) {
+            Some(j) if j.outstanding == 0 => self.finalize(id, deferred),
+            Some(j) => deferred.progressed.push((j.shared.clone(), j.done, j.unproved)),
+            None => {}
+        }
+    }
+
+    /// One partition of job `id` left the engine unproved (failed, or dropped after its job
+    /// failed); the caller then calls [`State::partition_left`].
+    pub(super) fn note_unproved(&mut self, id: u64, deferred: &mut Deferred) {
+        if let Some(job) = self.jobs.get_mut(&id) {
+            job.unproved += 1;
+            deferred.progressed.push((job.shared.clone(), job.done, job.unproved));
+        }
+    }
+
+    /// The job whose next partition is dispatched next: highest priority, then oldest.
+    pub(super) fn head_job(&self) -> Option<u64> {
+        self.jobs
+            .iter()
+            .filter(|(_, j)| j.error.is_none() && !j.pending.is_empty())
+            .max_by_key(|(&id, j)| (j.priority, std::cmp::Reverse(id)))
+            .map(|(&id, _)| id)
+    }
+}

@@ -1,0 +1,111 @@
+//! What [`Engine::stats`](super::Engine::stats) reports: the engine's queues, budget,
+//! parameter sets and GPU workers.
+
+use std::time::Duration;
+
+use super::pacer::PacerState;
+use crate::pool::PoolStats;
+
+/// One GPU worker's share of the work.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerStats {
+    /// Index of its backend in [`EngineConfig::backends`](super::EngineConfig::backends).
+    pub backend: usize,
+    /// The backend's name.
+    pub backend_name: &'static str,
+    /// Time spent proving since the engine started (a proof under way counts up to now).
+    pub busy: Duration,
+    /// `busy` over the time since the engine started.
+    pub busy_fraction: f64,
+    /// Partitions it finished (proved or failed).
+    pub partitions: u64,
+    /// Whether its backend is lost (a sticky GPU error): the worker stopped taking partitions.
+    pub lost: bool,
+}
+
+/// One parameter set in the engine's cache ([`EngineStats::params`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamSetStats {
+    /// [`Parameters::id`](crate::Parameters::id).
+    pub id: u64,
+    /// Host bytes charged to the budget.
+    pub host_bytes: usize,
+    /// Non-CPU backends it is (at most) resident on (see [`EngineStats::params_device_bytes`]).
+    pub resident_backends: usize,
+    /// Partitions of the engine's jobs using it (pending or in flight); 0: idle, evictable.
+    pub partitions: usize,
+    /// Time since a job used it last (submission, dispatch or proof).
+    pub idle_for: Duration,
+}
+
+/// A snapshot of the engine ([`Engine::stats`](super::Engine::stats)).
+#[derive(Debug, Clone)]
+pub struct EngineStats {
+    /// Partitions submitted and not yet dispatched.
+    pub pending: usize,
+    /// Partitions dispatched and being synthesized.
+    pub in_synthesis: usize,
+    /// Synthesized partitions waiting for a GPU worker.
+    pub waiting: usize,
+    /// Partitions being proved.
+    pub on_gpu: usize,
+    /// Jobs not yet over.
+    pub jobs_active: usize,
+    /// Jobs whose proofs all came back.
+    pub jobs_done: u64,
+    /// Jobs that failed or were cancelled (not those refused at submission, which never
+    /// entered the engine).
+    pub jobs_failed: u64,
+    /// Partitions proved.
+    pub partitions_done: u64,
+    /// Partitions whose own synthesis or proof failed.
+    pub partitions_failed: u64,
+    /// Partitions dropped unproved because their job failed or was cancelled.
+    pub partitions_dropped: u64,
+    /// The pacer's state.
+    pub pacer: PacerState,
+    /// The pool's counters.
+    pub pool: PoolStats,
+    /// Per GPU worker.
+    pub workers: Vec<WorkerStats>,
+    /// Moving average of a partition's synthesis time.
+    pub synthesis_time_ema: Option<Duration>,
+    /// Moving average of a partition's proving (GPU worker) time.
+    pub gpu_time_ema: Option<Duration>,
+    /// Bytes reserved in the budget now: partitions, synthesis in flight, parameter sets (the
+    /// pool's idle buffers are not reserved; see [`budget`](super::budget)).
+    pub budget_used: usize,
+    /// Of `budget_used`: bytes reserved for circuits' own memory while they synthesize
+    /// ([`EngineConfig::synthesis_bytes_per_constraint`](super::EngineConfig::synthesis_bytes_per_constraint)).
+    pub synthesis_reserved: usize,
+    /// Parameter sets the engine holds.
+    pub params_sets: usize,
+    /// Per set the engine holds, least recently used first.
+    pub params: Vec<ParamSetStats>,
+    /// Of `budget_used`: the host bytes of those sets, each set once.
+    pub params_host_bytes: usize,
+    /// Device bytes of the sets the engine holds that it proved with (or prepared) on each
+    /// non-CPU backend since that backend's last eviction, summed over backends. An upper
+    /// bound: a backend evicts idle sets under its own memory limit and streams sets too large
+    /// to be resident (`CudaBackend::resident_bytes` is exact for one backend).
+    pub params_device_bytes: usize,
+    /// Dispatches that found no room in the budget and nothing to evict, and waited (counted
+    /// once per wait, when the wait starts).
+    pub budget_waits: u64,
+    /// Idle pool bytes freed under budget pressure.
+    pub evicted_pool_bytes: usize,
+    /// Parameter sets evicted under budget pressure.
+    pub evicted_params: u64,
+    /// Host bytes those evictions freed: sets that no one else held (a set the caller still
+    /// holds a clone of leaves the budget, but its memory stays with the caller).
+    pub evicted_params_host_bytes: usize,
+    /// The most bytes ever reserved at once. Above `budget_limit` only by bytes that existed
+    /// before the budget counted them: partitions submitted synthesized already (each one
+    /// alone fits the budget, or its job is refused), parameter sets, a partition that grew
+    /// past its reservation.
+    pub budget_peak: usize,
+    /// The budget.
+    pub budget_limit: usize,
+    /// Time since the engine started.
+    pub uptime: Duration,
+}

@@ -1,0 +1,264 @@
+//! The engine's workers: a partition's synthesis (and its true-up in the budget), the GPU
+//! workers' proving loop, and how a lost backend, cancellation and shutdown end work.
+
+use std::time::Instant;
+
+use blstrs::Scalar;
+
+use super::budget::assignment_bytes;
+use super::job::Canceller;
+use super::state::{ema, unless_panic, Deferred, Pending, Ready, Shared, State};
+use crate::error::Error;
+use crate::params::Parameters;
+use crate::prover::Prover;
+
+impl Shared {
+    pub(super) fn synthesize(
+        &self,
+        id: u64,
+        partition: Pending,
+        params: Parameters,
+        reserved: usize,
+        synth_bytes: usize,
+        requests: [usize; 4],
+    ) {
+        let start = Instant::now();
+        let Pending { index, synthesize, .. } = partition;
+        let result = unless_panic(
+            || format!("synthesis of partition {index}"),
+            || synthesize(&self.synth_prover, &params),
+        );
+        let elapsed = start.elapsed();
+        let mut deferred = Deferred::default();
+        let mut st = self.state.lock();
+        let now = self.now();
+        st.in_synthesis -= 1;
+        st.synthesis_reserved -= synth_bytes;
+        if let Some(i) = st.synthesis_requests.iter().position(|r| *r == requests) {
+            st.synthesis_requests.swap_remove(i);
+        }
+        st.synthesis_ema = ema(st.synthesis_ema, elapsed);
+        let alive = st.jobs.get(&id).is_some_and(|j| j.error.is_none()) && !st.shutdown;
+        // A clone of the parameters not handed on is dropped before the job's waiter wakes, so
+        // the engine's cache knows who else holds the set.
+        let mut leftover = None;
+        match result {
+            Ok(assignment) if alive => {
+                let held = assignment_bytes(&assignment);
+                let reserved = st.budget.adjust(reserved, held);
+                st.pacer.on_synthesis_done(now);
+                let job = st.jobs.get_mut(&id).expect("alive job exists");
+                job.synthesis_time += elapsed;
+                let item = Ready {
+                    job: id,
+                    index,
+                    priority: job.priority,
+                    params,
+                    r: job.r[index],
+                    s: job.s[index],
+                    assignment,
+                    reserved,
+                    paced: true,
+                };
+                log::debug!(
+                    "engine: job {id} partition {index} synthesized in {:.1} ms ({held} bytes)",
+                    elapsed.as_secs_f64() * 1e3
+                );
+                st.ready.push(item);
+                self.gpu_cv.notify_one();
+            }
+            Ok(assignment) => {
+                leftover = Some(params);
+                st.pacer.on_synthesis_failed(now);
+                drop(assignment); // buffers back before the budget says they are free
+                st.budget.release(reserved);
+                st.counters.dropped += 1;
+                st.note_unproved(id, &mut deferred);
+                st.partition_left(id, &mut deferred);
+            }
+            Err(e) => {
+                leftover = Some(params);
+                st.pacer.on_synthesis_failed(now);
+                st.budget.release(reserved);
+                st.counters.failed += 1;
+                log::info!("engine: job {id} partition {index} failed in synthesis: {e}");
+                st.note_unproved(id, &mut deferred);
+                st.fail_job(id, e, now, &mut deferred);
+                st.partition_left(id, &mut deferred);
+            }
+        }
+        drop(st);
+        drop(leftover);
+        self.dispatch_cv.notify_all();
+        deferred.run();
+    }
+
+    pub(super) fn gpu_worker(&self, worker: usize, prover: Prover) {
+        loop {
+            let mut st = self.state.lock();
+            if prover.is_backend_lost() {
+                self.retire(&mut st, worker, &prover);
+                return;
+            }
+            let item = loop {
+                if st.shutdown {
+                    return;
+                }
+                let best = st.ready.iter().enumerate().max_by_key(|(_, r)| r.key()).map(|(i, _)| i);
+                match best {
+                    Some(i) => break st.ready.swap_remove(i),
+                    None => self.gpu_cv.wait(&mut st),
+                }
+            };
+            let now = self.now();
+            if item.paced {
+                st.pacer.on_gpu_start(now);
+            }
+            st.on_gpu += 1;
+            st.workers[worker].since = Some(Instant::now());
+            let a = &item.assignment;
+            let abc = [a.a.capacity(), a.b.capacity(), a.c.capacity(), 0].map(|n| n * std::mem::size_of::<Scalar>());
+            st.gpu_requests.push(abc);
+            let backend = st.workers[worker].backend;
+            let epoch = st.evict_epoch[backend];
+            drop(st);
+            self.dispatch_cv.notify_all();
+
+            let Ready {
+                job: id,
+                index,
+                assignment,
+                params,
+                r,
+                s,
+                reserved,
+                ..
+            } = item;
+            let start = Instant::now();
+            // The assignment is dropped inside (its buffers back to the pool) on every path.
+            let result = unless_panic(
+                || format!("proving partition {index} on {}", prover.backend_name()),
+                || prover.prove_synthesized(vec![assignment], &params, &[r], &[s]),
+            );
+            let elapsed = start.elapsed();
+
+            let mut deferred = Deferred::default();
+            let mut st = self.state.lock();
+            let now = self.now();
+            st.on_gpu -= 1;
+            if let Some(i) = st.gpu_requests.iter().position(|r| *r == abc) {
+                st.gpu_requests.swap_remove(i);
+            }
+            st.pacer.on_gpu_done(now, elapsed);
+            st.gpu_ema = ema(st.gpu_ema, elapsed);
+            let books = &mut st.workers[worker];
+            books.busy += elapsed;
+            books.since = None;
+            books.partitions += 1;
+            st.budget.release(reserved);
+            st.touch_params(params.id());
+            if result.is_ok() && st.evict_epoch[backend] == epoch && st.params.contains_key(&params.id()) {
+                st.resident[backend].insert(params.id());
+            }
+            let alive = st.jobs.get(&id).is_some_and(|j| j.error.is_none());
+            match result {
+                Ok((mut proofs, _)) if alive => {
+                    st.counters.done += 1;
+                    let job = st.jobs.get_mut(&id).expect("alive job exists");
+                    job.gpu_time += elapsed;
+                    job.proofs[index] = proofs.pop();
+                    job.done += 1;
+                    deferred.progressed.push((job.shared.clone(), job.done, job.unproved));
+                    log::debug!(
+                        "engine: job {id} partition {index} proved on {} in {:.1} ms",
+                        prover.backend_name(),
+                        elapsed.as_secs_f64() * 1e3
+                    );
+                }
+                Ok(_) => {
+                    st.counters.dropped += 1;
+                    st.note_unproved(id, &mut deferred);
+                }
+                Err(e) => {
+                    st.counters.failed += 1;
+                    st.note_unproved(id, &mut deferred);
+                    log::info!(
+                        "engine: job {id} partition {index} failed on {}: {e}",
+                        prover.backend_name()
+                    );
+                    st.fail_job(id, e, now, &mut deferred);
+                }
+            }
+            st.partition_left(id, &mut deferred);
+            drop(st);
+            // Before the job's waiter wakes (see `synthesize`).
+            drop(params);
+            self.dispatch_cv.notify_all();
+            deferred.run();
+        }
+    }
+
+    /// Worker `worker`'s backend is lost: it takes no more partitions. When it was the last,
+    /// every job fails (nothing could prove its partitions) and new jobs are refused.
+    pub(super) fn retire(&self, st: &mut parking_lot::MutexGuard<'_, State>, worker: usize, prover: &Prover) {
+        log::error!(
+            "engine: GPU worker {worker} stops: its {} backend is lost",
+            prover.backend_name()
+        );
+        st.workers[worker].lost = true;
+        st.live_workers -= 1;
+        if st.live_workers > 0 {
+            return;
+        }
+        let mut deferred = Deferred::default();
+        let now = self.now();
+        let ids: Vec<u64> = st.jobs.keys().copied().collect();
+        for id in ids {
+            let err = Error::NoGpu("every GPU worker's backend of this engine is lost".into());
+            st.fail_job(id, err, now, &mut deferred);
+        }
+        parking_lot::MutexGuard::unlocked(st, || {
+            self.dispatch_cv.notify_all();
+            deferred.run();
+        });
+    }
+
+    pub(super) fn shutdown(&self) {
+        let mut deferred = Deferred::default();
+        let mut st = self.state.lock();
+        st.shutdown = true;
+        let now = self.now();
+        let ids: Vec<u64> = st.jobs.keys().copied().collect();
+        for id in ids {
+            st.fail_job(id, Error::Cancelled("the engine shut down".into()), now, &mut deferred);
+            // Partitions still in synthesis or on a GPU come back to a job that is gone.
+            st.finalize(id, &mut deferred);
+        }
+        drop(st);
+        self.dispatch_cv.notify_all();
+        self.gpu_cv.notify_all();
+        deferred.run();
+    }
+}
+
+impl Canceller for Shared {
+    fn cancel(&self, id: u64) -> bool {
+        let mut deferred = Deferred::default();
+        let mut st = self.state.lock();
+        let running = st.jobs.get(&id).is_some_and(|j| j.error.is_none());
+        if running {
+            let now = self.now();
+            log::info!("engine: job {id} cancelled");
+            st.fail_job(
+                id,
+                Error::Cancelled(format!("job {id} cancelled by its handle")),
+                now,
+                &mut deferred,
+            );
+        }
+        drop(st);
+        self.dispatch_cv.notify_all();
+        deferred.run();
+        running
+    }
+}
