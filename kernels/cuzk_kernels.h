@@ -63,6 +63,14 @@ typedef struct cuzk_kresult {
 #define CUZK_K_ERR_INTERNAL      (-7)  /* a C++ exception (e.g. std::bad_alloc) was caught */
 #define CUZK_K_ERR_MIXED_DEVICES (-8)  /* msm_batch jobs on different devices */
 
+/* The working-set model: device bytes a proof needs besides its parameters, per element of its
+ * evaluation domain (conservative). The H phase peaks at 128 (a, b, c and the twiddles); the
+ * resident MSMs' scratch takes about 330 per scalar (classified scalars 40, the sort's keys and
+ * values 256 at 16 windows, the device copy of the scalars 32). The Rust side decides from it
+ * whether parameters stay resident or stream (src/prover/kernel_contract.rs mirrors it; a test
+ * pins the two). */
+#define CUZK_K_WORKING_BYTES_PER_DOMAIN_ELEMENT 400
+
 /* Opaque device-resident bases (an SRS vector kept on one GPU). */
 typedef struct cuzk_k_bases cuzk_k_bases;
 
@@ -205,8 +213,10 @@ cuzk_kresult cuzk_k_device_release_caches(int device);
 #define CUZK_K_PHASE_UPLOAD   1 /* bases upload, after the copy (index 0) */
 #define CUZK_K_PHASE_ABC_COPY 2 /* compute_h: all three a/b/c copies queued, none waited (0) */
 #define CUZK_K_PHASE_NTT      3 /* compute_h steps: 3k = iNTT of a/b/c (k = 0,1,2), 3k+1 its
-                                   last stages with the coset scale, 3k+2 NTT; 9 pointwise;
-                                   10 inverse NTT; 11 gather */
+                                   last stages with the coset scale, 3k+2 NTT; then: */
+#define CUZK_K_NTT_STEP_POINTWISE 9  /*   (A*B - C)/Z */
+#define CUZK_K_NTT_STEP_INVERSE   10 /*   the final inverse NTT */
+#define CUZK_K_NTT_STEP_GATHER    11 /*   H's coefficients gathered */
 #define CUZK_K_PHASE_H_MSM    4 /* compute_h_msm: before the H MSM (0) */
 #define CUZK_K_PHASE_MSM_JOB  5 /* msm_batch: job `index`, with job index+1's copy in flight */
 #define CUZK_K_PHASE_MSM      6 /* msm_g1 / msm_g2 (0) */

@@ -798,7 +798,7 @@ impl ProvingAssignment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::SplitMix;
+    use crate::rng::SplitMix;
 
     /// The ±1 shortcuts give the field element a product would: every coefficient kind, on
     /// inputs and aux, in A, B and C, against Σ coeff·value computed plainly.

@@ -7,7 +7,7 @@
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
 use ff::Field;
-use rand_core::{impls, RngCore};
+use rand_core::RngCore;
 
 /// A deterministic synthetic circuit: same parameters, same witness.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,39 +105,7 @@ impl Circuit<Scalar> for Synthetic {
     }
 }
 
-/// SplitMix64: a tiny deterministic generator for witnesses (not for secrets).
-#[derive(Debug, Clone)]
-pub struct SplitMix(u64);
-
-impl SplitMix {
-    /// Seeded generator.
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-}
-
-impl RngCore for SplitMix {
-    fn next_u32(&mut self) -> u32 {
-        (self.next_u64() >> 32) as u32
-    }
-
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn fill_bytes(&mut self, dest: &mut [u8]) {
-        impls::fill_bytes_via_next(self, dest)
-    }
-
-    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
-        self.fill_bytes(dest);
-        Ok(())
-    }
-}
+pub use crate::rng::SplitMix;
 
 /// Parameters of the right shape for `circuit` whose points are arbitrary (an arithmetic
 /// progression from a seed), made in seconds even at 2^24 constraints. Proofs made with them
@@ -157,7 +125,7 @@ pub fn random_parameters<C: Circuit<Scalar>>(circuit: C, seed: u64) -> crate::Re
 /// # Errors
 /// [`crate::Error::ParamsCorrupt`] never happens for a finished assignment (the shapes agree).
 pub fn random_parameters_for(cs: &crate::ProvingAssignment, seed: u64) -> crate::Result<crate::Parameters> {
-    use crate::prover::cpu::msm::{G1, G2};
+    use crate::curve::{G1, G2};
     use blstrs::{G1Projective, G2Projective};
     use group::Group;
 
@@ -191,7 +159,7 @@ pub fn random_parameters_for(cs: &crate::ProvingAssignment, seed: u64) -> crate:
 /// converted to affine with one shared inversion.
 fn progression<C>(start: C::Projective, step: C::Projective, n: usize) -> Vec<C::Affine>
 where
-    C: crate::prover::cpu::msm::Curve,
+    C: crate::curve::Curve,
     C::Projective: group::Group<Scalar = Scalar> + Sync,
     C::Affine: Send + Default,
 {

@@ -85,25 +85,9 @@ pub unsafe extern "C" fn cuzk_filecoin_prover_id(miner_id: u64, out: *mut u8, er
     call(err, || {
         // SAFETY: per the contract, 32 writable bytes (NULL is refused).
         let out = unsafe { super::boundary::slice_out(out, 32, "out")? };
-        out.copy_from_slice(&miner_prover_id(miner_id));
+        out.copy_from_slice(&crate::prover_id::prover_id_from_miner_id(miner_id));
         Ok(())
     })
-}
-
-/// The prover id of a miner actor id (see `cuzk_filecoin_prover_id`).
-pub(crate) fn miner_prover_id(miner_id: u64) -> [u8; 32] {
-    let mut out = [0u8; 32];
-    let mut v = miner_id;
-    for b in out.iter_mut() {
-        let byte = (v & 0x7f) as u8;
-        v >>= 7;
-        if v == 0 {
-            *b = byte;
-            break;
-        }
-        *b = byte | 0x80;
-    }
-    out
 }
 
 fn bytes32(p: *const u8, name: &'static str) -> AbiResult<[u8; 32]> {
@@ -430,22 +414,12 @@ mod tests {
     #[test]
     fn prover_id_matches_the_library_one() {
         for id in [0, 1, 127, 128, 1000, 1 << 40, u64::MAX] {
-            #[cfg(feature = "filecoin")]
-            assert_eq!(miner_prover_id(id), crate::filecoin::prover_id_from_miner_id(id));
             let mut out = [0xaau8; 32];
             // SAFETY: 32 writable bytes; NULL err.
             let status = unsafe { cuzk_filecoin_prover_id(id, out.as_mut_ptr(), std::ptr::null_mut()) };
             assert_eq!(status, cuzk_status::Ok);
-            assert_eq!(out, miner_prover_id(id));
+            assert_eq!(out, crate::prover_id::prover_id_from_miner_id(id));
         }
-        // f01000: 1000 = 0b111_1101000 → LEB128 e8 07.
-        assert_eq!(&miner_prover_id(1000)[..3], &[0xe8, 0x07, 0]);
-        assert_eq!(&miner_prover_id(128)[..3], &[0x80, 0x01, 0]);
-        assert_eq!(miner_prover_id(0), [0u8; 32]);
-        let max = miner_prover_id(u64::MAX);
-        assert_eq!(&max[..9], &[0xff; 9]);
-        assert_eq!(max[9], 0x01);
-        assert!(max[10..].iter().all(|&b| b == 0));
     }
 
     #[test]

@@ -136,3 +136,32 @@ impl AbiError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_filecoin_parameter_file_error_has_the_status_of_what_is_wrong_with_it() {
+        let wrapped = |source: Error| Error::FilecoinParams {
+            path: "v28-x.params".into(),
+            source: Box::new(source),
+            help: "",
+        };
+        let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let io = wrapped(Error::ParamsIo {
+            path: "v28-x.params".into(),
+            source: missing,
+        });
+        assert_eq!(cuzk_status::of(&io), cuzk_status::ParamsIo);
+        let truncated = wrapped(Error::ParamsTruncated {
+            expected: "H".into(),
+            found: "end".into(),
+        });
+        assert_eq!(cuzk_status::of(&truncated), cuzk_status::ParamsTruncated);
+        assert_eq!(
+            cuzk_status::of(&wrapped(Error::ParamsCorrupt("x".into()))),
+            cuzk_status::ParamsCorrupt
+        );
+    }
+}

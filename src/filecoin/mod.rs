@@ -99,12 +99,7 @@ impl Report {
     }
 }
 
-/// The 32-byte prover id filecoin-ffi's Go side makes from a miner actor id (`toProverID`):
-/// the payload of the ID address `f0<id>`, i.e. the unsigned LEB128 varint of the id,
-/// zero-padded to 32 bytes.
-pub fn prover_id_from_miner_id(miner_id: u64) -> ProverId {
-    crate::ffi::filecoin::miner_prover_id(miner_id)
-}
+pub use crate::prover_id::prover_id_from_miner_id;
 
 /// Runs filecoin-proofs code on caller-supplied data: its asserts (a malformed vanilla proof
 /// can trip them) become [`Error::Filecoin`] instead of a panic through the caller.

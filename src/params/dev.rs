@@ -17,9 +17,9 @@ use group::{Curve, Group};
 use rayon::prelude::*;
 
 use super::{Parameters, VerifyingKey};
+use crate::curve::{Curve as _, G1, G2};
 use crate::error::{Error, Result};
-use crate::prover::cpu::msm::{Curve as _, G1, G2};
-use crate::testing::SplitMix;
+use crate::rng::SplitMix;
 
 /// Records a circuit's shape (which variable, with which non-zero coefficient, in which
 /// constraint of A, B or C), never its values.

@@ -8,6 +8,7 @@
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod kernel_contract;
 
 use std::fmt;
 use std::sync::Arc;

@@ -27,6 +27,7 @@ use ff::Field;
 use group::Group;
 use parking_lot::Mutex;
 
+use super::kernel_contract::{err, phase};
 use super::{Backend, Commitments, Timings};
 use crate::assignment::{DensityTracker, ProvingAssignment};
 use crate::error::{Error, Result};
@@ -44,12 +45,12 @@ const OUT_OF_MEMORY: i32 = 2;
 /// Where a failed kernel call was, from the phase the kernels report (`CUZK_K_PHASE_*`).
 fn phase_name(r: &ffi::KResult, jobs: &[&str]) -> String {
     match r.phase {
-        1 => "parameter upload".into(),
-        2 => "a/b/c copy to the device".into(),
-        3 => match r.index {
-            9 => "H: pointwise (A·B − C)/Z".into(),
-            10 => "H: inverse NTT".into(),
-            11 => "H: gather".into(),
+        phase::UPLOAD => "parameter upload".into(),
+        phase::ABC_COPY => "a/b/c copy to the device".into(),
+        phase::NTT => match r.index {
+            phase::NTT_POINTWISE => "H: pointwise (A·B − C)/Z".into(),
+            phase::NTT_INVERSE => "H: inverse NTT".into(),
+            phase::NTT_GATHER => "H: gather".into(),
             i => {
                 let v = ["a", "b", "c"].get((i / 3) as usize).copied().unwrap_or("?");
                 let step = ["inverse NTT", "inverse NTT (last stages, coset scale)", "coset NTT"]
@@ -57,12 +58,12 @@ fn phase_name(r: &ffi::KResult, jobs: &[&str]) -> String {
                 format!("H: {step} of {v} (NTT step {i})")
             }
         },
-        4 => "H MSM".into(),
-        5 => match jobs.get(r.index as usize) {
+        phase::H_MSM => "H MSM".into(),
+        phase::MSM_JOB => match jobs.get(r.index as usize) {
             Some(name) => format!("MSM {name} (batched job {})", r.index),
             None => format!("batched MSM job {}", r.index),
         },
-        6 => "MSM".into(),
+        phase::MSM => "MSM".into(),
         _ => "setup".into(),
     }
 }
@@ -191,25 +192,25 @@ pub fn device_memory(device: usize) -> Result<(usize, usize)> {
 /// the next kernel call that reaches a phase fail there with a chosen CUDA error, once.
 #[cfg(feature = "fault-injection")]
 pub mod fault {
-    use super::ffi;
+    use super::{ffi, phase};
 
     /// Where to fail (`CUZK_K_PHASE_*` in `kernels/cuzk_kernels.h`).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     #[repr(i32)]
     pub enum Phase {
         /// Parameter upload, after the copy.
-        Upload = 1,
+        Upload = phase::UPLOAD,
         /// All three a/b/c copies queued, none finished.
-        AbcCopy = 2,
+        AbcCopy = phase::ABC_COPY,
         /// An H step: index 3k, 3k+1, 3k+2 (k = a, b, c) = inverse NTT, its last stages with the
         /// coset scale, coset NTT; 9 pointwise, 10 inverse NTT, 11 gather.
-        Ntt = 3,
+        Ntt = phase::NTT,
         /// Before the H MSM.
-        HMsm = 4,
+        HMsm = phase::H_MSM,
         /// Batched MSM job `index` (0 L, 1–2 A, 3–4 B_G1, 5–6 B_G2), the next job's copy in flight.
-        MsmJob = 5,
+        MsmJob = phase::MSM_JOB,
         /// A single MSM call.
-        Msm = 6,
+        Msm = phase::MSM,
     }
 
     /// `cudaErrorMemoryAllocation`.
@@ -378,7 +379,7 @@ impl DeviceBases {
         if on_device != self.len {
             return Err(Error::Cuda {
                 call: "cuzk_k_bases_len",
-                code: -3,
+                code: err::RANGE,
                 message: format!("uploaded {} points, the device holds {on_device}", self.len),
             });
         }
@@ -387,7 +388,7 @@ impl DeviceBases {
         if streamed != self._host.is_some() {
             return Err(Error::Cuda {
                 call: "cuzk_k_bases_streamed",
-                code: -7,
+                code: err::INTERNAL,
                 message: format!("the kernels report streamed = {streamed} for this handle"),
             });
         }
@@ -613,11 +614,9 @@ pub struct DeviceMemStats {
     pub pool_reserved_high: usize,
 }
 
-/// Device bytes a proof needs besides the parameters, per element of its evaluation domain
-/// (conservative): the H phase peaks at 128 (a, b, c and the twiddles), the resident MSMs'
-/// scratch takes about 330 per scalar (classified scalars 40, the sort's keys and values 256 at
-/// 16 windows, the device copy of the scalars 32).
-pub const WORKING_BYTES_PER_DOMAIN_ELEMENT: usize = 400;
+/// Device bytes a proof needs besides the parameters, per element of its evaluation domain:
+/// the kernels' working-set model (`CUZK_K_WORKING_BYTES_PER_DOMAIN_ELEMENT`).
+pub const WORKING_BYTES_PER_DOMAIN_ELEMENT: usize = super::kernel_contract::WORKING_BYTES_PER_DOMAIN_ELEMENT;
 
 /// Parses a byte count: a plain integer, or with a suffix K/M/G/T (powers of 1024; "GiB",
 /// "GB" and "G" all mean 2^30).
