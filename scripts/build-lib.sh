@@ -110,7 +110,7 @@ cp include/cuzk.h "$out/include/"
 # libcuda at link time: the driver's where there is one, else the toolkit's stub (the real
 # libcuda.so.1 is found at run time).
 libs="$native"
-if [[ ",$features," == *",cuda,"* ]] && ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\b'; then
+if [[ " $native " == *" -lcuda "* ]] && ! ldconfig -p 2>/dev/null | grep 'libcuda\.so\b' >/dev/null; then
   nvcc="${NVCC:-$(command -v nvcc || true)}"
   root="${CUDA_PATH:-${nvcc:+$(dirname "$(dirname "$nvcc")")}}"
   for d in "$root/lib64/stubs" "$root/lib/stubs" "$root/targets/x86_64-linux/lib/stubs"; do
