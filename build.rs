@@ -58,9 +58,9 @@ mod cuda {
             }
         }
         fail(&format!(
-            "nvcc not found (tried {candidates:?}). Install a CUDA toolkit (≥ 12), or set NVCC to its \
-             nvcc; on the cuzk dev machines run ../shared/tools/cuda-toolkit.sh and \
-             `source <(../shared/tools/cuda-toolkit.sh --env)`. Without CUDA, build without `--features cuda`."
+            "nvcc not found (tried {candidates:?}). Install a CUDA toolkit (≥ 12) and put its bin/ on \
+             PATH, or set NVCC (or CUDA_PATH) to it; docs/DEVELOPING.md says how. Without CUDA, \
+             build without `--features cuda`."
         ))
     }
 
@@ -91,6 +91,13 @@ mod cuda {
         let mut sources = Vec::new();
         for entry in std::fs::read_dir(kernels).unwrap_or_else(|e| fail(&format!("cannot read kernels/: {e}"))) {
             let path = entry.expect("directory entry").path();
+            if path.is_dir() {
+                // Header folders (kernels/msm/): cargo watches a directory's files recursively.
+                if path.file_name().and_then(|n| n.to_str()) != Some("test") {
+                    println!("cargo:rerun-if-changed={}", path.display());
+                }
+                continue;
+            }
             match path.extension().and_then(|e| e.to_str()) {
                 Some("cu") => sources.push(path.clone()),
                 Some("cuh") | Some("h") => {}

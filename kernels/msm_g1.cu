@@ -1,5 +1,5 @@
 // cuzk kernels: G1 MSM instantiation (F = Fp).
-#include "msm.cuh"
+#include "msm/stream.cuh"
 namespace cuzk {
 template cuzk_kresult msm_run<fp_t>(dev_ctx *, const void *, size_t, size_t, const void *,
                                     const void *, size_t, const uint64_t *, void *, bool,

@@ -1,0 +1,180 @@
+// cuzk kernels, MSM: the streamed driver, msm_stream<F>: bases stay in (page-locked) host memory
+// and go to the device in chunks, double-buffered on the copy stream, each chunk's MSM run by
+// msm_run and added to the result; a batch's next streamed MSM can take its first chunk copied
+// during this one's last.
+#pragma once
+#include "msm/run.cuh"
+#include <vector>
+#include <algorithm>
+#include <cstring>
+#include <cstdio>
+
+namespace cuzk {
+
+// keys and values (4 arrays x 4 bytes x 16 windows at c = 16).
+template <class F> constexpr size_t stream_bytes_per_base() { return 2 * sizeof(affine_t<F>) + 4 * 40 + 256; }
+
+// Bases per chunk of a streamed MSM with `avail` bytes of device memory at hand (less a reserve
+// for the bucket arrays and cub's scratch; at least 2^12), or CUZK's forced chunk_points.
+template <class F> size_t stream_chunk_bases(const dev_ctx *ctx, size_t avail)
+{
+    size_t c = ctx->mem.chunk_points;
+    if (!c) c = avail > STREAM_RESERVE ? (avail - STREAM_RESERVE) / stream_bytes_per_base<F>() : 0;
+    return std::max<size_t>(c & ~(size_t)63, 4096);
+}
+
+template <class F>
+cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases_v, size_t bases_len, size_t base_offset,
+                        const void *d_scalars, size_t n, const uint64_t *h_density,
+                        void *out_jacobian, stream_carry *in, stream_carry *out, const stream_next *next)
+{
+    cudaStream_t s = ctx->s_comp, sc = ctx->s_copy;
+    const affine_t<F> *h_bases = static_cast<const affine_t<F> *>(h_bases_v);
+    if (n > 0x7fffffffu || bases_len > 0x7fffffffu)
+        return arg_err(CUZK_K_ERR_TOO_LARGE, "msm: more than 2^31-1 scalars or bases");
+    const size_t nwords = (n + 63) / 64;
+    size_t nsel = selected_count(h_density, n);
+    if (base_offset > bases_len || nsel > bases_len - base_offset)
+        return arg_err(CUZK_K_ERR_RANGE, "msm: base_offset + selected scalars > bases_len");
+    // The carried first chunk is used only if it is this MSM's (same bases, same piece) and no
+    // larger than a chunk of this MSM (its compute needs a chunk's working memory).
+    bool carried = false;
+    if (in && in->h && in->buf.p && nsel) {
+        stream_piece p = next_piece(h_density, n, 0, 0, in->cap);
+        carried = in->h == (const void *)(h_bases + base_offset) && p.cnt == in->piece.cnt &&
+                  p.nb == in->piece.nb && p.nb <= nsel && p.nb * sizeof(affine_t<F>) <= in->buf.bytes;
+    }
+    if (nsel == 0) {
+        if (in) in->clear();
+        memset(out_jacobian, 0, sizeof(jac_t<F>));
+        return ok();
+    }
+
+    // Chunk size: what the memory limit (or the device) leaves (a carried chunk's buffer counts
+    // as free: it is one of the two staging buffers).
+    size_t avail = 0;
+    CUZK_TRY(headroom(ctx, &avail));
+    if (carried) avail += in->buf.bytes;
+    size_t chunk_mem = stream_chunk_bases<F>(ctx, avail);
+    if (carried && in->piece.nb > chunk_mem) carried = false;
+    if (in && !carried) in->clear();
+    // Chunks of about equal size (the last one is not a sliver, so it can hide the next MSM's
+    // first copy).
+    size_t chunk = chunk_mem;
+    {
+        size_t rest = nsel - (carried ? in->piece.nb : 0), k = (rest + chunk - 1) / chunk;
+        if (k > 1) chunk = std::min<size_t>(chunk, ((rest + k - 1) / k + 63) & ~(size_t)63);
+    }
+    chunk = std::min<size_t>(chunk, (nsel + 63) & ~(size_t)63);
+
+    // Chunks: ranges of whole density words, each selecting at most `chunk` bases and holding
+    // at most 4 * chunk scalars; the carried piece first.
+    std::vector<stream_piece> plan;
+    {
+        size_t w = 0, b = 0;
+        if (carried) {
+            plan.push_back(in->piece);
+            w = (in->piece.cnt + 63) / 64;
+            b = in->piece.nb;
+        }
+        while (w < nwords) {
+            stream_piece p = next_piece(h_density, n, w, b, chunk);
+            plan.push_back(p);
+            w = (p.i0 + p.cnt + 63) / 64;
+            b += p.nb;
+        }
+    }
+
+    profiler prof(sizeof(F) == 48 ? "msm_stream_g1" : "msm_stream_g2", s, ctx->k.profile);
+    if (ctx->k.profile)
+        fprintf(stderr, "cuzk kernels: streamed MSM of %zu bases: %zu chunks%s\n", nsel, plan.size(),
+                carried ? ", the first carried in" : "");
+    // Chunk k's bases: the carried buffer (k = 0 when carried), else stage[j % 2] with
+    // j = k - (carried ? 1 : 0).
+    const size_t first = carried ? 1 : 0;
+    size_t stage_pts = 0;
+    for (size_t k = first; k < plan.size(); k++) stage_pts = std::max(stage_pts, plan[k].nb);
+    // stage[1] is allocated at its first use: by then a carried chunk's buffer has gone back.
+    dbuf stage[2];
+    if (plan.size() > first) CUZK_CK(stage[0].alloc(ctx, stage_pts * sizeof(affine_t<F>)));
+    memset(out_jacobian, 0, sizeof(jac_t<F>));  // Z = 0: infinity; each chunk adds its sum
+    // The density words go to the device once, now, while the copy engine is idle: inside a
+    // chunk's msm_run that small copy would queue behind the next chunk's bases (60 ms a
+    // chunk at 2^26, measured).
+    dbuf d_dens;
+    if (h_density) {
+        CUZK_CK(d_dens.alloc(ctx, nwords * 8));
+        CUZK_CK(cudaMemcpyAsync(d_dens.p, h_density, nwords * 8, cudaMemcpyHostToDevice, s));
+    }
+    copy_join join{sc};  // the staging buffers are written on the copy stream
+    event_list evs;
+    cudaEvent_t e_alloc, e_copied[2];
+    CUZK_CK(evs.add(&e_alloc));
+    CUZK_CK(evs.add(&e_copied[0]));
+    CUZK_CK(evs.add(&e_copied[1]));
+    CUZK_CK(cudaEventRecord(e_alloc, s));
+    CUZK_CK(cudaStreamWaitEvent(sc, e_alloc, 0));
+    auto queue_copy = [&](size_t k) -> cuzk_kresult {
+        if (k < first || k >= plan.size() || plan[k].nb == 0) return ok();
+        const stream_piece &p = plan[k];
+        const size_t j = k - first;
+        if (!stage[j % 2].p) {
+            CUZK_CK(stage[j % 2].alloc(ctx, stage_pts * sizeof(affine_t<F>)));
+            CUZK_CK(cudaEventRecord(e_alloc, s));
+            CUZK_CK(cudaStreamWaitEvent(sc, e_alloc, 0));
+        }
+        CUZK_CK(cudaMemcpyAsync(stage[j % 2].p, h_bases + base_offset + p.b0, p.nb * sizeof(affine_t<F>),
+                                cudaMemcpyHostToDevice, sc));
+        CUZK_CK(cudaEventRecord(e_copied[j % 2], sc));
+        return ok();
+    };
+    // The next MSM's first chunk into `out`, during this MSM's last chunk: the buffer is a
+    // chunk's size (the stage buffer no chunk uses any more goes back first, so the memory
+    // stays within two chunk buffers).
+    auto queue_carry = [&](size_t last) -> cuzk_kresult {
+        if (!out || !next || !next->n) return ok();
+        out->clear();
+        // At most a buffer of this MSM, and a little under its chunk so that the next MSM
+        // (planned after, with about the same memory) takes it.
+        const size_t bytes = std::max(stage_pts, carried ? in->piece.nb : (size_t)0) * sizeof(affine_t<F>);
+        const size_t cap = std::min(bytes / next->elem, chunk_mem / 16 * 15);
+        if (cap < 64) return ok();
+        stream_piece p = next_piece(next->density, next->n, 0, 0, cap);
+        if (p.nb == 0 || p.nb > cap) return ok();
+        if (last >= first + 1) stage[(last - first + 1) % 2].release();  // free: its chunk is done
+        if (!try_alloc(out->buf, ctx, p.nb * next->elem)) return ok();
+        CUZK_CK(cudaEventRecord(e_alloc, s));
+        CUZK_CK(cudaStreamWaitEvent(sc, e_alloc, 0));
+        CUZK_CK(cudaMemcpyAsync(out->buf.p, next->h_bases, p.nb * next->elem, cudaMemcpyHostToDevice, sc));
+        CUZK_CK(cudaEventRecord(out->copied, sc));
+        out->h = next->h_bases;
+        out->cap = cap;
+        out->piece = p;
+        return ok();
+    };
+    CUZK_TRY(queue_copy(first));
+    for (size_t k = 0; k < plan.size(); k++) {
+        // Chunk k-1's MSM has returned (msm_run ends with a synchronize): its staging buffer
+        // is free for chunk k+1's bases, which now copy while chunk k computes.
+        CUZK_TRY(queue_copy(k + 1));
+        if (k + 1 == plan.size()) CUZK_TRY(queue_carry(k));
+        const stream_piece &p = plan[k];
+        if (p.nb == 0) continue;
+        const void *bases;
+        if (k < first) {
+            CUZK_CK(cudaStreamWaitEvent(s, in->copied, 0));
+            bases = in->buf.p;
+        } else {
+            CUZK_CK(cudaStreamWaitEvent(s, e_copied[(k - first) % 2], 0));
+            bases = stage[(k - first) % 2].p;
+        }
+        CUZK_TRY(msm_run<F>(ctx, bases, p.nb, 0, static_cast<const fr_t *>(d_scalars) + p.i0,
+                            nullptr, p.cnt, h_density ? h_density + p.i0 / 64 : nullptr, out_jacobian,
+                            true, h_density ? d_dens.as<uint64_t>() + p.i0 / 64 : nullptr));
+        if (k < first) in->clear();  // its chunk is done: the memory goes back
+    }
+    prof.mark("chunks");
+    return ok();
+}
+
+}  // namespace cuzk
