@@ -250,8 +250,6 @@ inline stream_piece next_piece(const uint64_t *density, size_t n, size_t w0, siz
 
 // Scalars of a streamed job worth carrying its first chunk in (copied during the job before).
 constexpr size_t STREAM_CARRY_MIN = 4096;
-// Device memory a streamed MSM keeps aside from its chunks (bucket arrays, cub's scratch).
-constexpr size_t STREAM_RESERVE = (size_t)768 << 20;
 // Bases per chunk of a streamed G1 MSM with `avail` bytes at hand (msm_stream's own rule).
 size_t stream_chunk_bases_g1(const dev_ctx *ctx, size_t avail);
 

@@ -17,6 +17,10 @@ static_assert(sizeof(affine_t<fp_t>) == 96, "G1 affine is 96 bytes");
 static_assert(sizeof(affine_t<fp2_t>) == 192, "G2 affine is 192 bytes");
 static_assert(sizeof(jac_t<fp_t>) == 144, "G1 jacobian is 144 bytes");
 static_assert(sizeof(jac_t<fp2_t>) == 288, "G2 jacobian is 288 bytes");
+// msm/plan.h sizes memory in field elements: an affine point is 2, an XYZZ point 4.
+static_assert(sizeof(affine_t<fp2_t>) == 2 * sizeof(fp2_t) && sizeof(xyzz_t<fp_t>) == 4 * sizeof(fp_t) &&
+                  sizeof(xyzz_t<fp2_t>) == 4 * sizeof(fp2_t) && sizeof(fp_t) == 48 && sizeof(fp2_t) == 96,
+              "points are plain arrays of field elements");
 
 #ifdef __CUDA_ARCH__
 

@@ -13,5 +13,8 @@ size_t h_msm_scratch_bound(size_t m)
 {
     return 256 * m + rounds_slice_entries<fp_t>() * rounds_bytes_per_entry<fp_t>();
 }
-size_t stream_chunk_bases_g1(const dev_ctx *ctx, size_t avail) { return stream_chunk_bases<fp_t>(ctx, avail); }
+size_t stream_chunk_bases_g1(const dev_ctx *ctx, size_t avail)
+{
+    return cuzk_plan_stream_chunk_bases(sizeof(fp_t), ctx->mem.chunk_points, avail);
+}
 }

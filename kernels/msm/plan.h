@@ -1,67 +1,112 @@
-// cuzk kernels, MSM: the window-size plan.
-#pragma once
-#include "common.cuh"
-#include "curve.cuh"
-#include <algorithm>
+/* cuzk kernels, MSM: the plan of one MSM — its window size, the parts of its big-scalar list,
+ * the device memory they take, and the chunk size of a streamed MSM. Host-only plain C (valid
+ * C++ too), so it is unit-tested without a GPU: tests/kernel_plan.rs compiles and runs
+ * kernels/test/plan_test.c. The drivers (msm/run.cuh, msm/stream.cuh) call it with the field's
+ * size in bytes: 48 for G1 (Fp), 96 for G2 (Fp2).
+ *
+ * Window size c (bits; 256/c windows, 2^(c-1) buckets a window with signed digits):
+ *  - up to 16 bits, the cost model nwin * (points + 2.8 * buckets), which picks c = 16 from
+ *    about 2^20 big scalars on;
+ *  - past 16 bits (from CUZK_PLAN_WIDE_MIN_BIG big scalars on), a model fitted on the H200 with
+ *    the pair rounds (kernels/NOTES.md): a sorted entry costs about the same at any c while a
+ *    bucket holds many, and up to 15% more when it holds only 32-64 (e = entries per bucket: the
+ *    rounds merge less); a bucket of the reduction costs bucket_cost entries:
+ *    cost(c) = nwin * (nbig * (1 + 5/e) + bucket_cost * 2^(c-1)). It picks c = 20 (13 windows)
+ *    at 2^26 big scalars. A wider window is taken only if its sort arrays and buckets fit the
+ *    room the caller has (what the device or the memory limit still holds) with
+ *    CUZK_PLAN_WIDE_SPARE to spare: a wider window never turns an MSM that fits into one that
+ *    does not;
+ *  - CUZK_K_WINDOW_BITS (the caller's `forced`, 4..20) overrides both, for benchmarks and tests.
+ */
+#ifndef CUZK_MSM_PLAN_H
+#define CUZK_MSM_PLAN_H
 
-namespace cuzk {
-namespace {
+#include <stddef.h>
 
-// Window size. Up to 16 bits: the first cost model, nwin * (points + 2.8 * buckets), which picks
-// c = 16 (16 windows) from about 2^20 big scalars on. Past 16 (from 2^25 big scalars on), a model
-// fitted on the H200 with the pair rounds (`harness msm 24` / `msm 26` with CUZK_K_WINDOW_BITS
-// 16..20, kernels/NOTES.md): an entry of the sorted lists costs about the same at any c while a
-// bucket holds many of them, and more (up to +15%) when a bucket holds only 32-64 (e = entries
-// per bucket; the rounds merge less); a bucket of the reduction (k_bucket_chunks and the folds)
-// costs bucket_cost<F>() entries. cost(c) = nwin * (nbig * (1 + 5/e) + bucket_cost * 2^(c-1)).
-// It picks c = 20 (13 windows) at 2^26 big scalars: G1 438 -> 385 ms, G2 1299 -> 1129 ms.
-// A c > 16 is taken only if its sort arrays and buckets fit `room` (what the device or the
-// memory limit still has) with 512 MiB to spare: a wider window never turns an MSM that fits
-// into one that does not (c = 20 needs less memory than c = 16 from about 2^25 big scalars on
-// in G1, 2^26 in G2).
-// CUZK_K_WINDOW_BITS (read once into the device context) forces c, for benchmarking and tests.
-template <class F> constexpr double bucket_cost() { return sizeof(F) == 48 ? 4.0 : 3.5; }
-constexpr int C_BASE_MAX = 16, C_MAX = 20;
-constexpr size_t WIDE_MIN_BIG = (size_t)1 << 25;  // 2^24: c = 16 measured as fast as 18-20
+#define CUZK_PLAN_C_MIN 4
+#define CUZK_PLAN_C_BASE_MAX 16
+#define CUZK_PLAN_C_MAX 20
+/* Big scalars from which a window wider than 16 bits is considered (at 2^24, c = 16 measured as
+ * fast as 18-20). */
+#define CUZK_PLAN_WIDE_MIN_BIG ((size_t)1 << 25)
+/* Device bytes a wider window must leave free beside its arrays. */
+#define CUZK_PLAN_WIDE_SPARE ((size_t)512 << 20)
+/* A streamed MSM keeps this much of its memory for the bucket arrays and cub's scratch. */
+#define CUZK_PLAN_STREAM_RESERVE ((size_t)768 << 20)
+/* Bases per streamed chunk at least (and chunks are whole 64-base density words). */
+#define CUZK_PLAN_STREAM_MIN_CHUNK ((size_t)4096)
 
-inline int window_count(int c) { return (256 + c - 1) / c; }
+/* Windows of c bits over a 256-bit scalar. */
+static inline int cuzk_plan_window_count(int c) { return (256 + c - 1) / c; }
 
-// Device bytes of the sort's four arrays and the buckets for nbig big scalars at window c.
-// Big scalars per part of the sort: its (key, value) arrays are indexed with 32-bit ints (cub),
-// so the big list goes in parts of at most 2^31 / nwin scalars (2^27 at c = 16).
-inline size_t max_part(size_t nwin) { return 0x7fffffffu / nwin; }
+/* Big scalars per part of the sort: its (key, value) arrays are indexed with 32-bit ints (cub),
+ * so the big list goes in parts of at most 2^31 / nwin scalars (2^27 at c = 16). */
+static inline size_t cuzk_plan_max_part(size_t nwin) { return (size_t)0x7fffffffu / nwin; }
 
-template <class F> size_t window_mem(size_t nbig, int c)
+/* Device bytes of the sort's four arrays (4 bytes an entry, an entry a window and scalar) and the
+ * buckets (XYZZ points: 4 field elements) for nbig big scalars at window c. */
+static inline size_t cuzk_plan_window_mem(size_t field_bytes, size_t nbig, int c)
 {
-    const size_t nwin = (size_t)window_count(c);
-    const size_t part = std::min<size_t>(nbig, max_part(nwin));
-    return nwin * part * 16 + nwin * ((size_t)1 << (c - 1)) * sizeof(xyzz_t<F>);
+    const size_t nwin = (size_t)cuzk_plan_window_count(c);
+    const size_t max_part = cuzk_plan_max_part(nwin);
+    const size_t part = nbig < max_part ? nbig : max_part;
+    return nwin * part * 16 + nwin * ((size_t)1 << (c - 1)) * 4 * field_bytes;
 }
 
-template <class F> int choose_c(size_t nbig, int forced, size_t room)
+/* The reduction's cost of a bucket, in sorted entries (fitted per group). */
+static inline double cuzk_plan_bucket_cost(size_t field_bytes) { return field_bytes == 48 ? 4.0 : 3.5; }
+
+static inline double cuzk_plan_wide_cost(size_t field_bytes, size_t nbig, int c)
 {
-    if (forced >= 4 && forced <= C_MAX) return forced;
-    int best_c = 4;
+    const double buckets = (double)(1u << (c - 1)), per_bucket = (double)nbig / buckets;
+    return (double)cuzk_plan_window_count(c) *
+           ((double)nbig * (1.0 + 5.0 / per_bucket) + cuzk_plan_bucket_cost(field_bytes) * buckets);
+}
+
+/* The window size for nbig big scalars: `forced` when it is in 4..20, else the models above;
+ * `room` is the device memory at hand (only read for nbig >= CUZK_PLAN_WIDE_MIN_BIG). */
+static inline int cuzk_plan_choose_c(size_t field_bytes, size_t nbig, int forced, size_t room)
+{
+    int c, best_c = CUZK_PLAN_C_MIN;
     double best = 1e300;
-    for (int c = 4; c <= C_BASE_MAX; c++) {
-        double cost = (double)window_count(c) * ((double)nbig + 2.8 * (double)(1u << (c - 1)));
-        if (cost < best) { best = cost; best_c = c; }
+    if (forced >= CUZK_PLAN_C_MIN && forced <= CUZK_PLAN_C_MAX) return forced;
+    for (c = CUZK_PLAN_C_MIN; c <= CUZK_PLAN_C_BASE_MAX; c++) {
+        const double cost = (double)cuzk_plan_window_count(c) * ((double)nbig + 2.8 * (double)(1u << (c - 1)));
+        if (cost < best) {
+            best = cost;
+            best_c = c;
+        }
     }
-    if (best_c < C_BASE_MAX || nbig < WIDE_MIN_BIG) return best_c;
-    auto wide_cost = [&](int c) {
-        const double B = (double)(1u << (c - 1)), e = (double)nbig / B;
-        return (double)window_count(c) * ((double)nbig * (1.0 + 5.0 / e) + bucket_cost<F>() * B);
-    };
-    best = wide_cost(C_BASE_MAX);
-    for (int c = C_BASE_MAX + 1; c <= C_MAX; c++) {
-        if (window_count(c) == window_count(c - 1)) continue;  // more buckets, no fewer windows
-        if (wide_cost(c) < best && window_mem<F>(nbig, c) + ((size_t)512 << 20) <= room) {
-            best = wide_cost(c);
+    if (best_c < CUZK_PLAN_C_BASE_MAX || nbig < CUZK_PLAN_WIDE_MIN_BIG) return best_c;
+    best = cuzk_plan_wide_cost(field_bytes, nbig, CUZK_PLAN_C_BASE_MAX);
+    for (c = CUZK_PLAN_C_BASE_MAX + 1; c <= CUZK_PLAN_C_MAX; c++) {
+        const double cost = cuzk_plan_wide_cost(field_bytes, nbig, c);
+        if (cuzk_plan_window_count(c) == cuzk_plan_window_count(c - 1)) continue; /* more buckets, no fewer windows */
+        if (cost < best && cuzk_plan_window_mem(field_bytes, nbig, c) + CUZK_PLAN_WIDE_SPARE <= room) {
+            best = cost;
             best_c = c;
         }
     }
     return best_c;
 }
 
-}  // namespace
-}  // namespace cuzk
+/* Device bytes a streamed chunk needs per base (and per scalar, up to 4 scalars a base): two
+ * staging copies of the affine base (2 field elements), the classified scalar lists (40 bytes a
+ * scalar) and the sort's keys and values (4 arrays x 4 bytes x 16 windows at c = 16). */
+static inline size_t cuzk_plan_stream_bytes_per_base(size_t field_bytes) { return 2 * 2 * field_bytes + 4 * 40 + 256; }
+
+/* Bases per chunk of a streamed MSM with `avail` device bytes at hand (less the reserve), or
+ * `forced_points` (CUZK's chunk_points) when non-zero; whole density words, at least
+ * CUZK_PLAN_STREAM_MIN_CHUNK. */
+static inline size_t cuzk_plan_stream_chunk_bases(size_t field_bytes, size_t forced_points, size_t avail)
+{
+    size_t c = forced_points;
+    if (!c)
+        c = avail > CUZK_PLAN_STREAM_RESERVE
+                ? (avail - CUZK_PLAN_STREAM_RESERVE) / cuzk_plan_stream_bytes_per_base(field_bytes)
+                : 0;
+    c &= ~(size_t)63;
+    return c > CUZK_PLAN_STREAM_MIN_CHUNK ? c : CUZK_PLAN_STREAM_MIN_CHUNK;
+}
+
+#endif /* CUZK_MSM_PLAN_H */

@@ -149,15 +149,15 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
     int c = 0, nwin = 0;
     if (nbig) {
         size_t room = 0;
-        if (!ctx->k.window_bits && nbig >= WIDE_MIN_BIG) CUZK_TRY(headroom(ctx, &room));
-        c = choose_c<F>(nbig, ctx->k.window_bits, room);
-        nwin = window_count(c);
+        if (!ctx->k.window_bits && nbig >= CUZK_PLAN_WIDE_MIN_BIG) CUZK_TRY(headroom(ctx, &room));
+        c = cuzk_plan_choose_c(sizeof(F), nbig, ctx->k.window_bits, room);
+        nwin = cuzk_plan_window_count(c);
         const uint32_t B = 1u << (c - 1);
         const uint32_t sentinel = (uint32_t)nwin << (c - 1);
         int end_bit = 0;
         while ((1ull << end_bit) <= sentinel) end_bit++;
-        // The big list in parts (max_part), the parts' window sums added.
-        size_t part = max_part((size_t)nwin);
+        // The big list in parts (cuzk_plan_max_part), the parts' window sums added.
+        size_t part = cuzk_plan_max_part((size_t)nwin);
         if (ctx->k.max_part > 0) part = std::min<size_t>(part, ctx->k.max_part);
         CUZK_CK(d_win.alloc(ctx, (size_t)nwin * sizeof(xyzz_t<F>)));
         CUZK_CK(cudaMemsetAsync(d_win.p, 0, (size_t)nwin * sizeof(xyzz_t<F>), s));
@@ -268,7 +268,5 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
         host_final_g2(nbig ? h_win.data() : nullptr, nwin, c, n1 ? &h_win[nwin] : nullptr, out_jacobian, accumulate);
     return ok();
 }
-
-// Device bytes a streamed chunk needs per base (and per scalar, up to 4 scalars a base): two
 
 }  // namespace cuzk

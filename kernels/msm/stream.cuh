@@ -4,24 +4,13 @@
 // during this one's last.
 #pragma once
 #include "msm/run.cuh"
+#include "msm/plan.h"
 #include <vector>
 #include <algorithm>
 #include <cstring>
 #include <cstdio>
 
 namespace cuzk {
-
-// keys and values (4 arrays x 4 bytes x 16 windows at c = 16).
-template <class F> constexpr size_t stream_bytes_per_base() { return 2 * sizeof(affine_t<F>) + 4 * 40 + 256; }
-
-// Bases per chunk of a streamed MSM with `avail` bytes of device memory at hand (less a reserve
-// for the bucket arrays and cub's scratch; at least 2^12), or CUZK's forced chunk_points.
-template <class F> size_t stream_chunk_bases(const dev_ctx *ctx, size_t avail)
-{
-    size_t c = ctx->mem.chunk_points;
-    if (!c) c = avail > STREAM_RESERVE ? (avail - STREAM_RESERVE) / stream_bytes_per_base<F>() : 0;
-    return std::max<size_t>(c & ~(size_t)63, 4096);
-}
 
 template <class F>
 cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases_v, size_t bases_len, size_t base_offset,
@@ -55,7 +44,7 @@ cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases_v, size_t bases_len, s
     size_t avail = 0;
     CUZK_TRY(headroom(ctx, &avail));
     if (carried) avail += in->buf.bytes;
-    size_t chunk_mem = stream_chunk_bases<F>(ctx, avail);
+    size_t chunk_mem = cuzk_plan_stream_chunk_bases(sizeof(F), ctx->mem.chunk_points, avail);
     if (carried && in->piece.nb > chunk_mem) carried = false;
     if (in && !carried) in->clear();
     // Chunks of about equal size (the last one is not a sliver, so it can hide the next MSM's
