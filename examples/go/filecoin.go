@@ -16,7 +16,9 @@ import (
 // cuzk. Parameters are read from filecoin-proofs' parameter cache (FIL_PROOFS_PARAMETER_CACHE,
 // default /var/tmp/filecoin-proof-parameters/) and kept loaded (and resident on the GPU) for
 // the life of the process. Each proof is checked against the parameters' verifying key
-// before it is returned.
+// before it is returned. The argument and result types are go-state-types' (filecoin_types.go),
+// so these signatures are filecoin-ffi's up to the package of the types; the one difference is
+// GenerateUpdateProofWithVanilla's commitments (32 bytes each, not CIDs).
 
 // StatusFilecoin and StatusUnsupported are the statuses of the Filecoin functions: filecoin-proofs
 // refused the inputs, or the library was built without the `filecoin` feature.
@@ -30,26 +32,13 @@ func init() {
 	statusNames[StatusUnsupported] = "unsupported"
 }
 
-// RegisteredPoStProof is go-state-types' abi.RegisteredPoStProof (same values: 0..4 Winning
-// 2KiB..64GiB, 5..9 Window V1, 10..14 Window V1_1); convert with RegisteredPoStProof(p).
-type RegisteredPoStProof int64
-
-// RegisteredUpdateProof is go-state-types' abi.RegisteredUpdateProof (0..4: 2KiB..64GiB).
-type RegisteredUpdateProof int64
-
-// PoStProof is go-state-types' proof.PoStProof: a proof type and its bytes.
-type PoStProof struct {
-	PoStProof  RegisteredPoStProof
-	ProofBytes []byte
-}
-
 // FilecoinAvailable says whether the linked library was built with the `filecoin` feature;
 // without it every Filecoin function fails with StatusUnsupported.
 func FilecoinAvailable() bool { return bool(C.cuzk_filecoin_available()) }
 
 // ProverID is the 32-byte prover id filecoin-ffi makes from a miner actor id (toProverID: the
 // payload of the ID address f0<minerID>).
-func ProverID(minerID uint64) [32]byte {
+func ProverID(minerID ActorID) [32]byte {
 	var out [32]byte
 	// The call cannot fail with a valid 32-byte buffer.
 	_ = call(func(e **C.char) C.enum_cuzk_status {
@@ -106,13 +95,13 @@ func withProver(p *Prover, f func(pp *C.struct_cuzk_prover) error) error {
 // SealCommitPhase2 is filecoin-ffi's SealCommitPhase2 on an Auto prover (the GPU when the
 // library has CUDA and finds one): phase1Output is SealCommitPhase1's output (filecoin-ffi's
 // JSON), and the result the proof bytes (192 per partition).
-func SealCommitPhase2(phase1Output []byte, sectorNum, minerID uint64) ([]byte, error) {
+func SealCommitPhase2(phase1Output []byte, sectorNum SectorNumber, minerID ActorID) ([]byte, error) {
 	return (*Prover)(nil).SealCommitPhase2(phase1Output, sectorNum, minerID)
 }
 
 // SealCommitPhase2 is the package-level SealCommitPhase2 on this prover (a nil *Prover means an
 // Auto prover).
-func (p *Prover) SealCommitPhase2(phase1Output []byte, sectorNum, minerID uint64) ([]byte, error) {
+func (p *Prover) SealCommitPhase2(phase1Output []byte, sectorNum SectorNumber, minerID ActorID) ([]byte, error) {
 	proverID := ProverID(minerID)
 	c1 := cCopy(phase1Output)
 	defer C.free(c1)
@@ -130,9 +119,13 @@ func (p *Prover) SealCommitPhase2(phase1Output []byte, sectorNum, minerID uint64
 }
 
 // GenerateUpdateProofWithVanilla is filecoin-ffi's FunctionsSectorUpdate.GenerateUpdateProofWithVanilla
-// on an Auto prover, with the commitments as 32-byte values instead of CIDs (go-fil-commcid:
-// CIDToReplicaCommitmentV1 for the sealed CIDs, CIDToDataCommitmentV1 for the unsealed one).
-// vanillaProofs are the partition proofs of GenerateUpdateVanillaProofs, in order.
+// on an Auto prover, with the commitments as 32-byte values instead of CIDs: commROld is the
+// sector key's CommR (filecoin-ffi's oldSealedCID, Curio's key), commRNew the updated
+// replica's (newSealedCID, sealed), commDNew the new data's CommD (unsealedCID, unsealed). A
+// CID's commitment is its multihash digest (go-fil-commcid: CIDToReplicaCommitmentV1 for the
+// sealed CIDs, CIDToDataCommitmentV1 for the unsealed one, which also check the codec and the
+// hash function). vanillaProofs are the partition proofs of GenerateUpdateVanillaProofs, in
+// order.
 func GenerateUpdateProofWithVanilla(proofType RegisteredUpdateProof, commROld, commRNew, commDNew []byte, vanillaProofs [][]byte) ([]byte, error) {
 	return (*Prover)(nil).GenerateUpdateProofWithVanilla(proofType, commROld, commRNew, commDNew, vanillaProofs)
 }
@@ -172,27 +165,27 @@ func (p *Prover) GenerateUpdateProofWithVanilla(proofType RegisteredUpdateProof,
 // GenerateWinningPoStWithVanilla is filecoin-ffi's GenerateWinningPoStWithVanilla on an Auto
 // prover: randomness is the 32-byte abi.PoStRandomness, proofs the vanilla proofs of the
 // challenged sectors (GenerateSingleVanillaProof).
-func GenerateWinningPoStWithVanilla(proofType RegisteredPoStProof, minerID uint64, randomness []byte, proofs [][]byte) ([]PoStProof, error) {
+func GenerateWinningPoStWithVanilla(proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte) ([]PoStProof, error) {
 	return (*Prover)(nil).GenerateWinningPoStWithVanilla(proofType, minerID, randomness, proofs)
 }
 
 // GenerateWinningPoStWithVanilla is the package-level function on this prover.
-func (p *Prover) GenerateWinningPoStWithVanilla(proofType RegisteredPoStProof, minerID uint64, randomness []byte, proofs [][]byte) ([]PoStProof, error) {
+func (p *Prover) GenerateWinningPoStWithVanilla(proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte) ([]PoStProof, error) {
 	return p.post(false, proofType, minerID, randomness, proofs)
 }
 
 // GenerateWindowPoStWithVanilla is filecoin-ffi's GenerateWindowPoStWithVanilla on an Auto
 // prover: proofs are the vanilla proofs of the partition's sectors, in sector order.
-func GenerateWindowPoStWithVanilla(proofType RegisteredPoStProof, minerID uint64, randomness []byte, proofs [][]byte) ([]PoStProof, error) {
+func GenerateWindowPoStWithVanilla(proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte) ([]PoStProof, error) {
 	return (*Prover)(nil).GenerateWindowPoStWithVanilla(proofType, minerID, randomness, proofs)
 }
 
 // GenerateWindowPoStWithVanilla is the package-level function on this prover.
-func (p *Prover) GenerateWindowPoStWithVanilla(proofType RegisteredPoStProof, minerID uint64, randomness []byte, proofs [][]byte) ([]PoStProof, error) {
+func (p *Prover) GenerateWindowPoStWithVanilla(proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte) ([]PoStProof, error) {
 	return p.post(true, proofType, minerID, randomness, proofs)
 }
 
-func (p *Prover) post(window bool, proofType RegisteredPoStProof, minerID uint64, randomness []byte, proofs [][]byte) ([]PoStProof, error) {
+func (p *Prover) post(window bool, proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte) ([]PoStProof, error) {
 	if err := check32("randomness", randomness); err != nil {
 		return nil, err
 	}

@@ -71,11 +71,11 @@ func TestFilecoinBadInputIsAnError(t *testing.T) {
 // winningFixture is what the Rust test (tests/filecoin.rs) writes for this test: the inputs of
 // a 2 KiB Winning PoSt and the parameter cache holding its parameters.
 type winningFixture struct {
-	ProofType  int64    `json:"proof_type"`
-	Miner      uint64   `json:"miner"`
-	Randomness string   `json:"randomness"`
-	Vanilla    []string `json:"vanilla"`
-	ParamCache string   `json:"param_cache"`
+	ProofType  RegisteredPoStProof `json:"proof_type"`
+	Miner      ActorID             `json:"miner"`
+	Randomness string              `json:"randomness"`
+	Vanilla    []string            `json:"vanilla"`
+	ParamCache string              `json:"param_cache"`
 }
 
 // Runs when CUZK_FILECOIN_FIXTURES names the directory `cargo test --features filecoin --test
@@ -105,16 +105,18 @@ func TestFilecoinWinningPoStProves(t *testing.T) {
 	prover, err := NewProver(Auto, 0, nil)
 	must(t, err)
 	defer prover.Close()
-	proofs, err := prover.GenerateWinningPoStWithVanilla(RegisteredPoStProof(f.ProofType), f.Miner, randomness, vanilla)
+	// Called as Curio calls ffidirect (curio_test.go).
+	var ffi curioFFIDirect = prover
+	proofs, err := ffi.GenerateWinningPoStWithVanilla(f.ProofType, f.Miner, randomness, vanilla)
 	must(t, err)
 	// The library checks every proof against the verifying key before returning it.
-	if len(proofs) != 1 || len(proofs[0].ProofBytes) != ProofBytes || proofs[0].PoStProof != RegisteredPoStProof(f.ProofType) {
+	if len(proofs) != 1 || len(proofs[0].ProofBytes) != ProofBytes || proofs[0].PoStProof != f.ProofType {
 		t.Fatalf("unexpected proofs: %+v", proofs)
 	}
 	// A corrupted vanilla proof is refused with a status, not a crash.
 	bad := append([]byte{}, vanilla[0]...)
 	bad = bad[:len(bad)/2]
-	_, err = GenerateWinningPoStWithVanilla(RegisteredPoStProof(f.ProofType), f.Miner, randomness, [][]byte{bad})
+	_, err = GenerateWinningPoStWithVanilla(f.ProofType, f.Miner, randomness, [][]byte{bad})
 	var e *Error
 	if !errors.As(err, &e) || e.Status != StatusInvalidArgument {
 		t.Fatalf("truncated vanilla proof: %v", err)
