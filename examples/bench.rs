@@ -12,6 +12,10 @@
 //! proofs last, with the parameters' host copy released (`Prover::prepare_device_only`), so
 //! the host peak of that row is a proof's own memory (no pageable or CPU comparison then).
 //!
+//! The witness defaults to the Filecoin mix (`--bit-percent 98`: filecoin-proofs' PoRep C2
+//! circuit has 98.4% of its aux values equal to 0 or 1); `--bit-percent 75` gives the mix of
+//! the older measurements.
+//!
 //! Parameters are random points of the right shape (`cuzk::testing::random_parameters`): the
 //! work is exactly a real proof's, but there is no trapdoor, so proofs are checked against the
 //! CPU's bytes (at sizes up to `--cpu-max-log`) instead of being verified.
@@ -21,17 +25,55 @@ mod support;
 use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
+use clap::builder::BoolishValueParser;
+use clap::{ArgAction, Parser};
 use cust::memory::{CopyDestination, DeviceBuffer};
 use cuzk::pool::PinMode;
 use cuzk::testing::{random_parameters_for, Synthetic};
 use cuzk::{BackendChoice, PinnedPool, PoolConfig, Prover, Timings};
 use ff::Field;
-use support::{fail, median, ms, Args};
+use support::{fail, median, ms};
 
-const USAGE: &str = "usage: bench [--log-sizes 20,22,24] [--runs 3] [--bit-percent 75] [--cpu-max-log 22] \
-                     [--pageable-max-log 24] [--separate-msms 1 (time each MSM; slower than the batched call)] \
-                     [--mem-limits 24,32 (GiB; streamed runs)] [--resident 0 (skip the resident runs)] \
-                     [--device-only 1 (resident runs last, host copy released: Prover::prepare_device_only)]";
+/// One synthetic partition of 2^k constraints proved on the GPU, phase by phase, against
+/// pageable memory and the CPU path; optionally also streamed under device memory limits.
+/// The witness defaults to the Filecoin mix: 98% of the aux values are 0 or 1.
+#[derive(Parser)]
+#[command(name = "bench")]
+struct Args {
+    /// Circuit sizes, log2 of the constraints, comma-separated.
+    #[arg(long, value_name = "K,...", value_delimiter = ',', default_values_t = [20, 22, 24])]
+    log_sizes: Vec<u32>,
+    /// Timed proofs per size and mode, after one warm-up.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = support::at_least_one)]
+    runs: usize,
+    /// Percentage of witness values that are 0 or 1: 98 is Filecoin's PoRep C2 mix (98.4% of
+    /// its aux values), 75 the mix of older measurements.
+    #[arg(long, value_name = "P", default_value_t = FILECOIN_BIT_PERCENT, value_parser = clap::value_parser!(u32).range(0..=100))]
+    bit_percent: u32,
+    /// Largest size also proved on the CPU (and checked equal byte for byte).
+    #[arg(long, value_name = "K", default_value_t = 22)]
+    cpu_max_log: u32,
+    /// Largest size also proved from pageable (unpinned) memory.
+    #[arg(long, value_name = "K", default_value_t = 24)]
+    pageable_max_log: u32,
+    /// Time each MSM in its own call (slower than the batched call).
+    #[arg(long, value_name = "0|1", default_value = "0", action = ArgAction::Set, value_parser = BoolishValueParser::new())]
+    separate_msms: bool,
+    /// Device memory limits in GiB, comma-separated: each size is also proved under each
+    /// (parameters that do not fit are streamed from pinned host memory).
+    #[arg(long, value_name = "GIB,...", value_delimiter = ',')]
+    mem_limits: Vec<usize>,
+    /// Run the resident proofs (0 skips them).
+    #[arg(long, value_name = "0|1", default_value = "1", action = ArgAction::Set, value_parser = BoolishValueParser::new())]
+    resident: bool,
+    /// Run the resident proofs last, with the parameters' host copy released
+    /// (Prover::prepare_device_only).
+    #[arg(long, value_name = "0|1", default_value = "0", action = ArgAction::Set, value_parser = BoolishValueParser::new())]
+    device_only: bool,
+}
+
+/// Filecoin's witness mix, the default: PoRep C2's circuit has 98.4% of its aux values 0 or 1.
+const FILECOIN_BIT_PERCENT: u32 = 98;
 
 /// The process's peak resident set (VmHWM), bytes.
 fn host_peak() -> usize {
@@ -81,25 +123,31 @@ fn h2d_rate(bytes: &[u8], runs: usize) -> f64 {
     median(rates)
 }
 
+/// The witness mix, as the output states it.
+fn mix(bits: u32) -> String {
+    if bits == FILECOIN_BIT_PERCENT {
+        format!("{bits}% bit witnesses (the Filecoin mix; --bit-percent 75 for the older mix)")
+    } else {
+        format!("{bits}% bit witnesses (not the Filecoin mix, {FILECOIN_BIT_PERCENT}%)")
+    }
+}
+
 fn as_bytes(s: &[Scalar]) -> &[u8] {
     // SAFETY: Scalar is 32 bytes of plain data; the slice is initialised and borrowed.
     unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<u8>(), std::mem::size_of_val(s)) }
 }
 
 fn main() {
-    support::init_logging();
-    let args = Args::parse(USAGE);
-    let sizes: Vec<u32> = args.list("--log-sizes", vec![20, 22, 24]);
-    let runs: usize = args.get("--runs", 3);
-    let bits: u32 = args.get("--bit-percent", 75);
-    let cpu_max: u32 = args.get("--cpu-max-log", 22);
-    let pageable_max: u32 = args.get("--pageable-max-log", 24);
-    let separate: bool = args.get("--separate-msms", 0u8) != 0;
+    support::init_logging("info");
+    let args = Args::parse();
+    let (sizes, runs, bits) = (args.log_sizes.clone(), args.runs, args.bit_percent);
+    let (cpu_max, pageable_max, separate) = (args.cpu_max_log, args.pageable_max_log, args.separate_msms);
     let _ctx = cust::quick_init().unwrap_or_else(|e| fail(&format!("no CUDA device: {e}")));
     let gpu_name = cust::device::Device::get_device(0)
         .and_then(|d| d.name())
         .unwrap_or_default();
     println!("machine: {gpu_name}; host {}", support::machine());
+    println!("witness: {}", mix(bits));
 
     let pinned_pool =
         PinnedPool::cuda(0, PinMode::default(), PoolConfig::default()).unwrap_or_else(|e| fail(&e.to_string()));
@@ -119,9 +167,8 @@ fn main() {
         .with_backend(BackendChoice::Cpu)
         .unwrap_or_else(|e| fail(&e.to_string()));
 
-    let limits: Vec<usize> = args.list("--mem-limits", Vec::new());
-    let with_resident = args.get("--resident", 1u8) != 0;
-    let device_only = args.get("--device-only", 0u8) != 0;
+    let limits = args.mem_limits.clone();
+    let (with_resident, device_only) = (args.resident, args.device_only);
     let mut rows: Vec<Row> = Vec::new();
     for &k in &sizes {
         let circuit = Synthetic {
@@ -129,6 +176,9 @@ fn main() {
             ..Synthetic::new(k)
         };
         reset_host_peak();
+        if k >= 26 {
+            log::info!("2^{k}: synthesizing the first partition ...");
+        }
         // The first assignment gives the parameters their shape and is the first warm-up run.
         let start = Instant::now();
         let first = gpu.synthesize(circuit.clone()).unwrap_or_else(|e| fail(&e.to_string()));
@@ -141,6 +191,7 @@ fn main() {
             freed >> 20
         );
         let mut first = Some(first);
+        log::info!("2^{k}: making random parameters of the circuit's shape ...");
         let start = Instant::now();
         let params = random_parameters_for(first.as_ref().unwrap_or_else(|| fail("no assignment")), u64::from(k))
             .unwrap_or_else(|e| fail(&e.to_string()));
@@ -296,7 +347,8 @@ fn main() {
 
     println!();
     println!(
-        "median of {runs} proofs after a warm-up; from synthesized (pinned) assignment to proof; {bits}% bit witnesses"
+        "median of {runs} proofs after a warm-up; from synthesized (pinned) assignment to proof; {}",
+        mix(bits)
     );
     println!();
     println!("| 2^k | mode | total ms | a/b/c H2D + H + MSM H ms | MSMs L+A+B_G1+B_G2 ms | tail ms | a/b/c MiB | H2D pinned GB/s | H2D pageable GB/s | pageable prove ms | CPU prove ms | GPU/CPU speed-up | SRS upload / register ms | params MiB | params GB/s of proof | peak device MiB | peak host MiB |");

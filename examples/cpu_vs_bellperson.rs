@@ -13,27 +13,40 @@ use std::time::Instant;
 
 use bellperson::groth16 as bp;
 use blstrs::{Bls12, Scalar};
+use clap::Parser;
 use cuzk::testing::Synthetic;
 use cuzk::{Parameters, PointCheck, Prover};
 use ff::Field;
-use support::{fail, median, ms, Args};
+use support::{fail, median, ms};
 
-const USAGE: &str = "usage: cpu_vs_bellperson [--sizes 16,20] [--runs 3] [--params-dir DIR (params-cache)]";
+/// cuzk's CPU prover against bellperson's: same circuits, same parameters, same r and s, proof
+/// bytes checked equal; medians of --runs proofs after one warm-up, synthesis included.
+#[derive(Parser)]
+#[command(name = "cpu_vs_bellperson")]
+struct Args {
+    /// Circuit sizes, log2 of the constraints, comma-separated.
+    #[arg(long, value_name = "K,...", value_delimiter = ',', default_values_t = [16, 20])]
+    sizes: Vec<u32>,
+    /// Timed proofs per prover and size, after one warm-up.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = support::at_least_one)]
+    runs: usize,
+    /// Where generated parameter files are cached.
+    #[arg(long, value_name = "DIR", default_value = "params-cache")]
+    params_dir: std::path::PathBuf,
+}
 
 fn main() {
-    support::init_logging();
-    let args = Args::parse(USAGE);
-    let sizes: Vec<u32> = args.list("--sizes", vec![16, 20]);
-    let runs: usize = args.get("--runs", 3);
-    let dir: String = args.get("--params-dir", "params-cache".to_string());
-    if runs == 0 {
-        fail("--runs must be at least 1");
-    }
+    support::init_logging("info");
+    let Args {
+        sizes,
+        runs,
+        params_dir: dir,
+    } = Args::parse();
     let machine = support::machine();
     let mut rows = Vec::new();
     for &k in &sizes {
         let circuit = Synthetic::new(k);
-        let path = support::cached_params(dir.as_ref(), &circuit);
+        let path = support::cached_params(&dir, &circuit);
         let ours = Parameters::load(&path, PointCheck::OnCurve).unwrap_or_else(|e| fail(&e.to_string()));
         let file = std::fs::File::open(&path).unwrap_or_else(|e| fail(&e.to_string()));
         let theirs = bp::Parameters::<Bls12>::read(std::io::BufReader::new(file), false)

@@ -8,7 +8,8 @@
 //! Prints one table: seconds per partition end to end once warm (the first `--warmup`
 //! partitions excluded), GPU busy fraction over the same window (per GPU worker, averaged),
 //! pool reuses / checkouts after the warm-up, peak pinned bytes, the budget, and the ratio
-//! naive / engine. Parameters are random points of the right shape
+//! naive / engine. The witness defaults to the Filecoin mix (98% of aux values 0 or 1;
+//! `--bit-percent 75` for the older mix). Parameters are random points of the right shape
 //! (`cuzk::testing::random_parameters_for`), so the engine's proofs are checked against the
 //! naive loop's bytes (same circuits, same r and s) instead of being verified.
 
@@ -18,6 +19,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
+use clap::builder::BoolishValueParser;
+use clap::{ArgAction, Parser};
 use cuzk::engine::{
     params_hint, partition_bytes, Engine, EngineBackend, EngineConfig, EngineStats, Job, PacerMode, PiConfig,
 };
@@ -30,11 +33,57 @@ use ff::Field;
 use rand::SeedableRng;
 use support::{fail, machine};
 
-const USAGE: &str = "usage: engine_bench [--log-size 24] [--partitions 32] [--warmup 4] [--naive 3] \
-                     [--devices all|0,1] [--gpu-workers 1 (per device)] [--synthesis-workers N (default: cores − 1)] \
-                     [--pacer pi|queue] [--target 2 (PI target depth)] [--depth 4 (queue depth)] \
-                     [--budget-gib G (default: (target + GPU workers + synthesis workers) partitions + the parameters)] \
-                     [--prewarm 1] [--bit-percent 75]";
+/// A stream of synthetic partitions of 2^k constraints through the Engine on every GPU, against
+/// the naive loop (synthesize, then prove, one partition at a time). The witness defaults to
+/// the Filecoin mix: 98% of the aux values are 0 or 1.
+#[derive(Parser)]
+#[command(name = "engine_bench")]
+struct Args {
+    /// 2^K constraints per partition.
+    #[arg(long, value_name = "K", default_value_t = 24)]
+    log_size: u32,
+    /// Partitions through the engine.
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = support::at_least_one)]
+    partitions: usize,
+    /// Partitions left out of the figures at the start (at most partitions − 1).
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    warmup: usize,
+    /// Partitions through the naive loop (the first not counted when there are two or more).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    naive: usize,
+    /// GPUs to use: `all` or a comma-separated list of device numbers.
+    #[arg(long, value_name = "all|0,1", default_value = "all")]
+    devices: String,
+    /// GPU worker threads per device.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = support::at_least_one)]
+    gpu_workers: usize,
+    /// Synthesis threads (default: the cores less one).
+    #[arg(long, value_name = "N", value_parser = support::at_least_one)]
+    synthesis_workers: Option<usize>,
+    /// How partitions are dispatched: the PI pacer or a bounded queue.
+    #[arg(long, default_value = "pi", value_parser = ["pi", "queue"])]
+    pacer: String,
+    /// The PI pacer's target depth (partitions waiting for a GPU).
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    target: usize,
+    /// The bounded queue's depth (--pacer queue).
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    depth: usize,
+    /// The memory budget in GiB (default: (target + GPU workers + synthesis workers)
+    /// partitions, plus the parameters).
+    #[arg(long, value_name = "G")]
+    budget_gib: Option<f64>,
+    /// Pin the partitions' buffers before the run (0: pin as they come).
+    #[arg(long, value_name = "0|1", default_value = "1", action = ArgAction::Set, value_parser = BoolishValueParser::new())]
+    prewarm: bool,
+    /// Percentage of witness values that are 0 or 1: 98 is Filecoin's PoRep C2 mix (98.4% of
+    /// its aux values), 75 the mix of older measurements.
+    #[arg(long, value_name = "P", default_value_t = FILECOIN_BIT_PERCENT, value_parser = clap::value_parser!(u32).range(0..=100))]
+    bit_percent: u32,
+}
+
+/// Filecoin's witness mix, the default: PoRep C2's circuit has 98.4% of its aux values 0 or 1.
+const FILECOIN_BIT_PERCENT: u32 = 98;
 
 fn gib(bytes: usize) -> f64 {
     bytes as f64 / (1u64 << 30) as f64
@@ -46,32 +95,36 @@ fn circuit(k: u32, bits: u32, seed: u64) -> Synthetic {
     c
 }
 
+/// The witness mix, as the output states it.
+fn mix(bits: u32) -> String {
+    if bits == FILECOIN_BIT_PERCENT {
+        format!("{bits}% bit witnesses (the Filecoin mix; --bit-percent 75 for the older mix)")
+    } else {
+        format!("{bits}% bit witnesses (not the Filecoin mix, {FILECOIN_BIT_PERCENT}%)")
+    }
+}
+
 fn busy(stats: &EngineStats) -> Duration {
     stats.workers.iter().map(|w| w.busy).sum()
 }
 
 fn main() {
-    support::init_logging();
-    let args = support::Args::parse(USAGE);
-    let k: u32 = args.get("--log-size", 24);
-    let n: usize = args.get("--partitions", 32);
-    let warmup: usize = args.get("--warmup", 4).min(n.saturating_sub(1));
-    let naive_runs: usize = args.get("--naive", 3);
-    let bits: u32 = args.get("--bit-percent", 75);
-    let gpu_workers: usize = args.get("--gpu-workers", 1);
+    support::init_logging("info");
+    let args = Args::parse();
+    let (k, n, naive_runs, bits) = (args.log_size, args.partitions, args.naive, args.bit_percent);
+    let warmup = args.warmup.min(n.saturating_sub(1));
+    let gpu_workers = args.gpu_workers;
     let cores = std::thread::available_parallelism().map_or(2, |c| c.get());
-    let synthesis_workers: usize = args.get("--synthesis-workers", cores.saturating_sub(1).max(1));
-    let pacer_name: String = args.get("--pacer", "pi".to_string());
-    let target: usize = args.get("--target", 2);
-    let depth: usize = args.get("--depth", 4);
-    let prewarm: u32 = args.get("--prewarm", 1);
-    let devices: Vec<usize> = match args.get("--devices", "all".to_string()).as_str() {
+    let synthesis_workers = args.synthesis_workers.unwrap_or_else(|| cores.saturating_sub(1).max(1));
+    let (pacer_name, target, depth, prewarm) = (args.pacer.clone(), args.target, args.depth, args.prewarm);
+    let devices: Vec<usize> = match args.devices.as_str() {
         "all" => (0..device_count().unwrap_or_else(|e| fail(&format!("no GPU: {e}")))).collect(),
         list => list
             .split(',')
             .map(|d| {
-                d.parse()
-                    .unwrap_or_else(|_| fail(&format!("--devices: cannot parse {d:?}")))
+                d.trim()
+                    .parse()
+                    .unwrap_or_else(|_| fail(&format!("--devices: `all` or device numbers such as 0,1, not {d:?}")))
             })
             .collect(),
     };
@@ -84,12 +137,17 @@ fn main() {
         .collect();
 
     // Parameters of the circuit's shape, uploaded to every GPU before anything is timed.
-    eprintln!("synthesizing a 2^{k} partition for the parameters' shape ...");
+    log::info!(
+        "synthesizing a 2^{k} partition for the parameters' shape ({}) ...",
+        mix(bits)
+    );
     let shape = Prover::new()
         .synthesize(circuit(k, bits, 0))
         .unwrap_or_else(|e| fail(&e.to_string()));
+    log::info!("making random parameters of that shape ...");
     let params = random_parameters_for(&shape, u64::from(k)).unwrap_or_else(|e| fail(&e.to_string()));
     drop(shape);
+    log::info!("uploading the parameters to {} GPU(s) ...", devices.len());
     for (b, d) in backends.iter().zip(&devices) {
         b.prepare(&params)
             .unwrap_or_else(|e| fail(&format!("GPU {d}: uploading parameters: {e}")));
@@ -137,8 +195,8 @@ fn main() {
     // The engine.
     let all_gpu_workers = gpu_workers * devices.len();
     let one = partition_bytes(params_hint(&params), 1.0);
-    let budget = match args.get("--budget-gib", 0.0f64) {
-        g if g > 0.0 => (g * (1u64 << 30) as f64) as usize,
+    let budget = match args.budget_gib {
+        Some(g) if g > 0.0 => (g * (1u64 << 30) as f64) as usize,
         // The partitions in flight, beside the parameters (charged once in the budget).
         _ => (target + all_gpu_workers + synthesis_workers) * one + params.host_bytes(),
     };
@@ -170,7 +228,7 @@ fn main() {
     engine
         .add_parameters(&params)
         .unwrap_or_else(|e| fail(&format!("parameters: {e}")));
-    if prewarm > 0 {
+    if prewarm {
         let start = Instant::now();
         let want = (target + all_gpu_workers + synthesis_workers).min(n);
         let got = engine
@@ -236,10 +294,11 @@ fn main() {
     println!();
     println!("machine: {}", machine());
     println!(
-        "GPUs: {} ({} worker(s) each), synthesis workers {synthesis_workers}, pacer {pacer_name} (target {target}, in-flight cap {}), 2^{k} constraints, {bits}% bits, {n} partitions ({warmup} warm-up)",
+        "GPUs: {} ({} worker(s) each), synthesis workers {synthesis_workers}, pacer {pacer_name} (target {target}, in-flight cap {}), 2^{k} constraints, {}, {n} partitions ({warmup} warm-up)",
         devices.len(),
         gpu_workers,
-        end.pacer.in_flight_cap
+        end.pacer.in_flight_cap,
+        mix(bits)
     );
     println!(
         "| run | s / partition | GPU busy | reuses / checkouts | peak pinned | budget (peak / limit) | vs naive |"

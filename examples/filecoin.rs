@@ -19,6 +19,7 @@ use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use clap::{Parser, ValueEnum};
 use cuzk::filecoin::{self, Output, ParamsKind, RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
 use cuzk::Prover;
 use filecoin_proofs_api::seal::{self as api_seal, SealPreCommitPhase2Output};
@@ -26,9 +27,45 @@ use filecoin_proofs_api::{post as api_post, update as api_update};
 use filecoin_proofs_api::{PieceInfo, PrivateReplicaInfo, PublicReplicaInfo, SectorId, UnpaddedBytesAmount};
 use rand::{Rng, SeedableRng};
 use storage_proofs_core::compound_proof::CompoundProof;
-use support::{fail, ms, Args};
+use support::{fail, ms};
 
-const USAGE: &str = "usage: filecoin [--kinds porep,snap,winning,window (all)] [--runs N (2)] [--scratch DIR (target/filecoin-example)]";
+/// Filecoin proofs of 2 KiB sectors proved by cuzk and by filecoin-proofs (bellperson on the
+/// CPU), each checked by filecoin-proofs' verifier. Parameters come from
+/// FIL_PROOFS_PARAMETER_CACHE (default here: params-cache/filecoin); missing ones are generated
+/// with filecoin-proofs' generator (TEST parameters).
+#[derive(Parser)]
+#[command(name = "filecoin")]
+struct Args {
+    /// Proof kinds to run, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [Kind::Porep, Kind::Snap, Kind::Winning, Kind::Window])]
+    kinds: Vec<Kind>,
+    /// Runs of each kind (cuzk's best and filecoin-proofs' are shown).
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = support::at_least_one)]
+    runs: usize,
+    /// Scratch directory for the sealed sectors (emptied first).
+    #[arg(long, value_name = "DIR", default_value = "target/filecoin-example")]
+    scratch: PathBuf,
+}
+
+/// A proof kind.
+#[derive(Clone, Copy, ValueEnum)]
+enum Kind {
+    /// PoRep commit phase 2 (C2).
+    Porep,
+    /// SnapDeals (empty-sector update).
+    Snap,
+    /// Winning PoSt.
+    Winning,
+    /// Window PoSt.
+    Window,
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let v = self.to_possible_value().expect("no skipped kinds");
+        f.write_str(v.get_name())
+    }
+}
 
 const SEAL: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
 const WINNING: RegisteredPoStProof = RegisteredPoStProof::StackedDrgWinning2KiBV1;
@@ -39,16 +76,9 @@ const MINER: u64 = 1000;
 type Tree = filecoin_proofs::SectorShape2KiB;
 
 fn main() {
-    if std::env::var_os("RUST_LOG").is_some() {
-        support::init_logging();
-    }
-    let args = Args::parse(USAGE);
-    let kinds: Vec<String> = args.list(
-        "--kinds",
-        ["porep", "snap", "winning", "window"].map(String::from).to_vec(),
-    );
-    let runs: usize = args.get("--runs", 2).max(1);
-    let scratch = PathBuf::from(args.get("--scratch", "target/filecoin-example".to_string()));
+    // filecoin-proofs logs much at info: without RUST_LOG, only this example's own lines.
+    support::init_logging("warn,filecoin=info");
+    let Args { kinds, runs, scratch } = Args::parse();
     if std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").is_none() {
         std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", "params-cache/filecoin");
     }
@@ -73,12 +103,11 @@ fn main() {
 
     let mut rows = Vec::new();
     for kind in &kinds {
-        let row = match kind.as_str() {
-            "porep" => porep(&prover, &sectors[0], runs),
-            "snap" => snap(&prover, &sectors[1], &scratch, runs),
-            "winning" => winning(&prover, &sectors[0], runs),
-            "window" => window(&prover, &sectors, runs),
-            other => fail(&format!("unknown kind {other:?} (porep, snap, winning, window)")),
+        let row = match kind {
+            Kind::Porep => porep(&prover, &sectors[0], runs),
+            Kind::Snap => snap(&prover, &sectors[1], &scratch, runs),
+            Kind::Winning => winning(&prover, &sectors[0], runs),
+            Kind::Window => window(&prover, &sectors, runs),
         };
         rows.push(row);
     }
@@ -191,7 +220,7 @@ fn ensure_params(kind: ParamsKind) {
         return;
     }
     let _ = std::fs::remove_file(&path);
-    eprintln!(
+    log::info!(
         "generating TEST parameters {} with filecoin-proofs (once) ...",
         path.display()
     );
@@ -242,7 +271,7 @@ fn ensure_params(kind: ParamsKind) {
     };
     ok("parameter generation", r);
     ok("marker", std::fs::write(&done, b""));
-    eprintln!("generated in {:.1} s", start.elapsed().as_secs_f64());
+    log::info!("parameters generated in {:.1} s", start.elapsed().as_secs_f64());
 }
 
 // --- sectors ------------------------------------------------------------------------------

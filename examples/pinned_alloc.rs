@@ -8,16 +8,28 @@ mod support;
 
 use std::time::Instant;
 
+use clap::Parser;
 use cust::memory::{CopyDestination, DeviceBuffer};
 use cuzk::pool::{CudaPinnedAllocator, PinMode, PAGE_SIZE};
 use cuzk::HostAllocator;
-use support::{fail, median, ms, Args};
+use support::{fail, median, ms};
+
+/// Pinned host memory on this machine: cuMemHostAlloc against mmap + cuMemHostRegister
+/// (allocation, first touch, a host-to-device copy, the free); medians of --runs.
+#[derive(Parser)]
+#[command(name = "pinned_alloc")]
+struct Args {
+    /// Buffer sizes in GiB, comma-separated.
+    #[arg(long, value_name = "GIB,...", value_delimiter = ',', default_values_t = [1.0, 2.5])]
+    gib: Vec<f64>,
+    /// Runs per size and mode.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = support::at_least_one)]
+    runs: usize,
+}
 
 fn main() {
-    support::init_logging();
-    let args = Args::parse("usage: pinned_alloc [--gib 1,2.5] [--runs 3]");
-    let sizes: Vec<f64> = args.list("--gib", vec![1.0, 2.5]);
-    let runs: usize = args.get("--runs", 3);
+    support::init_logging("info");
+    let Args { gib: sizes, runs } = Args::parse();
     let _ctx = cust::quick_init().unwrap_or_else(|e| fail(&format!("no CUDA device: {e}")));
     println!("machine: {}", support::machine());
     println!();

@@ -11,27 +11,40 @@ mod support;
 use std::time::Instant;
 
 use blstrs::Scalar;
+use clap::Parser;
 use cuzk::testing::Synthetic;
 use cuzk::{verify_proof, Parameters, PinnedPool, PointCheck, PoolConfig, PreparedVerifyingKey, Prover};
 use ff::Field;
-use support::{fail, ms, Args};
+use support::{fail, ms};
 
-const USAGE: &str =
-    "usage: prove [--log-size K (16)] [--proofs N (2)] [--bit-percent P (75)] [--params-dir DIR (params-cache)]";
+/// Synthesize a synthetic circuit into pinned buffers, prove it, verify it, and print where the
+/// time and the memory went. Parameters are generated once with bellperson's generator and
+/// cached under --params-dir.
+#[derive(Parser)]
+#[command(name = "prove")]
+struct Args {
+    /// 2^K constraints (2 to 28).
+    #[arg(long, value_name = "K", default_value_t = 16, value_parser = clap::value_parser!(u32).range(2..=28))]
+    log_size: u32,
+    /// Proofs to make, one after the other.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = support::at_least_one)]
+    proofs: usize,
+    /// Percentage of witness values that are 0 or 1 (Filecoin's PoRep C2 circuit: 98).
+    #[arg(long, value_name = "P", default_value_t = 75, value_parser = clap::value_parser!(u32).range(0..=100))]
+    bit_percent: u32,
+    /// Where generated parameter files are cached.
+    #[arg(long, value_name = "DIR", default_value = "params-cache")]
+    params_dir: std::path::PathBuf,
+}
 
 fn main() {
-    support::init_logging();
-    let args = Args::parse(USAGE);
-    let log_size: u32 = args.get("--log-size", 16);
-    let proofs: usize = args.get("--proofs", 2);
-    let bit_percent: u32 = args.get("--bit-percent", 75);
-    let dir: String = args.get("--params-dir", "params-cache".to_string());
-    if !(2..=28).contains(&log_size) {
-        fail("--log-size must be between 2 and 28");
-    }
-    if bit_percent > 100 || proofs == 0 {
-        fail("--bit-percent must be at most 100 and --proofs at least 1");
-    }
+    support::init_logging("info");
+    let Args {
+        log_size,
+        proofs,
+        bit_percent,
+        params_dir: dir,
+    } = Args::parse();
     let circuit = Synthetic {
         bit_percent,
         ..Synthetic::new(log_size)
@@ -39,7 +52,7 @@ fn main() {
 
     println!("cuzk prove: 2^{log_size} constraints, {bit_percent}% bit witnesses, {proofs} proofs");
     println!("machine: {}", support::machine());
-    let path = support::cached_params(dir.as_ref(), &circuit);
+    let path = support::cached_params(&dir, &circuit);
     let start = Instant::now();
     let params = Parameters::load(&path, PointCheck::OnCurve).unwrap_or_else(|e| fail(&e.to_string()));
     println!("parameters: {} loaded in {:.1} ms", path.display(), ms(start.elapsed()));
@@ -77,6 +90,9 @@ fn main() {
     for i in 0..proofs {
         let c = circuit.clone().with_seed(i as u64 + 1);
         let inputs = c.public_input_values();
+        if log_size >= 26 {
+            log::info!("proof {i}: synthesizing 2^{log_size} constraints ...");
+        }
         let start = Instant::now();
         let assignment = prover.synthesize(c).unwrap_or_else(|e| fail(&e.to_string()));
         let synth = start.elapsed();

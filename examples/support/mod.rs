@@ -1,4 +1,5 @@
-//! Helpers shared by the examples: arguments, the parameter cache, the machine's description.
+//! Helpers shared by the examples: the logger, the parameter cache, the machine's description.
+//! (Each example parses its own command line with clap.)
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -6,44 +7,6 @@ use std::time::Instant;
 
 use cuzk::testing::Synthetic;
 use rand::SeedableRng;
-
-/// `--name value` arguments, with defaults.
-pub struct Args(Vec<String>);
-
-impl Args {
-    pub fn parse(usage: &str) -> Self {
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        if args.iter().any(|a| a == "-h" || a == "--help") {
-            println!("{usage}");
-            std::process::exit(0);
-        }
-        Self(args)
-    }
-
-    /// The value after `name`, if the flag is there.
-    fn value(&self, name: &str) -> Option<&str> {
-        let i = self.0.iter().position(|a| a == name)?;
-        Some(
-            self.0
-                .get(i + 1)
-                .unwrap_or_else(|| fail(&format!("{name} needs a value"))),
-        )
-    }
-
-    pub fn get<T: std::str::FromStr>(&self, name: &str, default: T) -> T {
-        self.value(name).map_or(default, |v| parse(name, v))
-    }
-
-    pub fn list<T: std::str::FromStr>(&self, name: &str, default: Vec<T>) -> Vec<T> {
-        self.value(name)
-            .map_or(default, |v| v.split(',').map(|x| parse(name, x)).collect())
-    }
-}
-
-fn parse<T: std::str::FromStr>(name: &str, v: &str) -> T {
-    v.parse()
-        .unwrap_or_else(|_| fail(&format!("{name}: cannot parse {v:?}")))
-}
 
 pub fn fail(msg: &str) -> ! {
     eprintln!("error: {msg}");
@@ -65,8 +28,8 @@ pub fn cached_params(dir: &Path, circuit: &Synthetic) -> PathBuf {
         return path;
     }
     std::fs::create_dir_all(dir).unwrap_or_else(|e| fail(&format!("cannot create {}: {e}", dir.display())));
-    eprintln!(
-        "generating parameters for 2^{} constraints with bellperson (once; cached at {}) ...",
+    log::info!(
+        "generating parameters for 2^{} constraints with bellperson's generator (once; cached at {}) ...",
         circuit.log_size,
         path.display()
     );
@@ -82,7 +45,7 @@ pub fn cached_params(dir: &Path, circuit: &Synthetic) -> PathBuf {
         .unwrap_or_else(|e| fail(&format!("cannot write {}: {e}", tmp.display())));
     drop(w);
     std::fs::rename(&tmp, &path).unwrap_or_else(|e| fail(&format!("cannot rename to {}: {e}", path.display())));
-    eprintln!("generated in {:.1} s", start.elapsed().as_secs_f64());
+    log::info!("parameters generated in {:.1} s", start.elapsed().as_secs_f64());
     path
 }
 
@@ -123,30 +86,19 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-/// Prints the library's log records (info and above; `RUST_LOG=debug` for more) to stderr.
-pub fn init_logging() {
-    struct Stderr(log::LevelFilter);
-    impl log::Log for Stderr {
-        fn enabled(&self, m: &log::Metadata) -> bool {
-            m.level() <= self.0
-        }
-        fn log(&self, r: &log::Record) {
-            if self.enabled(r.metadata()) {
-                eprintln!("[{} {}] {}", r.level(), r.target(), r.args());
-            }
-        }
-        fn flush(&self) {}
-    }
-    let level = match std::env::var("RUST_LOG").as_deref() {
-        Ok("trace") => log::LevelFilter::Trace,
-        Ok("debug") => log::LevelFilter::Debug,
-        Ok("warn") => log::LevelFilter::Warn,
-        Ok("error") => log::LevelFilter::Error,
-        _ => log::LevelFilter::Info,
-    };
-    static LOGGER: std::sync::OnceLock<Stderr> = std::sync::OnceLock::new();
-    let logger = LOGGER.get_or_init(|| Stderr(level));
-    if log::set_logger(logger).is_ok() {
-        log::set_max_level(level);
+/// Log records to stderr through env_logger: `RUST_LOG` filters by level and module
+/// (`RUST_LOG=cuzk::engine=debug,info`); without it, `default` (e.g. `"info"`).
+pub fn init_logging(default: &str) {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default))
+        .format_timestamp(None)
+        .init();
+}
+
+/// A count of at least one, for clap's `value_parser`.
+pub fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
     }
 }
