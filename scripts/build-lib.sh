@@ -16,7 +16,9 @@
 #                                package's .h files but not on pkg-config's output or on the
 #                                archive, so without it a `go build` after a rebuild of the
 #                                library (other features, other code) reuses the old link
-#                                (both git-ignored; --no-go-pc skips them)
+#                                (both git-ignored; --no-go-pc skips them). The package's
+#                                header is its committed copy examples/go/cuzk.h, which must
+#                                equal include/cuzk.h (checked here and by tests/header.rs)
 # DIR defaults to <target>/cuzk (<target>: $CARGO_TARGET_DIR or target). LIST is passed to
 # cargo (`cuda`, `filecoin`, `cuda,filecoin`); `cuda` needs nvcc (see build.rs).
 #
@@ -56,13 +58,20 @@ while [ $# -gt 0 ]; do
     --out) out="${2:?--out needs a directory}"; shift 2 ;;
     --out=*) out="${1#--out=}"; shift ;;
     --no-go-pc) go_pc=0; shift ;;
-    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,/^# Why a second step/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "build-lib.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 for tool in cargo ld objcopy ar readelf; do
   command -v "$tool" >/dev/null || { echo "build-lib.sh: '$tool' not found (binutils, cargo)" >&2; exit 1; }
 done
+
+# The Go package compiles against its own copy of the header: a stale copy would call this
+# library with another ABI's signatures.
+if [ "$go_pc" = 1 ] && ! cmp -s include/cuzk.h examples/go/cuzk.h; then
+  echo "build-lib.sh: examples/go/cuzk.h differs from include/cuzk.h: run \`CUZK_BLESS=1 cargo test --test header\`" >&2
+  exit 1
+fi
 
 target="${CARGO_TARGET_DIR:-target}"
 case "$target" in /*) ;; *) target="$repo/$target" ;; esac

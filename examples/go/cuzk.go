@@ -7,9 +7,13 @@
 // byte slices; proofs are 192-byte slices. Handles are safe for concurrent use, except that
 // an Assignment or Buffer has one owner at a time.
 //
+// Import it as cuzk "github.com/filecoin-project/cuzk/examples/go", with a replace directive
+// pointing at a checkout (README.md says why and shows the go.mod lines).
+//
 // Linking: the package links cuzk's static library through pkg-config, from the cuzk.pc
 // that scripts/build-lib.sh writes beside this file (with the flags of the features the
-// library was built with: CUDA adds -lcuda -lstdc++). From the repository root:
+// library was built with: CUDA adds -lcuda -lstdc++); it compiles against cuzk.h, its
+// committed copy of include/cuzk.h. From the repository root:
 //
 //	scripts/build-lib.sh [--features cuda]
 //	cd examples/go && go test ./...

@@ -1,3 +1,3 @@
-module cuzk
+module github.com/filecoin-project/cuzk/examples/go
 
-go 1.19
+go 1.22

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"cuzk"
+	cuzk "github.com/filecoin-project/cuzk/examples/go"
 )
 
 func run() error {
