@@ -1,0 +1,154 @@
+// cuzk kernels: H (the NTT-based quotient of a*b - c, ntt.cu) and its MSM over the H bases, with
+// the next batch's scalar vector (and over streamed bases its first chunk) staged while the H
+// MSM computes.
+#include "internal.cuh"
+#include <memory>
+#include <algorithm>
+
+namespace cuzk {
+namespace {
+
+cuzk_kresult check_h_args(const void *a, const void *b, const void *c, size_t n, uint32_t log_m)
+{
+    if (log_m < 1 || log_m > 31) return arg_err(CUZK_K_ERR_BAD_LOG_M, "compute_h: log_m must be in 1..31");
+    if (n > ((size_t)1 << log_m)) return arg_err(CUZK_K_ERR_BAD_LOG_M, "compute_h: n > 2^log_m");
+    if (n && (!a || !b || !c)) return arg_err(CUZK_K_ERR_NULL_ARG, "compute_h: a, b or c is NULL");
+    return ok();
+}
+
+// The staged vector: st.buf gets a copy of n scalars at h, queued on the copy stream (behind
+// what is queued there); st.h / st.n are set when it is made. A failed allocation is not an
+// error: the vector is then not staged and the batch uploads it.
+cuzk_kresult stage_vector(dev_ctx *ctx, cuzk_k_staged &st, const void *h, size_t n)
+{
+    if (st.buf.alloc(ctx, n * 32) != cudaSuccess) {
+        CUZK_CLEAR_LAST_ERROR();
+        return ok();
+    }
+    event_list evs;
+    cudaEvent_t allocated;
+    CUZK_CK(evs.add(&allocated));
+    CUZK_CK(cudaEventRecord(allocated, ctx->s_comp));  // the buffer is the compute stream's
+    CUZK_CK(cudaStreamWaitEvent(ctx->s_copy, allocated, 0));
+    CUZK_CK(cudaMemcpyAsync(st.buf.p, h, n * 32, cudaMemcpyHostToDevice, ctx->s_copy));
+    st.h = h;
+    st.n = n;
+    return ok();
+}
+
+// H and its MSM over streamed bases, with the copies queued ahead of need: the H MSM's first
+// chunk behind a, b and c (it copies during the NTTs instead of after them); the staged vector
+// behind that, when the device keeps room for chunks of 2^24 bases beside it (it copies while
+// the H MSM computes); and, with `next` (the batch's first large streamed job), that job's first
+// chunk during the H MSM's last chunk, kept in the staged handle for the batch. st receives the
+// handle, or stays empty when nothing was staged.
+cuzk_kresult h_msm_streamed(dev_ctx *ctx, const cuzk_k_bases *h_bases, const void *a, const void *b, const void *c,
+                            size_t n, uint32_t log_m, void *h_out, void *out_jacobian, const void *stage,
+                            size_t stage_n, const cuzk_k_msm_job *next, std::unique_ptr<cuzk_k_staged> &st)
+{
+    cudaStream_t sc = ctx->s_copy;
+    const size_t m = (size_t)1 << log_m, fr = 32, pt = sizeof(affine_t<fp_t>);
+    size_t room = 0;
+    CUZK_TRY(headroom(ctx, &room));
+    // compute_h holds a, b and c (m scalars each) beside the NTT tables; the H MSM holds h.
+    const size_t tables = ntt_tables_to_make(ctx, log_m), slack = (size_t)64 << 20;
+    const size_t during = tables + 3 * m * fr + slack, after = tables + m * fr;
+    const size_t left = room > after ? room - after : 0, bytes = stage_n * fr;
+    const bool stage_it = stage_n && left > bytes &&
+                          (ctx->mem.chunk_points || stream_chunk_bases_g1(ctx, left - bytes) >= std::min(m - 1, (size_t)1 << 24));
+    st.reset(new cuzk_k_staged{h_bases->device});
+    // H's first chunk, carried into msm_stream: no larger than the chunk it will plan then (so
+    // it takes it), and within what the device has beside a, b and c.
+    stream_carry hc;
+    event_list evs;
+    // Declared after hc (and st, the caller's): on every path the copy stream is joined before
+    // the buffers it writes go back.
+    copy_join join{sc};
+    CUZK_CK(evs.add(&hc.copied));
+    queued_copy qc{};
+    size_t cap = stream_chunk_bases_g1(ctx, left - (stage_it ? bytes : 0)) / 16 * 15;
+    cap = std::min(cap, room > during ? (room - during) / pt : 0);
+    if (cap >= 4096) {
+        const stream_piece p = next_piece(nullptr, m - 1, 0, 0, cap);
+        if (hc.buf.alloc(ctx, p.nb * pt) == cudaSuccess) {
+            hc.h = h_bases->h;
+            hc.cap = cap;
+            hc.piece = p;
+            qc = queued_copy{hc.buf.p, h_bases->h, p.nb * pt, hc.copied};
+        } else {
+            CUZK_CLEAR_LAST_ERROR();
+        }
+    }
+    dbuf d_h;
+    CUZK_TRY(compute_h_dev(ctx, a, b, c, n, log_m, d_h, h_out, qc.dst ? &qc : nullptr));
+    CUZK_PHASE(ctx, CUZK_K_PHASE_H_MSM, 0);
+    if (stage_it) CUZK_TRY(stage_vector(ctx, *st, stage, stage_n));
+    const bool carry_next = next && next->bases && next->bases->h && next->bases->device == h_bases->device &&
+                            next->n >= STREAM_CARRY_MIN;
+    stream_next nx{};
+    if (carry_next) {
+        CUZK_CK(st->evs.add(&st->carry.copied));
+        nx = next_of(*next);
+    }
+    CUZK_TRY(msm_stream<fp_t>(ctx, h_bases->h, h_bases->n, 0, d_h.p, m - 1, nullptr, out_jacobian, &hc,
+                              carry_next ? &st->carry : nullptr, carry_next ? &nx : nullptr));
+    CUZK_CK(cudaStreamSynchronize(sc));
+    if (!st->buf.p && !st->carry.h) st.reset();
+    return ok();
+}
+
+}  // namespace
+
+// H and its MSM; with stage_n > 0 also a device copy of stage_scalars for the batch that
+// follows, queued on the copy stream behind H's own copies so that it runs while the H MSM
+// computes. Over resident H bases the copy is made only when the device keeps, beside it, what
+// the H MSM may take at most (its sort: 256 bytes a scalar at c = 16; a slice of pair rounds:
+// 2^26 entries); over streamed ones see h_msm_streamed. Otherwise *staged stays NULL and the
+// batch uploads as before.
+cuzk_kresult compute_h_msm(const cuzk_k_bases *h_bases, const void *a, const void *b, const void *c, size_t n,
+                           uint32_t log_m, void *h_out, void *out_jacobian, const void *stage, size_t stage_n,
+                           const cuzk_k_msm_job *next, cuzk_k_staged **staged)
+{
+    if (!h_bases || !out_jacobian) return arg_err(CUZK_K_ERR_NULL_ARG, "compute_h_msm: h_bases or out is NULL");
+    if (h_bases->group != 1) return arg_err(CUZK_K_ERR_WRONG_GROUP, "compute_h_msm: H bases must be G1");
+    CUZK_TRY(check_h_args(a, b, c, n, log_m));
+    size_t m = (size_t)1 << log_m;
+    if (h_bases->n < m - 1) return arg_err(CUZK_K_ERR_RANGE, "compute_h_msm: fewer than m-1 H bases");
+    return run_on(h_bases->device, [&](dev_ctx *ctx) -> cuzk_kresult {
+        if (h_bases->h) {
+            std::unique_ptr<cuzk_k_staged> st;
+            CUZK_TRY(h_msm_streamed(ctx, h_bases, a, b, c, n, log_m, h_out, out_jacobian, staged ? stage : nullptr,
+                                    staged ? stage_n : 0, staged ? next : nullptr, st));
+            if (staged) *staged = st.release();
+            return ok();
+        }
+        dbuf d_h;
+        CUZK_TRY(compute_h_dev(ctx, a, b, c, n, log_m, d_h, h_out));
+        CUZK_PHASE(ctx, CUZK_K_PHASE_H_MSM, 0);
+        std::unique_ptr<cuzk_k_staged> st;
+        copy_join join{ctx->s_copy};  // the staged copy is written on the copy stream
+        size_t room = 0;
+        if (stage_n && headroom(ctx, &room).code == 0 && room >= stage_n * 32 + h_msm_scratch_bound(m)) {
+            st.reset(new cuzk_k_staged{h_bases->device});
+            CUZK_TRY(stage_vector(ctx, *st, stage, stage_n));
+            if (!st->buf.p) st.reset();
+        }
+        CUZK_TRY(msm_run<fp_t>(ctx, h_bases->d, h_bases->n, 0, d_h.p, nullptr, m - 1, nullptr, out_jacobian, false));
+        CUZK_CK(cudaStreamSynchronize(ctx->s_copy));
+        if (staged) *staged = st.release();
+        return ok();
+    });
+}
+
+cuzk_kresult compute_h(int device, const void *a, const void *b, const void *c, size_t n, uint32_t log_m,
+                       void *h_out)
+{
+    CUZK_TRY(check_h_args(a, b, c, n, log_m));
+    if (!h_out) return arg_err(CUZK_K_ERR_NULL_ARG, "compute_h: h_out is NULL");
+    return run_on(device, [&](dev_ctx *ctx) -> cuzk_kresult {
+        dbuf d_h;
+        return compute_h_dev(ctx, a, b, c, n, log_m, d_h, h_out);
+    });
+}
+
+}  // namespace cuzk
