@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the C ABI checks against a `cuda` build of cuzk, to carry to a GPU machine that has
-# no Rust, Go or CUDA toolkit: .gpu/abi/ gets the C toy example, the Go test binary and the
-# Go toy command (all statically linked with scripts/build-lib.sh's libcuzk.a, stripped) and
-# run.sh to run them. It leaves examples/go/cuzk.pc pointing at that library.
+# no Rust, Go or CUDA toolkit: .gpu/abi/ gets the C toy example, the Go test binary, the Go
+# toy command and the program of a Go module outside the repository that requires the package
+# (tests/link/go_consumer.sh: a replace, then vendor/; no CGO_LDFLAGS, no build tags), all
+# statically linked with scripts/build-lib.sh's libcuzk.a, stripped, and run.sh to run them.
+# It leaves examples/go/cuzk.pc pointing at that library.
 #
 # From the repository root:
 #   source <(../shared/tools/cuda-toolkit.sh --env)   # nvcc for the cuda build
@@ -56,6 +58,9 @@ echo "== Go test binary and toy command"
   GOEXPERIMENT=cgocheck2 go test -c -ldflags="-s -w" -o "$out/cuzk-go-cgocheck2.test" .
   go build -ldflags="-s -w" -o "$out/go-toy" ./cmd/toy
 )
+echo "== a Go module outside the repository on the package (tests/link/go_consumer.sh)"
+WORK="$target/abi-go-consumer" bash tests/link/go_consumer.sh --build-only --bin "$out/go-consumer"
+strip "$out/go-consumer"
 
 rev="$(git rev-parse --short HEAD 2>/dev/null || echo "an unknown commit")"
 git diff --quiet HEAD -- src include examples build.rs Cargo.toml 2>/dev/null || rev="$rev with local changes"
@@ -81,6 +86,9 @@ echo "== Go tests (built with GOEXPERIMENT=cgocheck2)"
 ./cuzk-go-cgocheck2.test -test.count=1
 echo "== Go toy command"
 ./go-toy
+echo "== a Go module outside the repository (replace + vendor/, no CGO_LDFLAGS, no tags)"
+./go-consumer $( [ "$cuda" = 1 ] && echo cuda || echo default) | tee go-consumer.log
+grep -q "on the $expect_backend backend: verifies" go-consumer.log || { echo "expected the $expect_backend backend" >&2; exit 1; }
 echo "C ABI on the $expect_backend backend: OK"
 RUN
 chmod +x "$out/run.sh"
