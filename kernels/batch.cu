@@ -68,6 +68,209 @@ stream_next next_of(const cuzk_k_msm_job &j)
     return stream_next{static_cast<const char *>(j.bases->h) + j.base_offset * elem, j.n, j.density_bits, elem};
 }
 
+namespace {
+
+// The jobs of one batch and the vector the H call staged for it, if any.
+struct batch {
+    const cuzk_k_msm_job *jobs;
+    size_t count;
+    const cuzk_k_staged *staged;
+    // A job reading the staged vector uses its device copy and uploads nothing.
+    const void *staged_for(const cuzk_k_msm_job &j) const
+    {
+        return staged && j.n && j.host_scalars == staged->h && j.n == staged->n ? staged->buf.p : nullptr;
+    }
+};
+
+// A host scalar vector that jobs read (matched by pointer and length).
+struct scalar_vec {
+    const void *h = nullptr;
+    size_t n = 0;
+};
+inline bool reads(const cuzk_k_msm_job &j, const scalar_vec &v) { return j.host_scalars == v.h && j.n == v.n; }
+
+// The distinct vectors the jobs read (a proof's L, A, B_G1 and B_G2 share its aux vector, and A,
+// B its inputs), in order of first use, and the one each job reads.
+struct batch_vectors {
+    std::vector<scalar_vec> uniq;
+    std::vector<size_t> vec_of;
+    size_t total = 0, largest = 0;  // bytes
+    bool streamed = false;          // some job's bases are streamed
+    explicit batch_vectors(const batch &b) : vec_of(b.count, 0)
+    {
+        for (size_t i = 0; i < b.count; i++) {
+            const cuzk_k_msm_job &j = b.jobs[i];
+            streamed |= j.bases->h != nullptr;
+            if (!j.n || b.staged_for(j)) continue;
+            size_t k = 0;
+            while (k < uniq.size() && !reads(j, uniq[k])) k++;
+            if (k == uniq.size()) {
+                uniq.push_back(scalar_vec{j.host_scalars, j.n});
+                total += j.n * 32;
+                largest = std::max(largest, j.n * 32);
+            }
+            vec_of[i] = k;
+        }
+    }
+};
+
+// Scalar sources: where each job of the batch finds its scalars on the device. Both give a job
+// the staged vector when it reads that one, upload every other vector once for all its
+// readers, and queue the copies on the copy stream so that they run while earlier jobs compute.
+// The loop (run_jobs) calls start once, then for each job before (its copies may be queued),
+// scalars (the compute stream waits for them) and after (its buffer may go back).
+
+// Every vector uploaded up front into a buffer of its own, in order of first use. The source
+// when no job streams its bases and the vectors fit in the two job-sized buffers of
+// pingpong_scalars (so it never needs more device memory than that one).
+struct preloaded_scalars {
+    const batch_vectors &v;
+    std::unique_ptr<dbuf[]> bufs;
+    std::vector<cudaEvent_t> copied;
+    event_list evs;
+    copy_join join;  // last member: the copy stream is joined before the buffers go back
+
+    preloaded_scalars(const batch_vectors &vectors, cudaStream_t sc) : v(vectors), join{sc} {}
+
+    cuzk_kresult start(dev_ctx *ctx, const batch &)
+    {
+        bufs.reset(new dbuf[v.uniq.size()]);
+        copied.resize(v.uniq.size());
+        for (size_t k = 0; k < v.uniq.size(); k++) {
+            CUZK_CK(bufs[k].alloc(ctx, v.uniq[k].n * 32));
+            CUZK_CK(evs.add(&copied[k]));
+        }
+        cudaEvent_t allocated;
+        CUZK_CK(evs.add(&allocated));
+        CUZK_CK(cudaEventRecord(allocated, ctx->s_comp));
+        CUZK_CK(cudaStreamWaitEvent(ctx->s_copy, allocated, 0));
+        for (size_t k = 0; k < v.uniq.size(); k++) {
+            CUZK_CK(cudaMemcpyAsync(bufs[k].p, v.uniq[k].h, v.uniq[k].n * 32, cudaMemcpyHostToDevice, ctx->s_copy));
+            CUZK_CK(cudaEventRecord(copied[k], ctx->s_copy));
+        }
+        return ok();
+    }
+    cuzk_kresult before(dev_ctx *, const batch &, size_t) { return ok(); }
+    cuzk_kresult scalars(dev_ctx *ctx, const batch &b, size_t i, const void **d)
+    {
+        *d = b.staged_for(b.jobs[i]);
+        if (b.jobs[i].n && !*d) {
+            CUZK_CK(cudaStreamWaitEvent(ctx->s_comp, copied[v.vec_of[i]], 0));
+            *d = bufs[v.vec_of[i]].p;
+        }
+        return ok();
+    }
+    void after(const batch &, size_t) {}
+};
+
+// Two job-sized buffers: job i's scalars go into buf[i % 2] while job i - 1 computes, unless
+// that buffer already holds them (a proof's jobs alternate between its aux and its inputs
+// vector, so each is uploaded once). A job over streamed bases is not fetched ahead (its chunks
+// need the device memory): its scalars are copied when it starts, and its buffer goes back after
+// it unless the next job of its slot reads the same vector.
+struct pingpong_scalars {
+    dbuf buf[2];
+    scalar_vec held[2];
+    std::vector<bool> fetched;
+    cudaEvent_t copied[2] = {}, allocated = {};
+    event_list evs;
+    copy_join join;  // last member: the copy stream is joined before the buffers go back
+
+    pingpong_scalars(size_t count, cudaStream_t sc) : fetched(count + 1, false), join{sc} {}
+
+    bool holds(int slot, const cuzk_k_msm_job &j) const { return buf[slot].p && reads(j, held[slot]); }
+    cuzk_kresult prefetch(dev_ctx *ctx, const batch &b, size_t i)
+    {
+        if (i >= b.count || b.jobs[i].n == 0 || fetched[i] || b.staged_for(b.jobs[i])) return ok();
+        fetched[i] = true;
+        const int slot = (int)(i % 2);
+        if (holds(slot, b.jobs[i])) return ok();  // copied[slot] still marks its copy
+        held[slot] = scalar_vec{};
+        CUZK_CK(buf[slot].alloc(ctx, b.jobs[i].n * 32));
+        held[slot] = scalar_vec{b.jobs[i].host_scalars, b.jobs[i].n};
+        CUZK_CK(cudaEventRecord(allocated, ctx->s_comp));
+        CUZK_CK(cudaStreamWaitEvent(ctx->s_copy, allocated, 0));
+        CUZK_CK(cudaMemcpyAsync(buf[slot].p, b.jobs[i].host_scalars, b.jobs[i].n * 32, cudaMemcpyHostToDevice,
+                                ctx->s_copy));
+        CUZK_CK(cudaEventRecord(copied[slot], ctx->s_copy));
+        return ok();
+    }
+    cuzk_kresult start(dev_ctx *ctx, const batch &b)
+    {
+        CUZK_CK(evs.add(&copied[0]));
+        CUZK_CK(evs.add(&copied[1]));
+        CUZK_CK(evs.add(&allocated));
+        return prefetch(ctx, b, 0);
+    }
+    cuzk_kresult before(dev_ctx *ctx, const batch &b, size_t i)
+    {
+        CUZK_TRY(prefetch(ctx, b, i));  // a streamed job's own scalars, not fetched ahead
+        if (i + 1 < b.count && !b.jobs[i + 1].bases->h && !b.jobs[i].bases->h) CUZK_TRY(prefetch(ctx, b, i + 1));
+        return ok();
+    }
+    cuzk_kresult scalars(dev_ctx *ctx, const batch &b, size_t i, const void **d)
+    {
+        *d = b.staged_for(b.jobs[i]);
+        if (b.jobs[i].n && !*d) {
+            CUZK_CK(cudaStreamWaitEvent(ctx->s_comp, copied[i % 2], 0));
+            *d = buf[i % 2].p;
+        }
+        return ok();
+    }
+    void after(const batch &b, size_t i)
+    {
+        const int slot = (int)(i % 2);
+        if (b.jobs[i].bases->h && !(i + 2 < b.count && holds(slot, b.jobs[i + 2]))) {
+            buf[slot].release();
+            held[slot] = scalar_vec{};
+        }
+    }
+};
+
+// The batch's one job loop, over either source. Streamed jobs hand the next large streamed job
+// its first chunk, copied during their last one (a proof's L, A, B_G1 and B_G2 over aux; the
+// inputs' jobs in between are too small to hide a copy and are skipped over); the first large
+// streamed job's first chunk may come from the H call (staged->carry).
+template <class Source>
+cuzk_kresult run_jobs(dev_ctx *ctx, const batch &b, Source &src)
+{
+    stream_carry carry[2];
+    event_list carry_evs;
+    CUZK_CK(carry_evs.add(&carry[0].copied));
+    CUZK_CK(carry_evs.add(&carry[1].copied));
+    int cur = 0;  // carry[cur]: the next large streamed job's first chunk, if any
+    stream_carry *first_in = b.staged && b.staged->carry.h ? &b.staged->carry : nullptr;
+    copy_join join{ctx->s_copy};  // carry is written on the copy stream: join it before it is freed
+    ctx->phase = CUZK_K_PHASE_MSM_JOB;
+    ctx->index = 0;
+    CUZK_TRY(src.start(ctx, b));
+    for (size_t i = 0; i < b.count; i++) {
+        const cuzk_k_msm_job &j = b.jobs[i];
+        CUZK_TRY(src.before(ctx, b, i));
+        CUZK_PHASE(ctx, CUZK_K_PHASE_MSM_JOB, (int)i);
+        const void *d = nullptr;
+        CUZK_TRY(src.scalars(ctx, b, i, &d));
+        if (j.bases->h && j.n >= STREAM_CARRY_MIN) {
+            size_t t = i + 1;
+            while (t < b.count && !(b.jobs[t].bases->h && b.jobs[t].n >= STREAM_CARRY_MIN)) t++;
+            stream_next nx{};
+            if (t < b.count) nx = next_of(b.jobs[t]);
+            stream_carry *in = first_in ? first_in : &carry[cur];
+            first_in = nullptr;
+            CUZK_TRY(run_job(ctx, j, d, in, &carry[1 - cur], t < b.count ? &nx : nullptr));
+            in->clear();
+            cur = 1 - cur;
+        } else {
+            CUZK_TRY(run_job(ctx, j, d));
+        }
+        src.after(b, i);
+    }
+    CUZK_CK(cudaStreamSynchronize(ctx->s_copy));
+    return ok();
+}
+
+}  // namespace
+
 cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count, const cuzk_k_staged *staged)
 {
     if (!count) return ok();
@@ -81,148 +284,16 @@ cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count, const cuzk_k_st
     }
     if (staged && staged->device != jobs[0].bases->device)
         return arg_err(CUZK_K_ERR_MIXED_DEVICES, "msm_batch: staged scalars on another device");
-    // A job reading the staged vector uses its device copy and uploads nothing.
-    auto staged_for = [&](const cuzk_k_msm_job &j) -> const void * {
-        return staged && j.n && j.host_scalars == staged->h && j.n == staged->n ? staged->buf.p : nullptr;
-    };
-    // The scalar vectors the jobs read, each once: a proof's L, A, B_G1 and B_G2 share its aux
-    // vector (and A, B its inputs), so one upload serves four jobs.
-    struct vec { const void *h; size_t n; };
-    std::vector<vec> uniq;
-    std::vector<size_t> vec_of(count, 0);
-    bool streamed = false;
-    size_t largest = 0, total = 0;
-    for (size_t i = 0; i < count; i++) {
-        const cuzk_k_msm_job &j = jobs[i];
-        streamed |= j.bases->h != nullptr;
-        if (!j.n || staged_for(j)) continue;
-        size_t k = 0;
-        while (k < uniq.size() && !(uniq[k].h == j.host_scalars && uniq[k].n == j.n)) k++;
-        if (k == uniq.size()) {
-            uniq.push_back(vec{j.host_scalars, j.n});
-            total += j.n * 32;
-            largest = std::max(largest, j.n * 32);
-        }
-        vec_of[i] = k;
-    }
-    // Uploading every vector up front is the fast path when they fit in the two job-sized
-    // buffers of the general path below (so it never needs more device memory than that one)
-    // and no job streams its bases (their chunks need the memory).
-    if (!streamed && total <= 2 * largest) {
-        return run_on(jobs[0].bases->device, [&](dev_ctx *ctx) -> cuzk_kresult {
-            cudaStream_t s = ctx->s_comp, sc = ctx->s_copy;
-            std::unique_ptr<dbuf[]> bufs(new dbuf[uniq.size()]);
-            copy_join join{sc};  // bufs are written on the copy stream: join it before they are freed
-            event_list evs;
-            std::vector<cudaEvent_t> copied(uniq.size());
-            ctx->phase = CUZK_K_PHASE_MSM_JOB;
-            ctx->index = 0;
-            for (size_t k = 0; k < uniq.size(); k++) {
-                CUZK_CK(bufs[k].alloc(ctx, uniq[k].n * 32));
-                CUZK_CK(evs.add(&copied[k]));
-            }
-            cudaEvent_t allocated;
-            CUZK_CK(evs.add(&allocated));
-            CUZK_CK(cudaEventRecord(allocated, s));
-            CUZK_CK(cudaStreamWaitEvent(sc, allocated, 0));
-            // All copies queued now, in the order of first use: each runs while the jobs before
-            // its first reader compute.
-            for (size_t k = 0; k < uniq.size(); k++) {
-                CUZK_CK(cudaMemcpyAsync(bufs[k].p, uniq[k].h, uniq[k].n * 32, cudaMemcpyHostToDevice, sc));
-                CUZK_CK(cudaEventRecord(copied[k], sc));
-            }
-            for (size_t i = 0; i < count; i++) {
-                const cuzk_k_msm_job &j = jobs[i];
-                CUZK_PHASE(ctx, CUZK_K_PHASE_MSM_JOB, (int)i);
-                const void *d = staged_for(j);
-                if (j.n && !d) {
-                    CUZK_CK(cudaStreamWaitEvent(s, copied[vec_of[i]], 0));
-                    d = bufs[vec_of[i]].p;
-                }
-                CUZK_TRY(run_job(ctx, j, d));
-            }
-            CUZK_CK(cudaStreamSynchronize(sc));
-            return ok();
-        });
-    }
+    const batch b{jobs, count, staged};
+    const batch_vectors vectors(b);
+    const bool preload = !vectors.streamed && vectors.total <= 2 * vectors.largest;
     return run_on(jobs[0].bases->device, [&](dev_ctx *ctx) -> cuzk_kresult {
-        cudaStream_t s = ctx->s_comp, sc = ctx->s_copy;
-        dbuf buf[2];
-        // Streamed jobs hand the next large streamed job its first chunk, copied during their
-        // last one (a proof's L, A, B_G1 and B_G2 over aux; the inputs' jobs in between are
-        // too small to hide a copy and are skipped over).
-        stream_carry carry[2];
-        event_list carry_evs;
-        CUZK_CK(carry_evs.add(&carry[0].copied));
-        CUZK_CK(carry_evs.add(&carry[1].copied));
-        int cur = 0;                   // carry[cur]: the next large streamed job's first chunk, if any
-        const size_t big = STREAM_CARRY_MIN;
-        // The first large streamed job's first chunk may come from the H call (staged->carry).
-        stream_carry *first_in = staged && staged->carry.h ? &staged->carry : nullptr;
-        copy_join join{sc};  // buf and carry are written on the copy stream: join it before they are freed
-        cudaEvent_t ev[3] = {};
-        struct ev_guard {
-            cudaEvent_t *e;
-            ~ev_guard() { for (int i = 0; i < 3; i++) if (e[i]) cudaEventDestroy(e[i]); }
-        } guard{ev};
-        for (int k = 0; k < 3; k++) CUZK_CK(cudaEventCreateWithFlags(&ev[k], cudaEventDisableTiming));
-        // queue the copy of job i's scalars into buf[i % 2] on the copy stream, unless that
-        // buffer already holds them (a proof's jobs alternate between the aux and the inputs
-        // vector, so each is uploaded once). A job over streamed bases is not fetched ahead
-        // (its chunks need the device memory): its scalars are copied when it starts.
-        std::vector<bool> fetched(count + 1, false);
-        struct held_vec { const void *h = nullptr; size_t n = 0; } held[2];
-        auto holds = [&](int slot, const cuzk_k_msm_job &j) {
-            return buf[slot].p && held[slot].h == j.host_scalars && held[slot].n == j.n;
-        };
-        auto prefetch = [&](size_t i) -> cuzk_kresult {
-            if (i >= count || jobs[i].n == 0 || fetched[i] || staged_for(jobs[i])) return ok();
-            fetched[i] = true;
-            if (holds((int)(i % 2), jobs[i])) return ok();  // ev[i % 2] still marks its copy
-            dbuf &b = buf[i % 2];
-            held[i % 2] = held_vec{};
-            CUZK_CK(b.alloc(ctx, jobs[i].n * 32));
-            held[i % 2] = held_vec{jobs[i].host_scalars, jobs[i].n};
-            CUZK_CK(cudaEventRecord(ev[2], s));
-            CUZK_CK(cudaStreamWaitEvent(sc, ev[2], 0));
-            CUZK_CK(cudaMemcpyAsync(b.p, jobs[i].host_scalars, jobs[i].n * 32, cudaMemcpyHostToDevice, sc));
-            CUZK_CK(cudaEventRecord(ev[i % 2], sc));
-            return ok();
-        };
-        ctx->phase = CUZK_K_PHASE_MSM_JOB;
-        CUZK_TRY(prefetch(0));
-        for (size_t i = 0; i < count; i++) {
-            const cuzk_k_msm_job &j = jobs[i];
-            CUZK_TRY(prefetch(i));  // a streamed job's own scalars, not fetched ahead
-            if (i + 1 < count && !jobs[i + 1].bases->h && !j.bases->h) CUZK_TRY(prefetch(i + 1));
-            CUZK_PHASE(ctx, CUZK_K_PHASE_MSM_JOB, (int)i);
-            const void *d = staged_for(j);
-            if (j.n && !d) {
-                CUZK_CK(cudaStreamWaitEvent(s, ev[i % 2], 0));
-                d = buf[i % 2].p;
-            }
-            if (j.bases->h && j.n >= big) {
-                size_t t = i + 1;
-                while (t < count && !(jobs[t].bases->h && jobs[t].n >= big)) t++;
-                stream_next nx{};
-                if (t < count) nx = next_of(jobs[t]);
-                stream_carry *in = first_in ? first_in : &carry[cur];
-                first_in = nullptr;
-                CUZK_TRY(run_job(ctx, j, d, in, &carry[1 - cur], t < count ? &nx : nullptr));
-                in->clear();
-                cur = 1 - cur;
-            } else {
-                CUZK_TRY(run_job(ctx, j, d));
-            }
-            // After a streamed job its buffer goes back (the next jobs' chunks need the device
-            // memory), unless the next job of its slot reads the same vector.
-            if (j.bases->h && !(i + 2 < count && holds((int)(i % 2), jobs[i + 2]))) {
-                buf[i % 2].release();
-                held[i % 2] = held_vec{};
-            }
+        if (preload) {
+            preloaded_scalars src(vectors, ctx->s_copy);
+            return run_jobs(ctx, b, src);
         }
-        CUZK_CK(cudaStreamSynchronize(sc));
-        return ok();
+        pingpong_scalars src(count, ctx->s_copy);
+        return run_jobs(ctx, b, src);
     });
 }
 
