@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 /// The two curves an MSM runs on, with blst's raw entry points.
 pub trait Curve: Sync {
     /// Affine base points.
-    type Affine: Sync + Copy;
+    type Affine: Send + Sync + Copy + 'static;
     /// The result.
     type Projective: Group + Send;
     /// blst's affine type.

@@ -10,6 +10,7 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk::pool::PinMode;
 use cuzk::prover::cpu::{msm, ntt};
 use cuzk::prover::cuda;
+use cuzk::prover::cuda::OnceBases::{Streamed, Upload};
 use cuzk::testing::{random_parameters, Synthetic};
 use cuzk::{BackendChoice, DensityTracker, PinnedPool, PoolConfig, Prover};
 use ff::Field;
@@ -193,11 +194,15 @@ fn msms_match_the_cpu_on_random_data() {
         let scalars = random_scalars(&mut rng, n);
         let g1: Vec<G1Affine> = points::<G1Projective>(&mut rng, n);
         let cpu = msm::msm::<msm::G1>(&g1, &scalars, None).unwrap();
-        assert_eq!(cuda::msm_g1_once(0, &g1, &scalars, None).unwrap(), cpu, "G1 n={n}");
+        assert_eq!(
+            cuda::msm_once::<msm::G1>(0, Upload(&g1), &scalars, None).unwrap(),
+            cpu,
+            "G1 n={n}"
+        );
         let d = random_density(&mut rng, n);
         let cpu = msm::msm::<msm::G1>(&g1, &scalars, Some(&d)).unwrap();
         assert_eq!(
-            cuda::msm_g1_once(0, &g1, &scalars, Some(&d)).unwrap(),
+            cuda::msm_once::<msm::G1>(0, Upload(&g1), &scalars, Some(&d)).unwrap(),
             cpu,
             "G1 density n={n}"
         );
@@ -205,12 +210,16 @@ fn msms_match_the_cpu_on_random_data() {
             let g2: Vec<G2Affine> = points::<G2Projective>(&mut rng, n);
             let cpu = msm::msm::<msm::G2>(&g2, &scalars, Some(&d)).unwrap();
             assert_eq!(
-                cuda::msm_g2_once(0, &g2, &scalars, Some(&d)).unwrap(),
+                cuda::msm_once::<msm::G2>(0, Upload(&g2), &scalars, Some(&d)).unwrap(),
                 cpu,
                 "G2 density n={n}"
             );
             let cpu = msm::msm::<msm::G2>(&g2, &scalars, None).unwrap();
-            assert_eq!(cuda::msm_g2_once(0, &g2, &scalars, None).unwrap(), cpu, "G2 n={n}");
+            assert_eq!(
+                cuda::msm_once::<msm::G2>(0, Upload(&g2), &scalars, None).unwrap(),
+                cpu,
+                "G2 n={n}"
+            );
         }
         eprintln!("MSM n={n}: ok");
     }
@@ -641,12 +650,12 @@ fn msms_on_repeated_bases_and_extreme_scalars_match_the_cpu() {
                 let cpu = msm::msm::<msm::G1>(bases, scalars, d).unwrap();
                 let what = format!("G1 {name}, base set {b}, density {}", d.is_some());
                 assert_eq!(
-                    cuda::msm_g1_once(0, bases, scalars, d).unwrap(),
+                    cuda::msm_once::<msm::G1>(0, Upload(bases), scalars, d).unwrap(),
                     cpu,
                     "{what}: resident"
                 );
                 assert_eq!(
-                    cuda::msm_g1_streamed_once(0, shared.clone(), scalars, d).unwrap(),
+                    cuda::msm_once::<msm::G1>(0, Streamed(shared.clone()), scalars, d).unwrap(),
                     cpu,
                     "{what}: streamed"
                 );
@@ -657,12 +666,12 @@ fn msms_on_repeated_bases_and_extreme_scalars_match_the_cpu() {
             let cpu = msm::msm::<msm::G2>(bases, scalars, Some(&density)).unwrap();
             let what = format!("G2 {name}, base set {b}");
             assert_eq!(
-                cuda::msm_g2_once(0, bases, scalars, Some(&density)).unwrap(),
+                cuda::msm_once::<msm::G2>(0, Upload(bases), scalars, Some(&density)).unwrap(),
                 cpu,
                 "{what}: resident"
             );
             assert_eq!(
-                cuda::msm_g2_streamed_once(0, shared, scalars, Some(&density)).unwrap(),
+                cuda::msm_once::<msm::G2>(0, Streamed(shared), scalars, Some(&density)).unwrap(),
                 cpu,
                 "{what}: streamed"
             );

@@ -9,6 +9,7 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod kernel_contract;
+pub mod msm_plan;
 
 use std::fmt;
 use std::sync::Arc;

@@ -8,9 +8,10 @@ use std::time::Instant;
 use blstrs::Scalar;
 use ff::Field;
 
+use super::msm_plan::{resolve, BoundMsm, Query, Sums};
 use super::{Backend, Commitments, Timings};
 use crate::assignment::ProvingAssignment;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::params::Parameters;
 
 /// Proves on the host's cores.
@@ -65,38 +66,36 @@ impl CpuBackend {
         drop((b, c));
         t.h += start.elapsed();
 
-        let inputs = assignment.input_assignment();
-        let aux = assignment.aux_assignment();
-        let num_inputs = inputs.len();
-        let b_inputs = assignment.b_input_density().total_density();
-
-        let timed = |slot: &mut std::time::Duration, f: &dyn Fn() -> Result<blstrs::G1Projective>| {
-            let s = Instant::now();
-            let r = f();
-            *slot += s.elapsed();
-            r
-        };
-        let h = timed(&mut t.msm_h, &|| msm::msm::<msm::G1>(params.h(), &h, None))?;
-        let l = timed(&mut t.msm_l, &|| msm::msm::<msm::G1>(params.l(), aux, None))?;
-        // check_assignment: A holds the inputs then the A-dense aux, B the B-dense inputs then
-        // aux, so these splits are in range.
-        let (a_in, a_aux) = params.a().split_at(num_inputs);
-        let (b1_in, b1_aux) = params.b_g1().split_at(b_inputs);
-        let (b2_in, b2_aux) = params.b_g2().split_at(b_inputs);
-        let a = timed(&mut t.msm_a, &|| {
-            let inputs_part = msm::msm::<msm::G1>(a_in, inputs, None)?;
-            let aux_part = msm::msm::<msm::G1>(a_aux, aux, Some(assignment.a_aux_density()))?;
-            Ok(inputs_part + aux_part)
-        })?;
-        let b_g1 = timed(&mut t.msm_b_g1, &|| {
-            let inputs_part = msm::msm::<msm::G1>(b1_in, inputs, Some(assignment.b_input_density()))?;
-            let aux_part = msm::msm::<msm::G1>(b1_aux, aux, Some(assignment.b_aux_density()))?;
-            Ok(inputs_part + aux_part)
-        })?;
         let s = Instant::now();
-        let b_g2 = msm::msm::<msm::G2>(b2_in, inputs, Some(assignment.b_input_density()))?
-            + msm::msm::<msm::G2>(b2_aux, aux, Some(assignment.b_aux_density()))?;
-        t.msm_b_g2 += s.elapsed();
+        let h = msm::msm::<msm::G1>(params.h(), &h, None)?;
+        t.msm_h += s.elapsed();
+        let mut sums = Sums::default();
+        for m in resolve(assignment) {
+            let s = Instant::now();
+            let g1 = |query: &[blstrs::G1Affine]| msm::msm::<msm::G1>(bases_from(query, &m)?, m.scalars, m.density);
+            match m.msm.query {
+                Query::L => sums.l += g1(params.l())?,
+                Query::A => sums.a += g1(params.a())?,
+                Query::BG1 => sums.b_g1 += g1(params.b_g1())?,
+                Query::BG2 => sums.b_g2 += msm::msm::<msm::G2>(bases_from(params.b_g2(), &m)?, m.scalars, m.density)?,
+            }
+            *t.msm_slot(m.msm.query) += s.elapsed();
+        }
+        let Sums { l, a, b_g1, b_g2 } = sums;
         Ok(Commitments { h, l, a, b_g1, b_g2 })
     }
+}
+
+/// An MSM's bases: its query from the MSM's offset. check_assignment keeps the offsets in range
+/// (each query holds its input part, then its aux part); the error is for a backend called
+/// with other parameters.
+fn bases_from<'p, A>(query: &'p [A], m: &BoundMsm<'_>) -> Result<&'p [A]> {
+    query.get(m.offset..).ok_or_else(|| {
+        Error::CircuitMismatch(format!(
+            "MSM {}: its bases start at {}, the parameters' query has {}",
+            m.msm.name,
+            m.offset,
+            query.len()
+        ))
+    })
 }

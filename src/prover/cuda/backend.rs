@@ -6,30 +6,21 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use blstrs::{G1Projective, G2Projective, Scalar};
+use blstrs::{G1Projective, G2Projective};
 use group::Group;
 use parking_lot::Mutex;
 
-use super::bases::{msm_g1, msm_g2, DeviceBases, Staged};
+use super::bases::{msm, DeviceCurve, Staged};
 use super::device::{probe, DeviceInfo};
 use super::error::{check, check_jobs};
 use super::ffi;
 use super::residency::Slot;
-use crate::assignment::ProvingAssignment;
+use crate::assignment::{DensityTracker, ProvingAssignment};
+use crate::curve::{G1, G2};
 use crate::error::{Error, Result};
 use crate::params::Parameters;
+use crate::prover::msm_plan::{resolve, Sums, PROOF_MSMS, PROOF_MSM_NAMES};
 use crate::prover::{Backend, Commitments, Timings};
-
-/// Names of the batched MSM jobs, in order, for error messages.
-pub(super) const BATCH_JOBS: [&str; 7] = [
-    "L",
-    "A (inputs)",
-    "A (aux)",
-    "B_G1 (inputs)",
-    "B_G1 (aux)",
-    "B_G2 (inputs)",
-    "B_G2 (aux)",
-];
 
 /// Device memory cuzk's kernels hold on one GPU, as they count it (see
 /// [`CudaBackend::memory_stats`]).
@@ -443,10 +434,11 @@ impl Backend for CudaBackend {
             &[]
         };
         let (stage_ptr, stage_n) = (stage.as_ptr().cast::<c_void>(), stage.len());
-        // The batch's first job (L over aux): over streamed bases the H call copies its first
-        // chunk during the H MSM's last one. Only its bases, offset, scalars and density are read.
+        // The batch's first job (PROOF_MSMS[0]: L over all of aux, from its first base): over
+        // streamed bases the H call copies its first chunk during the H MSM's last one. Only
+        // its bases, offset, scalars and density are read.
         let next_job = ffi::KMsmJob {
-            bases: dev.l.raw,
+            bases: dev.query(PROOF_MSMS[0].query).raw,
             base_offset: 0,
             host_scalars: stage_ptr,
             n: stage_n,
@@ -490,66 +482,47 @@ impl Backend for CudaBackend {
         result?;
         t.h += start.elapsed();
 
-        let inputs = assignment.input_assignment();
-        let aux = assignment.aux_assignment();
-        let num_inputs = inputs.len();
-        let b_inputs = assignment.b_input_density().total_density();
-        let a_aux = assignment.a_aux_density().words();
-        let b_in = assignment.b_input_density().words();
-        let b_aux = assignment.b_aux_density().words();
-
+        let msms = resolve(assignment);
+        let mut sums = Sums::default();
         if !self.batched_msms {
-            let g1 = |bases: &DeviceBases, offset: usize, scalars: &[Scalar], density: Option<&[u64]>| {
-                self.with_oom_retry(keep, || msm_g1(bases, offset, scalars, density))
-            };
-            let g2 = |bases: &DeviceBases, offset: usize, scalars: &[Scalar], density: Option<&[u64]>| {
-                self.with_oom_retry(keep, || msm_g2(bases, offset, scalars, density))
-            };
-            let s = Instant::now();
-            let l = g1(&dev.l, 0, aux, None)?;
-            t.msm_l += s.elapsed();
-            let s = Instant::now();
-            let a = g1(&dev.a, 0, inputs, None)? + g1(&dev.a, num_inputs, aux, Some(a_aux))?;
-            t.msm_a += s.elapsed();
-            let s = Instant::now();
-            let b_g1 = g1(&dev.b_g1, 0, inputs, Some(b_in))? + g1(&dev.b_g1, b_inputs, aux, Some(b_aux))?;
-            t.msm_b_g1 += s.elapsed();
-            let s = Instant::now();
-            let b_g2 = g2(&dev.b_g2, 0, inputs, Some(b_in))? + g2(&dev.b_g2, b_inputs, aux, Some(b_aux))?;
-            t.msm_b_g2 += s.elapsed();
+            for m in &msms {
+                let s = Instant::now();
+                let bases = dev.query(m.msm.query);
+                let density = m.density.map(DensityTracker::words);
+                if m.msm.query.is_g2() {
+                    sums.add_g2(self.with_oom_retry(keep, || msm::<G2>(bases, m.offset, m.scalars, density))?);
+                } else {
+                    let p = self.with_oom_retry(keep, || msm::<G1>(bases, m.offset, m.scalars, density))?;
+                    sums.add_g1(m.msm.query, p);
+                }
+                *t.msm_slot(m.msm.query) += s.elapsed();
+            }
+            let Sums { l, a, b_g1, b_g2 } = sums;
             return Ok(Commitments { h, l, a, b_g1, b_g2 });
         }
 
-        // L, A, B_G1 and B_G2 (inputs and aux parts) in one batched call: the kernels upload
-        // job i+1's scalars while job i computes.
+        // The seven MSMs in one batched call: the kernels upload each scalar vector once, the
+        // next job's while the current one computes.
         let s = Instant::now();
-        let mut g1 = [G1Projective::identity(); 5];
-        let mut g2 = [G2Projective::identity(); 2];
+        let mut g1 = [G1Projective::identity(); PROOF_MSMS.len()];
+        let mut g2 = [G2Projective::identity(); PROOF_MSMS.len()];
         self.with_oom_retry(keep, || {
-            let [l_out, a_in, a_aux_out, b1_in, b1_aux] = &mut g1;
-            let [b2_in, b2_aux] = &mut g2;
-            let job =
-                |bases: &DeviceBases, offset: usize, scalars: &[Scalar], density: Option<&[u64]>, out: *mut c_void| {
-                    ffi::KMsmJob {
-                        bases: bases.raw,
-                        base_offset: offset,
-                        host_scalars: scalars.as_ptr().cast::<c_void>(),
-                        n: scalars.len(),
-                        density_bits: density.map_or(std::ptr::null(), <[u64]>::as_ptr),
-                        out_jacobian: out,
-                    }
-                };
-            let p1 = |p: &mut G1Projective| (p.as_mut() as *mut blst::blst_p1).cast::<c_void>();
-            let p2 = |p: &mut G2Projective| (p.as_mut() as *mut blst::blst_p2).cast::<c_void>();
-            let jobs = [
-                job(&dev.l, 0, aux, None, p1(l_out)),
-                job(&dev.a, 0, inputs, None, p1(a_in)),
-                job(&dev.a, num_inputs, aux, Some(a_aux), p1(a_aux_out)),
-                job(&dev.b_g1, 0, inputs, Some(b_in), p1(b1_in)),
-                job(&dev.b_g1, b_inputs, aux, Some(b_aux), p1(b1_aux)),
-                job(&dev.b_g2, 0, inputs, Some(b_in), p2(b2_in)),
-                job(&dev.b_g2, b_inputs, aux, Some(b_aux), p2(b2_aux)),
-            ];
+            let jobs: Vec<ffi::KMsmJob> = msms
+                .iter()
+                .zip(g1.iter_mut().zip(g2.iter_mut()))
+                .map(|(m, (p1, p2))| ffi::KMsmJob {
+                    bases: dev.query(m.msm.query).raw,
+                    base_offset: m.offset,
+                    host_scalars: m.scalars.as_ptr().cast::<c_void>(),
+                    n: m.scalars.len(),
+                    density_bits: m.density.map_or(std::ptr::null(), |d| d.words().as_ptr()),
+                    out_jacobian: if m.msm.query.is_g2() {
+                        G2::jacobian_out(p2)
+                    } else {
+                        G1::jacobian_out(p1)
+                    },
+                })
+                .collect();
             // SAFETY: every job points at live bases handles, scalar slices (blst_fr layout)
             // with their exact lengths, density words covering them (one word per 64
             // variables), and an output of the bases' group (blst_p1 for G1, blst_p2 for G2),
@@ -557,11 +530,17 @@ impl Backend for CudaBackend {
             // `staged.0` is null or the live handle of the H call's copy of this same `aux`
             // (unchanged since), which the jobs over `aux` read instead of uploading it.
             let r = unsafe { ffi::cuzk_k_msm_batch_staged(jobs.as_ptr(), jobs.len(), staged.0) };
-            check_jobs("cuzk_k_msm_batch_staged", r, &BATCH_JOBS)
+            check_jobs("cuzk_k_msm_batch_staged", r, &PROOF_MSM_NAMES)
         })?;
         t.msm_batch += s.elapsed();
-        let (l, a, b_g1) = (g1[0], g1[1] + g1[2], g1[3] + g1[4]);
-        let b_g2 = g2[0] + g2[1];
+        for (m, (p1, p2)) in msms.iter().zip(g1.iter().zip(g2.iter())) {
+            if m.msm.query.is_g2() {
+                sums.add_g2(*p2);
+            } else {
+                sums.add_g1(m.msm.query, *p1);
+            }
+        }
+        let Sums { l, a, b_g1, b_g2 } = sums;
         Ok(Commitments { h, l, a, b_g1, b_g2 })
     }
 }

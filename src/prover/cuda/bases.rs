@@ -11,6 +11,7 @@ use group::Group;
 use super::error::check;
 use super::ffi;
 use crate::assignment::DensityTracker;
+use crate::curve::{Curve, G1, G2};
 use crate::error::{Error, Result};
 use crate::prover::kernel_contract::err;
 
@@ -49,6 +50,49 @@ impl Drop for Staged {
 
 /// The kernels' four constructors of a bases handle share this signature.
 type MakeBases = unsafe extern "C" fn(c_int, *const c_void, usize, *mut *mut ffi::KBases) -> ffi::KResult;
+/// And their two one-shot MSMs this one.
+type MsmCall =
+    unsafe extern "C" fn(*const ffi::KBases, usize, *const c_void, usize, *const u64, *mut c_void) -> ffi::KResult;
+
+/// A curve the kernels run MSMs on: its bases constructors and MSM call, with their names
+/// for errors.
+///
+/// # Safety
+/// `Affine` must have the layout the constructors read (blst's affine point of the group) and
+/// `jacobian_out` must point at the layout the MSM writes (blst's Jacobian point).
+pub unsafe trait DeviceCurve: Curve {
+    /// Uploads resident bases.
+    const UPLOAD: (&'static str, MakeBases);
+    /// Page-locks host bases for streamed MSMs.
+    const HOST: (&'static str, MakeBases);
+    /// One MSM.
+    const MSM: (&'static str, MsmCall);
+    /// The kernels' output pointer for a result.
+    fn jacobian_out(p: &mut Self::Projective) -> *mut c_void;
+}
+
+// SAFETY: G1Affine is repr(transparent) over blst_p1_affine and G1Projective over blst_p1,
+// the layouts the _g1 calls read and write.
+unsafe impl DeviceCurve for G1 {
+    const UPLOAD: (&'static str, MakeBases) = ("cuzk_k_bases_upload_g1", ffi::cuzk_k_bases_upload_g1);
+    const HOST: (&'static str, MakeBases) = ("cuzk_k_bases_host_g1", ffi::cuzk_k_bases_host_g1);
+    const MSM: (&'static str, MsmCall) = ("cuzk_k_msm_g1", ffi::cuzk_k_msm_g1);
+    fn jacobian_out(p: &mut G1Projective) -> *mut c_void {
+        let raw: &mut blst::blst_p1 = p.as_mut();
+        (raw as *mut blst::blst_p1).cast()
+    }
+}
+
+// SAFETY: as for G1, with G2Affine over blst_p2_affine and G2Projective over blst_p2.
+unsafe impl DeviceCurve for G2 {
+    const UPLOAD: (&'static str, MakeBases) = ("cuzk_k_bases_upload_g2", ffi::cuzk_k_bases_upload_g2);
+    const HOST: (&'static str, MakeBases) = ("cuzk_k_bases_host_g2", ffi::cuzk_k_bases_host_g2);
+    const MSM: (&'static str, MsmCall) = ("cuzk_k_msm_g2", ffi::cuzk_k_msm_g2);
+    fn jacobian_out(p: &mut G2Projective) -> *mut c_void {
+        let raw: &mut blst::blst_p2 = p.as_mut();
+        (raw as *mut blst::blst_p2).cast()
+    }
+}
 
 impl DeviceBases {
     /// A handle from one of the kernels' constructors (`make`, named `call` in errors), checked.
@@ -74,13 +118,14 @@ impl DeviceBases {
         Ok(this)
     }
 
-    pub(super) fn upload_g1(device: i32, points: &[blstrs::G1Affine]) -> Result<Self> {
-        // SAFETY: G1Affine is repr(transparent) over blst_p1_affine; `points` is borrowed for
-        // the call and the upload keeps nothing.
+    /// Bases uploaded to the device (the upload keeps nothing of `points`).
+    pub(super) fn upload<C: DeviceCurve>(device: i32, points: &[C::Affine]) -> Result<Self> {
+        // SAFETY: C::Affine has the layout C::UPLOAD reads (DeviceCurve's contract); `points`
+        // is borrowed for the call and the upload keeps nothing.
         unsafe {
             Self::make(
-                "cuzk_k_bases_upload_g1",
-                ffi::cuzk_k_bases_upload_g1,
+                C::UPLOAD.0,
+                C::UPLOAD.1,
                 device,
                 points.as_ptr().cast(),
                 points.len(),
@@ -89,51 +134,12 @@ impl DeviceBases {
         }
     }
 
-    pub(super) fn upload_g2(device: i32, points: &[blstrs::G2Affine]) -> Result<Self> {
-        // SAFETY: as for upload_g1, with G2Affine over blst_p2_affine.
-        unsafe {
-            Self::make(
-                "cuzk_k_bases_upload_g2",
-                ffi::cuzk_k_bases_upload_g2,
-                device,
-                points.as_ptr().cast(),
-                points.len(),
-                None,
-            )
-        }
-    }
-
-    /// Streamed G1 bases over `points` (page-locked now, read by every MSM).
-    pub(super) fn host_g1(device: i32, points: Arc<Vec<blstrs::G1Affine>>) -> Result<Self> {
+    /// Streamed bases over `points` (page-locked now, read by every MSM).
+    pub(super) fn host<C: DeviceCurve>(device: i32, points: Arc<Vec<C::Affine>>) -> Result<Self> {
         let (ptr, len) = (points.as_ptr().cast(), points.len());
-        // SAFETY: as for upload_g1; the handle keeps the pointer, and `host` is the Arc that
+        // SAFETY: as for `upload`; the handle keeps the pointer, and `host` is the Arc that
         // owns the points (a Vec inside an Arc is never moved or mutated).
-        unsafe {
-            Self::make(
-                "cuzk_k_bases_host_g1",
-                ffi::cuzk_k_bases_host_g1,
-                device,
-                ptr,
-                len,
-                Some(points),
-            )
-        }
-    }
-
-    /// Streamed G2 bases over `points`.
-    pub(super) fn host_g2(device: i32, points: Arc<Vec<blstrs::G2Affine>>) -> Result<Self> {
-        let (ptr, len) = (points.as_ptr().cast(), points.len());
-        // SAFETY: as for host_g1, with G2Affine over blst_p2_affine.
-        unsafe {
-            Self::make(
-                "cuzk_k_bases_host_g2",
-                ffi::cuzk_k_bases_host_g2,
-                device,
-                ptr,
-                len,
-                Some(points),
-            )
-        }
+        unsafe { Self::make(C::HOST.0, C::HOST.1, device, ptr, len, Some(points)) }
     }
 }
 
@@ -171,53 +177,28 @@ impl Drop for DeviceBases {
     }
 }
 
-pub(super) fn msm_g1(
+/// One MSM over device bases (`density`: one word per 64 scalars, or `None` for all).
+pub(super) fn msm<C: DeviceCurve>(
     bases: &DeviceBases,
     offset: usize,
     scalars: &[Scalar],
     density: Option<&[u64]>,
-) -> Result<G1Projective> {
-    let mut out = G1Projective::identity();
+) -> Result<C::Projective> {
+    let mut out = C::Projective::identity();
     if scalars.is_empty() {
         return Ok(out);
     }
-    let ret: &mut blst::blst_p1 = out.as_mut();
     // SAFETY: Scalar is repr(transparent) over blst_fr (the kernels' scalar layout); the
     // density words cover ceil(n/64) words (DensityTracker keeps one word per 64 variables);
-    // `ret` is a blst_p1, the result layout; all live for the call.
-    check("cuzk_k_msm_g1", unsafe {
-        ffi::cuzk_k_msm_g1(
+    // `out` is C's Jacobian result layout (DeviceCurve's contract); all live for the call.
+    check(C::MSM.0, unsafe {
+        (C::MSM.1)(
             bases.raw,
             offset,
             scalars.as_ptr().cast::<c_void>(),
             scalars.len(),
             density.map_or(std::ptr::null(), <[u64]>::as_ptr),
-            (ret as *mut blst::blst_p1).cast::<c_void>(),
-        )
-    })?;
-    Ok(out)
-}
-
-pub(super) fn msm_g2(
-    bases: &DeviceBases,
-    offset: usize,
-    scalars: &[Scalar],
-    density: Option<&[u64]>,
-) -> Result<G2Projective> {
-    let mut out = G2Projective::identity();
-    if scalars.is_empty() {
-        return Ok(out);
-    }
-    let ret: &mut blst::blst_p2 = out.as_mut();
-    // SAFETY: as for msm_g1, with a blst_p2 result.
-    check("cuzk_k_msm_g2", unsafe {
-        ffi::cuzk_k_msm_g2(
-            bases.raw,
-            offset,
-            scalars.as_ptr().cast::<c_void>(),
-            scalars.len(),
-            density.map_or(std::ptr::null(), <[u64]>::as_ptr),
-            (ret as *mut blst::blst_p2).cast::<c_void>(),
+            C::jacobian_out(&mut out),
         )
     })?;
     Ok(out)
@@ -235,67 +216,34 @@ pub(super) fn density_words(density: Option<&DensityTracker>, n: usize) -> Resul
 }
 
 /// Σ scalars\[i\]·bases\[i\] on GPU `device` (or, with `density`, bellperson's filtered sum, as
-/// [`cpu::msm::msm`](crate::prover::cpu::msm::msm)), uploading the bases for this call only. For
+/// [`cpu::msm::msm`](crate::prover::cpu::msm::msm)), uploading the bases for this call only
+/// (`streamed`: page-locking them and copying them in chunks, as parameters too large for the
+/// device are; chunk size: the device's memory limit, or
+/// [`CudaBackend::set_stream_chunk_points`](super::CudaBackend::set_stream_chunk_points)). For
 /// tests and tools; proving keeps bases resident.
 ///
 /// # Errors
 /// [`Error::Cuda`] from the device, [`Error::InvalidArgument`] for mismatched lengths.
-pub fn msm_g1_once(
+pub fn msm_once<C: DeviceCurve>(
     device: usize,
-    bases: &[blstrs::G1Affine],
+    bases: OnceBases<'_, C>,
     scalars: &[Scalar],
     density: Option<&DensityTracker>,
-) -> Result<G1Projective> {
+) -> Result<C::Projective> {
     let words = density_words(density, scalars.len())?;
-    let d = DeviceBases::upload_g1(device as i32, bases)?;
-    msm_g1(&d, 0, scalars, words)
+    let d = match bases {
+        OnceBases::Upload(points) => DeviceBases::upload::<C>(device as i32, points)?,
+        OnceBases::Streamed(points) => DeviceBases::host::<C>(device as i32, points)?,
+    };
+    msm::<C>(&d, 0, scalars, words)
 }
 
-/// The G2 version of [`msm_g1_once`].
-///
-/// # Errors
-/// As [`msm_g1_once`].
-pub fn msm_g2_once(
-    device: usize,
-    bases: &[blstrs::G2Affine],
-    scalars: &[Scalar],
-    density: Option<&DensityTracker>,
-) -> Result<G2Projective> {
-    let words = density_words(density, scalars.len())?;
-    let d = DeviceBases::upload_g2(device as i32, bases)?;
-    msm_g2(&d, 0, scalars, words)
-}
-
-/// [`msm_g1_once`] with the bases streamed from (page-locked) host memory in chunks, as
-/// parameters too large for the device are (chunk size: the device's memory limit, or
-/// [`CudaBackend::set_stream_chunk_points`](super::CudaBackend::set_stream_chunk_points)). For tests and tools.
-///
-/// # Errors
-/// As [`msm_g1_once`].
-pub fn msm_g1_streamed_once(
-    device: usize,
-    bases: Arc<Vec<blstrs::G1Affine>>,
-    scalars: &[Scalar],
-    density: Option<&DensityTracker>,
-) -> Result<G1Projective> {
-    let words = density_words(density, scalars.len())?;
-    let d = DeviceBases::host_g1(device as i32, bases)?;
-    msm_g1(&d, 0, scalars, words)
-}
-
-/// The G2 version of [`msm_g1_streamed_once`].
-///
-/// # Errors
-/// As [`msm_g1_once`].
-pub fn msm_g2_streamed_once(
-    device: usize,
-    bases: Arc<Vec<blstrs::G2Affine>>,
-    scalars: &[Scalar],
-    density: Option<&DensityTracker>,
-) -> Result<G2Projective> {
-    let words = density_words(density, scalars.len())?;
-    let d = DeviceBases::host_g2(device as i32, bases)?;
-    msm_g2(&d, 0, scalars, words)
+/// How [`msm_once`] gets its bases to the device.
+pub enum OnceBases<'a, C: DeviceCurve> {
+    /// Uploaded for the call.
+    Upload(&'a [C::Affine]),
+    /// Streamed from host memory (page-locked for the call).
+    Streamed(Arc<Vec<C::Affine>>),
 }
 
 /// H's m − 1 coefficients from a, b, c (each at most 2^log_m values) on GPU `device`, as

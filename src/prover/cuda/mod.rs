@@ -16,7 +16,7 @@
 //! still runs on the GPU and the proof bytes are the same as in resident mode.
 //!
 //! Code map: `error` (kernel results as errors), `device` (probe, counts, memory), `fault`
-//! (test-only fault injection), `bases` (device bases, one-shot MSMs and H), `residency`
+//! (test-only fault injection), `bases` (device bases over either curve, one-shot MSMs and H), `residency`
 //! (which sets live on the device), `backend` ([`CudaBackend`] and its commitments), `ffi`
 //! (the `extern "C"` declarations of `kernels/cuzk_kernels.h`).
 
@@ -30,5 +30,5 @@ mod ffi;
 mod residency;
 
 pub use backend::{CudaBackend, DeviceMemStats, WORKING_BYTES_PER_DOMAIN_ELEMENT};
-pub use bases::{compute_h_once, msm_g1_once, msm_g1_streamed_once, msm_g2_once, msm_g2_streamed_once};
+pub use bases::{compute_h_once, msm_once, DeviceCurve, OnceBases};
 pub use device::{device_count, device_memory, probe, DeviceInfo, BUILT_ARCHS, MIN_FREE_BYTES};

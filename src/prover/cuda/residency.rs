@@ -11,8 +11,10 @@ use super::backend::CudaBackend;
 use super::bases::DeviceBases;
 use super::error::{check, is_out_of_memory};
 use super::ffi;
+use crate::curve::{G1, G2};
 use crate::error::{Error, Result};
 use crate::params::Parameters;
+use crate::prover::msm_plan::Query;
 
 /// One parameter set's query vectors on the device (or, streamed, page-locked on the host).
 /// Counted in its backend's resident bytes from upload to drop — also after eviction, while
@@ -26,6 +28,18 @@ pub(super) struct Resident {
     pub(super) a: DeviceBases,
     pub(super) b_g1: DeviceBases,
     pub(super) b_g2: DeviceBases,
+}
+
+impl Resident {
+    /// The bases of a query the proof's MSMs read after H.
+    pub(super) fn query(&self, q: Query) -> &DeviceBases {
+        match q {
+            Query::L => &self.l,
+            Query::A => &self.a,
+            Query::BG1 => &self.b_g1,
+            Query::BG2 => &self.b_g2,
+        }
+    }
 }
 
 impl Drop for Resident {
@@ -180,11 +194,11 @@ impl CudaBackend {
         let start = Instant::now();
         let d = self.device;
         let bytes = params.device_bytes();
-        let h = DeviceBases::upload_g1(d, params.h())?;
-        let l = DeviceBases::upload_g1(d, params.l())?;
-        let a = DeviceBases::upload_g1(d, params.a())?;
-        let b_g1 = DeviceBases::upload_g1(d, params.b_g1())?;
-        let b_g2 = DeviceBases::upload_g2(d, params.b_g2())?;
+        let h = DeviceBases::upload::<G1>(d, params.h())?;
+        let l = DeviceBases::upload::<G1>(d, params.l())?;
+        let a = DeviceBases::upload::<G1>(d, params.a())?;
+        let b_g1 = DeviceBases::upload::<G1>(d, params.b_g1())?;
+        let b_g2 = DeviceBases::upload::<G2>(d, params.b_g2())?;
         self.live.fetch_add(bytes, Ordering::AcqRel);
         let r = Arc::new(Resident {
             bytes,
@@ -213,11 +227,11 @@ impl CudaBackend {
             bytes: 0,
             streamed: true,
             live: self.live.clone(),
-            h: DeviceBases::host_g1(d, q.h)?,
-            l: DeviceBases::host_g1(d, q.l)?,
-            a: DeviceBases::host_g1(d, q.a)?,
-            b_g1: DeviceBases::host_g1(d, q.b_g1)?,
-            b_g2: DeviceBases::host_g2(d, q.b_g2)?,
+            h: DeviceBases::host::<G1>(d, q.h)?,
+            l: DeviceBases::host::<G1>(d, q.l)?,
+            a: DeviceBases::host::<G1>(d, q.a)?,
+            b_g1: DeviceBases::host::<G1>(d, q.b_g1)?,
+            b_g2: DeviceBases::host::<G2>(d, q.b_g2)?,
         });
         log::info!(
             "GPU {d}: parameters ({} bytes) streamed from pinned host memory (limit {} MiB); registered in {:.1} ms",
