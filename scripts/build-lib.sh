@@ -79,8 +79,8 @@ out="${out:-$target/cuzk}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 work="$out/.work"
-rm -rf "$work" "$out/lib" "$out/include"
-mkdir -p "$work" "$out/lib/pkgconfig" "$out/include"
+rm -rf "$work"
+mkdir -p "$work"
 
 feature_args=()
 [ -n "$features" ] && feature_args=(--features "$features")
@@ -90,6 +90,10 @@ cargo rustc --release --lib --crate-type staticlib "${feature_args[@]}" -- --pri
   2>"$work/cargo.log" || { cat "$work/cargo.log" >&2; exit 1; }
 native="$(sed -n 's/.*native-static-libs: //p' "$work/cargo.log" | tail -1)"
 [ -n "$native" ] || { cat "$work/cargo.log" >&2; echo "build-lib.sh: rustc reported no native libraries" >&2; exit 1; }
+# Only now the previous output goes: a failed build leaves the last good library (and the
+# cuzk.pc files naming it) in place.
+rm -rf "$out/lib" "$out/include"
+mkdir -p "$out/lib/pkgconfig" "$out/include"
 rust_archive="$target/release/libcuzk.a"
 
 # The C ABI: the functions the header declares.

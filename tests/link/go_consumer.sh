@@ -9,6 +9,8 @@
 #   1. from the replaced directory, and
 #   2. from the module's `go mod vendor` copy (the package's header, cuzk.pc and cuzk_link.h
 #      must travel with it; the build must use that copy),
+# and 3. the Curio adapter in examples/go/README.md is vetted against tests/link/go_adapter's
+#      stand-ins for go-state-types, go-cid and go-fil-commcid, with Curio's method set,
 # with no CGO_CFLAGS/CGO_LDFLAGS, no build tags, no GOFLAGS and GOPROXY=off: pkg-config's
 # cuzk.pc carries every link flag, and nothing is downloaded. It links the library
 # scripts/build-lib.sh built last (it wrote examples/go/cuzk.pc and cuzk_link.h): run that
@@ -80,4 +82,46 @@ dir="$(consumer_go list -mod=vendor -f '{{.Dir}}' "$module")"
 consumer_go build -mod=vendor -o consumer-vendored .
 if [ "$run" = 1 ]; then "$consumer/consumer-vendored" "$features" | sed 's/^/   /'; fi
 if [ -n "$bin" ]; then cp "$consumer/consumer-vendored" "$bin"; fi
+
+echo "-- examples/go/README.md's Curio adapter compiles and has Curio's ffidirect method set"
+# Against tests/link/go_adapter's stand-ins for go-state-types, go-cid and go-fil-commcid
+# (their declarations only: the real modules are not reachable here).
+adapter="$WORK/adapter"
+rm -rf "$adapter"
+mkdir -p "$adapter"
+stand_in="$repo/tests/link/go_adapter"
+cat >"$adapter/go.mod" <<MOD
+module example.com/cuzk-curio-adapter
+
+go $go_version
+
+require (
+	$module v0.0.0
+	github.com/filecoin-project/go-state-types v0.0.0
+	github.com/filecoin-project/go-fil-commcid v0.0.0
+	github.com/ipfs/go-cid v0.0.0
+)
+
+replace (
+	$module => $pkg
+	github.com/filecoin-project/go-state-types => $stand_in/go-state-types
+	github.com/filecoin-project/go-fil-commcid => $stand_in/go-fil-commcid
+	github.com/ipfs/go-cid => $stand_in/go-cid
+)
+MOD
+{
+  echo "package adapter"
+  echo
+  awk '/<!-- the Curio adapter:/ { marked = 1; next }
+       marked && /^```go$/ { code = 1; next }
+       code && /^```$/ { exit }
+       code { print }' "$pkg/README.md"
+  cat "$stand_in/check.go.txt"
+} >"$adapter/adapter.go"
+grep -q 'func (f CuzkFFI) GenerateUpdateProofWithVanilla' "$adapter/adapter.go" ||
+  { echo "no adapter found in examples/go/README.md (its marker comment, then a go block)" >&2; exit 1; }
+(cd "$adapter" && env -u CGO_CFLAGS -u CGO_CPPFLAGS -u CGO_CXXFLAGS -u CGO_LDFLAGS \
+  GOENV=off GOPROXY=off GOFLAGS= go vet . && test -z "$(gofmt -l .)") ||
+  { echo "examples/go/README.md's adapter does not compile, is not gofmt'd, or lacks a method (above)" >&2; exit 1; }
+echo "   $(grep -c '^func ' "$adapter/adapter.go") methods, $(wc -l <"$adapter/adapter.go") lines: OK"
 echo "Go consumer ($([ "$run" = 1 ] && echo "built and ran" || echo "built"), features '$features'): OK"

@@ -1,0 +1,3 @@
+module github.com/ipfs/go-cid
+
+go 1.22

@@ -1,0 +1,3 @@
+module github.com/filecoin-project/go-state-types
+
+go 1.22
