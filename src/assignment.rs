@@ -4,6 +4,11 @@
 //! linear combinations per constraint, the density of A over aux variables and of B over
 //! inputs and aux variables (a variable counts once it appears with a non-zero coefficient),
 //! and the input and aux assignments — so proofs from it are the bytes bellperson produces.
+//!
+//! With [`ProvingAssignment::with_recording`] it also records the circuit's A, B, C as it
+//! evaluates them (a [`crate::compiled::CompiledCircuit`], taken with
+//! [`ProvingAssignment::take_compiled`]); without, the recording costs one branch per
+//! `enforce`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,6 +18,8 @@ use blstrs::Scalar;
 use ff::Field;
 use parking_lot::Mutex;
 
+use crate::compiled::record::{NoTerms, Recorder, Sinks, Term, TermSink, Which};
+use crate::compiled::CompiledCircuit;
 use crate::error::{Error, Result};
 use crate::pool::{PinnedPool, PinnedVec};
 
@@ -94,6 +101,20 @@ impl DensityTracker {
     /// Whether variable `i` is present.
     pub fn is_set(&self, i: usize) -> bool {
         i < self.len && self.words.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+
+    /// A tracker over `len` variables with these bits (64 a word, variable `i` at bit
+    /// `i % 64` of word `i / 64`); `None` unless there are exactly `len.div_ceil(64)` words
+    /// and no bit is set past `len`.
+    pub fn from_words(words: Vec<u64>, len: usize) -> Option<Self> {
+        if words.len() != len.div_ceil(64) {
+            return None;
+        }
+        if len % 64 != 0 && words.last().is_some_and(|w| w >> (len % 64) != 0) {
+            return None;
+        }
+        let total = words.iter().map(|w| w.count_ones() as usize).sum();
+        Some(Self { words, len, total })
     }
 
     /// Number of variables tracked.
@@ -228,6 +249,8 @@ pub struct ProvingAssignment {
     error: Option<Error>,
     abc_released: bool,
     finished: bool,
+    /// Records A, B, C while synthesis evaluates them ([`ProvingAssignment::with_recording`]).
+    recorder: Option<Box<Recorder>>,
 }
 
 impl std::fmt::Debug for ProvingAssignment {
@@ -251,8 +274,8 @@ impl Default for ProvingAssignment {
 /// A linear combination's coefficient, classified once per term. Circuits are mostly made of
 /// ±1 coefficients (bit checks, copies, `lc + one - b`): those cost an addition or subtraction
 /// instead of a Montgomery product. Coefficients are part of the circuit, not secret, so the
-/// check compares their limbs directly rather than through `subtle`'s constant-time equality
-/// (which was ~4% of synthesis by itself).
+/// check compares their limbs directly rather than through `subtle`'s constant-time equality,
+/// which is slow enough to show in synthesis profiles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Coeff {
     Zero,
@@ -288,6 +311,16 @@ impl Coeff {
             Coeff::Other => *acc += value * coeff,
         }
     }
+
+    /// The term as the recorder takes it (never asked for `Zero`, which is skipped).
+    #[inline]
+    fn term(self, coeff: &Scalar) -> Term<'_> {
+        match self {
+            Coeff::One => Term::One,
+            Coeff::MinusOne => Term::MinusOne,
+            Coeff::Zero | Coeff::Other => Term::Other(coeff),
+        }
+    }
 }
 
 impl ProvingAssignment {
@@ -305,7 +338,50 @@ impl ProvingAssignment {
             error: None,
             abc_released: false,
             finished: false,
+            recorder: None,
         }
+    }
+
+    /// The same (empty) assignment, recording the circuit's A, B, C while it evaluates them;
+    /// [`take_compiled`](Self::take_compiled) hands the result over after synthesis. While a
+    /// recording assignment lives, sub-systems made by `ConstraintSystem::new` (for circuits
+    /// that synthesize parts and `extend`) record too.
+    pub fn with_recording(mut self) -> Self {
+        self.recorder = Some(Box::new(Recorder::root()));
+        self
+    }
+
+    /// Whether the assignment records A, B, C.
+    pub fn is_recording(&self) -> bool {
+        self.recorder.is_some()
+    }
+
+    /// The compiled circuit recorded during synthesis, named `circuit_type`; the recorder is
+    /// consumed (a second call is an error). Synthesis must have finished.
+    ///
+    /// # Errors
+    /// [`Error::Recording`] when the assignment did not record, has not finished (or failed),
+    /// or the recording itself failed (see its message).
+    pub fn take_compiled(&mut self, circuit_type: &str) -> Result<CompiledCircuit> {
+        let Some(recorder) = self.recorder.take() else {
+            return Err(Error::Recording(format!(
+                "{circuit_type}: the assignment was not recording (or its recording was taken)"
+            )));
+        };
+        if !self.finished {
+            return Err(Error::Recording(format!(
+                "{circuit_type}: synthesis did not finish; nothing to compile"
+            )));
+        }
+        recorder.build(
+            circuit_type,
+            self.input_assignment.len(),
+            self.aux_assignment.len(),
+            self.a.len(),
+            self.a_aux_density.clone(),
+            self.b_input_density.clone(),
+            self.b_aux_density.clone(),
+        )
     }
 
     /// An assignment whose a/b/c are written straight into three buffers from `pool`, sized
@@ -435,6 +511,9 @@ impl ProvingAssignment {
     /// by then.
     pub(crate) fn finish(&mut self) -> Result<()> {
         if self.error.is_none() && !self.finished {
+            if let Some(r) = &mut self.recorder {
+                r.input_constraints(self.input_assignment.len());
+            }
             for i in 0..self.input_assignment.len() {
                 let x = self.input_assignment[i];
                 let pushed = self
@@ -464,6 +543,9 @@ impl ProvingAssignment {
             return;
         }
         log::error!("synthesis failed: {e}; buffers released, the error is reported at the end of synthesis");
+        if let Some(r) = &mut self.recorder {
+            r.fail(format!("synthesis failed: {e}"));
+        }
         self.error = Some(e);
         self.finished = false;
         self.a.release();
@@ -493,11 +575,35 @@ impl ProvingAssignment {
         self.error.is_some()
     }
 
-    fn eval(
+    /// Evaluates one constraint's A, B, C and appends the results, handing every non-zero
+    /// term to the recorder's sinks (`NoTerms`: nothing).
+    #[inline]
+    fn enforce_evaluated<R: Sinks>(
+        &mut self,
+        a: &LinearCombination<Scalar>,
+        b: &LinearCombination<Scalar>,
+        c: &LinearCombination<Scalar>,
+        sinks: &mut R,
+    ) -> Result<()> {
+        // Inputs are dense in A by construction (the input constraints), so only aux is
+        // tracked there; C has no query of its own.
+        let a_res = self.eval(a, None, Some(Tracker::AAux), &mut sinks.sink(Which::A))?;
+        let b_res = self.eval(b, Some(Tracker::BInput), Some(Tracker::BAux), &mut sinks.sink(Which::B))?;
+        let c_res = self.eval(c, None, None, &mut sinks.sink(Which::C))?;
+        self.a.try_push(a_res)?;
+        self.b.try_push(b_res)?;
+        self.c.try_push(c_res)
+    }
+
+    /// Σ coeff·value over `lc`, marking the trackers for every non-zero term and handing
+    /// each such term to `sink`.
+    #[inline]
+    fn eval<S: TermSink>(
         &mut self,
         lc: &LinearCombination<Scalar>,
         track_inputs: Option<Tracker>,
         track_aux: Option<Tracker>,
+        sink: &mut S,
     ) -> Result<Scalar> {
         let malformed = |what: &str, i: usize| {
             Error::InvalidArgument(format!("circuit is malformed: {what} variable {i} was never allocated"))
@@ -510,6 +616,7 @@ impl ProvingAssignment {
             }
             let value = *self.input_assignment.get(i).ok_or_else(|| malformed("input", i))?;
             kind.add_term(&mut acc, value, coeff);
+            sink.input(i, kind.term(coeff));
             if let Some(t) = track_inputs {
                 if !self.tracker(t).inc(i) {
                     return Err(malformed("input", i));
@@ -527,6 +634,7 @@ impl ProvingAssignment {
                 .get(i)
                 .ok_or_else(|| malformed("aux", i))?;
             kind.add_term(&mut acc, value, coeff);
+            sink.aux(i, kind.term(coeff));
             if let Some(t) = track_aux {
                 if !self.tracker(t).inc(i) {
                     return Err(malformed("aux", i));
@@ -562,7 +670,12 @@ impl ConstraintSystem<Scalar> for ProvingAssignment {
     type Root = Self;
 
     fn new() -> Self {
-        Self::new_heap()
+        let mut part = Self::new_heap();
+        // A sub-system of a circuit being recorded (it will be merged with `extend`).
+        if crate::compiled::record::recording_active() {
+            part.recorder = Some(Box::new(Recorder::part()));
+        }
+        part
     }
 
     fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
@@ -624,15 +737,16 @@ impl ConstraintSystem<Scalar> for ProvingAssignment {
         let a = a(LinearCombination::zero());
         let b = b(LinearCombination::zero());
         let c = c(LinearCombination::zero());
-        // Inputs are dense in A by construction (the input constraints), so only aux is
-        // tracked there; C has no query of its own.
-        let pushed = self.eval(&a, None, Some(Tracker::AAux)).and_then(|a_res| {
-            let b_res = self.eval(&b, Some(Tracker::BInput), Some(Tracker::BAux))?;
-            let c_res = self.eval(&c, None, None)?;
-            self.a.try_push(a_res)?;
-            self.b.try_push(b_res)?;
-            self.c.try_push(c_res)
-        });
+        let pushed = match self.recorder.take() {
+            None => self.enforce_evaluated(&a, &b, &c, &mut NoTerms),
+            Some(mut r) => {
+                let (inputs, aux) = (self.input_assignment.len(), self.aux_assignment.len());
+                let pushed = self.enforce_evaluated(&a, &b, &c, &mut *r);
+                r.end_constraint(inputs, aux);
+                self.recorder = Some(r);
+                pushed
+            }
+        };
         if let Err(e) = pushed {
             self.fail(e);
         }
@@ -662,6 +776,13 @@ impl ConstraintSystem<Scalar> for ProvingAssignment {
         if let Some(e) = &other.error {
             self.fail(crate::pool::copy_error(e));
             return;
+        }
+        if let Some(r) = &mut self.recorder {
+            r.merge(
+                other.recorder.as_deref(),
+                self.input_assignment.len(),
+                self.aux_assignment.len(),
+            );
         }
         // The other system's first input is its own "one", which coincides with ours.
         let other_inputs = other.input_assignment.get(1..).unwrap_or(&[]);
@@ -791,6 +912,7 @@ impl ProvingAssignment {
             error: None,
             abc_released: false,
             finished: true,
+            recorder: None,
         })
     }
 }

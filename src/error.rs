@@ -161,6 +161,49 @@ pub enum Error {
         waited: std::time::Duration,
     },
 
+    /// A compiled-circuit file ([`crate::compiled`]) could not be opened, mapped or written.
+    #[error("compiled circuit file {path}: {source}")]
+    CompiledIo {
+        /// The file (or the directory it was to be written in).
+        path: PathBuf,
+        /// The underlying I/O error.
+        source: std::io::Error,
+    },
+
+    /// A compiled-circuit file was written in another format version: record the circuit
+    /// again (which replaces the file).
+    #[error("compiled circuit file {path} is stale: format version {found}, this build reads {expected}; record the circuit again")]
+    CompiledStale {
+        /// The file.
+        path: PathBuf,
+        /// The version the file has.
+        found: u32,
+        /// The version this build reads and writes.
+        expected: u32,
+    },
+
+    /// A compiled-circuit file is not one, is truncated, fails its checksum or holds
+    /// sections that do not add up: `reason` says which.
+    #[error("compiled circuit file {path} is corrupt: {reason}")]
+    CompiledCorrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// A witness does not belong to the compiled circuit it was to be evaluated with (its
+    /// circuit type, inputs, aux, constraints or structure trace differ): the message names
+    /// what differs. Evaluating it would prove something else.
+    #[error("witness does not match the compiled circuit: {0}")]
+    WitnessMismatch(String),
+
+    /// Recording a circuit's A, B, C during synthesis failed (a merged sub-system that did
+    /// not record, a size past the format's 32-bit limits, host out of memory); the
+    /// synthesis itself is unaffected.
+    #[error("recording the circuit failed: {0}")]
+    Recording(String),
+
     /// A worker thread of the engine panicked while handling a partition (a bug in the circuit
     /// or in cuzk); the partition's job fails, the engine goes on.
     #[error("worker panicked: {0}")]

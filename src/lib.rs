@@ -36,6 +36,7 @@
 #![warn(missing_docs)]
 
 pub mod assignment;
+pub mod compiled;
 pub mod curve;
 pub mod engine;
 pub mod error;
@@ -55,6 +56,7 @@ mod rng;
 pub mod testing;
 
 pub use assignment::{CapacityHint, CapacityHints, DensityTracker, ProvingAssignment};
+pub use compiled::{CompiledCircuit, CompiledCircuits, Witness, WitnessCs};
 pub use error::{Error, Result};
 pub use params::{Parameters, PointCheck, QueryLengths, VerifyingKey};
 pub use pool::{HeapAllocator, HostAllocator, PinnedBuffer, PinnedPool, PinnedVec, PoolConfig, PoolStats, WhenFull};

@@ -1,0 +1,296 @@
+//! [`CompiledCircuit`]: a circuit's A, B, C, densities, sizes and fingerprint.
+
+use blstrs::Scalar;
+use ff::PrimeField;
+
+use super::hash::{Hasher128, Trace};
+use super::matrix::Matrix;
+use super::witness::Witness;
+use crate::assignment::DensityTracker;
+use crate::error::{Error, Result};
+
+/// What identifies a circuit's shape for the prover: the sizes the parameters fix.
+/// Compiled circuits are kept per (circuit type, shape), as capacity hints are per type and
+/// domain size; two structures of one type with equal shapes are told apart by the witness
+/// check ([`CompiledCircuit::check`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CircuitShape {
+    /// Public inputs, the constant one included.
+    pub inputs: usize,
+    /// Private (aux) variables.
+    pub aux: usize,
+    /// Evaluation domain: the constraints (input constraints included) rounded up to 2^k.
+    pub domain_size: usize,
+}
+
+impl CircuitShape {
+    /// The shape `params` were made for.
+    pub fn of_params(params: &crate::Parameters) -> Self {
+        Self {
+            inputs: params.num_inputs(),
+            aux: params.num_aux(),
+            domain_size: params.domain_size(),
+        }
+    }
+}
+
+/// A circuit's R1CS recorded once from a full synthesis: evaluating it on a witness gives the
+/// a, b, c and densities that synthesis gives (see [`crate::compiled`] for the flow and the
+/// invariants).
+#[derive(Debug, Clone)]
+pub struct CompiledCircuit {
+    pub(crate) circuit_type: String,
+    pub(crate) num_inputs: usize,
+    pub(crate) num_aux: usize,
+    pub(crate) circuit_constraints: usize,
+    pub(crate) trace: Trace,
+    pub(crate) matrices: [Matrix; 3],
+    pub(crate) constants: Vec<Scalar>,
+    pub(crate) densities: [DensityTracker; 3],
+    pub(crate) fingerprint: u128,
+}
+
+impl CompiledCircuit {
+    /// Assembles a compiled circuit and computes its fingerprint.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn from_parts(
+        circuit_type: String,
+        num_inputs: usize,
+        num_aux: usize,
+        circuit_constraints: usize,
+        trace: Trace,
+        matrices: [Matrix; 3],
+        constants: Vec<Scalar>,
+        densities: [DensityTracker; 3],
+    ) -> Self {
+        let mut this = Self {
+            circuit_type,
+            num_inputs,
+            num_aux,
+            circuit_constraints,
+            trace,
+            matrices,
+            constants,
+            densities,
+            fingerprint: 0,
+        };
+        this.fingerprint = this.compute_fingerprint();
+        this
+    }
+
+    /// The hash of everything but the type name: sizes, structure trace, the three matrices,
+    /// the constants and the densities.
+    pub(crate) fn compute_fingerprint(&self) -> u128 {
+        let mut h = Hasher128::new();
+        for n in [
+            self.num_inputs,
+            self.num_aux,
+            self.circuit_constraints,
+            self.num_constraints(),
+        ] {
+            h.word(n as u64);
+        }
+        h.word(self.trace.value());
+        h.word(self.constants.len() as u64);
+        for c in &self.constants {
+            h.bytes(&c.to_repr());
+        }
+        for m in &self.matrices {
+            h.bytes_parallel(&m.row_starts.le_bytes());
+            h.bytes_parallel(&m.columns.le_bytes());
+            h.bytes_parallel(&m.coefficients.le_bytes());
+        }
+        for d in &self.densities {
+            h.word(d.len() as u64);
+            h.bytes_parallel(&super::store::words_le_bytes(d.words()));
+        }
+        h.finish()
+    }
+
+    /// The circuit type it was recorded from (`std::any::type_name`).
+    pub fn circuit_type(&self) -> &str {
+        &self.circuit_type
+    }
+
+    /// Public inputs, the constant one included.
+    pub fn num_inputs(&self) -> usize {
+        self.num_inputs
+    }
+
+    /// Private (aux) variables.
+    pub fn num_aux(&self) -> usize {
+        self.num_aux
+    }
+
+    /// Rows of A, B, C: the circuit's constraints plus one input constraint per input.
+    pub fn num_constraints(&self) -> usize {
+        self.circuit_constraints + self.num_inputs
+    }
+
+    /// The constraints the circuit enforced itself (`enforce` calls, merged sub-systems'
+    /// included).
+    pub fn circuit_constraints(&self) -> usize {
+        self.circuit_constraints
+    }
+
+    /// The shape the parameters for this circuit have.
+    pub fn shape(&self) -> CircuitShape {
+        CircuitShape {
+            inputs: self.num_inputs,
+            aux: self.num_aux,
+            domain_size: self.num_constraints().next_power_of_two(),
+        }
+    }
+
+    /// A over z = (inputs, aux).
+    pub fn a(&self) -> &Matrix {
+        &self.matrices[0]
+    }
+
+    /// B over z.
+    pub fn b(&self) -> &Matrix {
+        &self.matrices[1]
+    }
+
+    /// C over z.
+    pub fn c(&self) -> &Matrix {
+        &self.matrices[2]
+    }
+
+    /// The distinct coefficients other than ±1 (coefficient code `k + 2` is entry `k`).
+    pub fn constants(&self) -> &[Scalar] {
+        &self.constants
+    }
+
+    /// Which aux variables appear in A with a non-zero coefficient.
+    pub fn a_aux_density(&self) -> &DensityTracker {
+        &self.densities[0]
+    }
+
+    /// Which inputs appear in B with a non-zero coefficient.
+    pub fn b_input_density(&self) -> &DensityTracker {
+        &self.densities[1]
+    }
+
+    /// Which aux variables appear in B with a non-zero coefficient.
+    pub fn b_aux_density(&self) -> &DensityTracker {
+        &self.densities[2]
+    }
+
+    /// A 128-bit hash of the structure (sizes, structure trace, matrices, constants,
+    /// densities; not the type name). Not cryptographic: it tells circuits apart, it does not
+    /// resist a crafted collision.
+    pub fn fingerprint(&self) -> u128 {
+        self.fingerprint
+    }
+
+    /// The structure trace (the sizes at every `enforce`, hashed) a witness synthesis of the
+    /// same structure reproduces.
+    pub fn structure_hash(&self) -> u64 {
+        self.trace.value()
+    }
+
+    /// Whether the matrices are read from a memory-mapped file.
+    pub fn is_mapped(&self) -> bool {
+        self.matrices.iter().any(Matrix::is_mapped)
+    }
+
+    /// Bytes the matrices, constants and densities take (in memory or in the mapping).
+    pub fn byte_size(&self) -> usize {
+        let m: usize = self
+            .matrices
+            .iter()
+            .map(|m| 4 * (m.row_starts.len() + m.columns.len() + m.coefficients.len()))
+            .sum();
+        let d: usize = self.densities.iter().map(|d| 8 * d.words().len()).sum();
+        m + d + 32 * self.constants.len()
+    }
+
+    /// Checks that `witness` was synthesized from a circuit of this structure: same circuit
+    /// type, inputs, aux, constraints and structure trace, and no witness-generator shortcut
+    /// that hides constraints (see [`crate::compiled`] for what this does and does not catch).
+    ///
+    /// # Errors
+    /// [`Error::WitnessMismatch`] naming the first thing that differs.
+    pub fn check(&self, witness: &Witness) -> Result<()> {
+        let mismatch = |what: &str, expected: String, found: String| {
+            Err(Error::WitnessMismatch(format!(
+                "{what}: compiled circuit {} (fingerprint {:032x}) has {expected}, the witness {found}",
+                self.circuit_type, self.fingerprint
+            )))
+        };
+        if witness.circuit_type() != self.circuit_type {
+            return mismatch(
+                "circuit type",
+                self.circuit_type.clone(),
+                witness.circuit_type().to_string(),
+            );
+        }
+        if witness.generated_values() > 0 {
+            return Err(Error::WitnessMismatch(format!(
+                "{}: the witness synthesis took {} values from witness-generator methods \
+                 (allocate_empty, extend_aux, ...), whose constraints it cannot count; \
+                 synthesize it with WitnessCs::without_generator()",
+                self.circuit_type,
+                witness.generated_values()
+            )));
+        }
+        if witness.num_inputs() != self.num_inputs {
+            return mismatch(
+                "public inputs",
+                self.num_inputs.to_string(),
+                witness.num_inputs().to_string(),
+            );
+        }
+        if witness.num_aux() != self.num_aux {
+            return mismatch("aux variables", self.num_aux.to_string(), witness.num_aux().to_string());
+        }
+        if witness.num_constraints() != self.circuit_constraints {
+            return mismatch(
+                "constraints (enforce calls)",
+                self.circuit_constraints.to_string(),
+                witness.num_constraints().to_string(),
+            );
+        }
+        if witness.structure_hash() != self.trace.value() {
+            return mismatch(
+                "structure trace (the order of allocations and constraints)",
+                format!("{:016x}", self.trace.value()),
+                format!("{:016x}", witness.structure_hash()),
+            );
+        }
+        if witness.inputs().first() != Some(&Scalar::from(1u64)) {
+            return Err(Error::WitnessMismatch(
+                "the witness's first input is not the constant one".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl CompiledCircuit {
+    /// Synthesizes `circuit` in full — as [`Prover::synthesize`](crate::Prover::synthesize)
+    /// does: into buffers from `pool` sized by `hint`, or on the heap — and records its A, B,
+    /// C in the same pass. Returns the finished assignment (prove it as any other) and the
+    /// compiled circuit, named after `C`.
+    ///
+    /// # Errors
+    /// What synthesis returns ([`Prover::synthesize`](crate::Prover::synthesize)), and
+    /// [`Error::Recording`] when the recording failed.
+    pub fn record<C: bellpepper_core::Circuit<Scalar>>(
+        circuit: C,
+        pool: Option<&crate::PinnedPool>,
+        hint: Option<crate::CapacityHint>,
+    ) -> Result<(crate::ProvingAssignment, CompiledCircuit)> {
+        let cs = match pool {
+            Some(p) => crate::ProvingAssignment::new_with_pinned(p, hint)?,
+            None => crate::ProvingAssignment::new_heap(),
+        };
+        let mut cs = cs.with_recording();
+        cs.start()?;
+        circuit.synthesize(&mut cs)?;
+        cs.finish()?;
+        let compiled = cs.take_compiled(std::any::type_name::<C>())?;
+        Ok((cs, compiled))
+    }
+}

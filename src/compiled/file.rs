@@ -1,0 +1,324 @@
+//! The compiled-circuit file: versioned, checksummed, memory-mapped on load.
+//!
+//! Layout (all integers little-endian, every section starting at a multiple of 8 bytes):
+//!
+//! | offset | bytes | field |
+//! |---|---|---|
+//! | 0 | 8 | magic `CUZKR1CS` |
+//! | 8 | 4 | format version ([`FORMAT_VERSION`]) |
+//! | 12 | 4 | reserved, 0 |
+//! | 16 | 8 | file length in bytes |
+//! | 24 | 16 | checksum: [`Hasher128`] over bytes 0..24, then 40..end |
+//! | 40 | 88 | inputs, aux, circuit constraints, structure trace, constants, non-zeros of A, B, C, type-name length, fingerprint (low, high 64 bits) — one u64 each |
+//! | 128 | | type name (UTF-8), constants (32-byte canonical little-endian each), then for A, B, C: row offsets (u32 × rows + 1), columns (u32 × non-zeros), coefficient codes (u32 × non-zeros); then the densities as u64 words: A over aux, B over inputs, B over aux |
+//!
+//! A file is written to a temporary name in the same directory and renamed into place, so a
+//! reader never maps a half-written file. Loading checks, in order: the magic, the version
+//! (another version is *stale*: record again), the length (a shorter file is *truncated*),
+//! the checksum (*corrupt*), then that the sections add up and the matrices are well formed.
+//! Every failure is an error naming the file and what was wrong.
+
+use std::fs::File;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+use blstrs::Scalar;
+use ff::PrimeField;
+use memmap2::Mmap;
+
+use super::circuit::CompiledCircuit;
+use super::hash::{Hasher128, Trace};
+use super::matrix::Matrix;
+use super::store::{words_le_bytes, Store};
+use crate::assignment::DensityTracker;
+use crate::error::{Error, Result};
+
+/// The file's magic bytes.
+pub const MAGIC: [u8; 8] = *b"CUZKR1CS";
+/// The format version this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+const CHECKSUM_AT: usize = 24;
+const CHECKSUM_END: usize = 40;
+const HEADER_WORDS: usize = 11;
+const PAYLOAD_AT: usize = CHECKSUM_END + 8 * HEADER_WORDS;
+
+fn pad8(n: usize) -> usize {
+    n.div_ceil(8) * 8
+}
+
+/// The checksum of a whole file image (its checksum field excluded).
+fn checksum(bytes: &[u8]) -> u128 {
+    let mut h = Hasher128::new();
+    h.bytes(&bytes[..CHECKSUM_AT]);
+    h.bytes_parallel(&bytes[CHECKSUM_END..]);
+    h.finish()
+}
+
+impl CompiledCircuit {
+    /// Writes the circuit to `path` (through a temporary file in the same directory, renamed
+    /// into place).
+    ///
+    /// # Errors
+    /// [`Error::CompiledIo`] naming the file when it cannot be written.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let io = |source| Error::CompiledIo {
+            path: path.to_path_buf(),
+            source,
+        };
+        let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+        let written = self.write_to(&tmp).and_then(|()| std::fs::rename(&tmp, path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(io(e));
+        }
+        Ok(())
+    }
+
+    fn write_to(&self, tmp: &Path) -> std::io::Result<()> {
+        let mut f = BufWriter::new(File::create(tmp)?);
+        let name = self.circuit_type.as_bytes();
+        let mut pos = 0usize;
+        let mut put = |f: &mut BufWriter<File>, bytes: &[u8]| -> std::io::Result<()> {
+            f.write_all(bytes)?;
+            let padding = pad8(bytes.len()) - bytes.len();
+            f.write_all(&[0u8; 8][..padding])?;
+            pos += bytes.len() + padding;
+            Ok(())
+        };
+        let mut head = Vec::with_capacity(PAYLOAD_AT);
+        head.extend_from_slice(&MAGIC);
+        head.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        head.extend_from_slice(&0u32.to_le_bytes());
+        head.extend_from_slice(&0u64.to_le_bytes()); // length, written below
+        head.extend_from_slice(&[0u8; 16]); // checksum, written below
+        let fields = [
+            self.num_inputs as u64,
+            self.num_aux as u64,
+            self.circuit_constraints as u64,
+            self.trace.value(),
+            self.constants.len() as u64,
+            self.a().non_zeros() as u64,
+            self.b().non_zeros() as u64,
+            self.c().non_zeros() as u64,
+            name.len() as u64,
+            self.fingerprint as u64,
+            (self.fingerprint >> 64) as u64,
+        ];
+        for w in fields {
+            head.extend_from_slice(&w.to_le_bytes());
+        }
+        put(&mut f, &head)?;
+        put(&mut f, name)?;
+        let mut consts = Vec::with_capacity(32 * self.constants.len());
+        for c in &self.constants {
+            consts.extend_from_slice(&c.to_repr());
+        }
+        put(&mut f, &consts)?;
+        for m in &self.matrices {
+            put(&mut f, &m.row_starts.le_bytes())?;
+            put(&mut f, &m.columns.le_bytes())?;
+            put(&mut f, &m.coefficients.le_bytes())?;
+        }
+        for d in &self.densities {
+            put(&mut f, &words_le_bytes(d.words()))?;
+        }
+        let mut file = f.into_inner().map_err(|e| e.into_error())?;
+        let len = pos as u64;
+        file.seek(SeekFrom::Start(16))?;
+        file.write_all(&len.to_le_bytes())?;
+        file.sync_all()?;
+        // The checksum covers the length just written: hash the file as it is on disk.
+        let image = {
+            let reopened = File::open(tmp)?;
+            // SAFETY: a private temporary file this function created and no one else writes;
+            // the map is dropped before the file is written again.
+            unsafe { Mmap::map(&reopened)? }
+        };
+        let sum = checksum(&image);
+        drop(image);
+        file.seek(SeekFrom::Start(CHECKSUM_AT as u64))?;
+        file.write_all(&sum.to_le_bytes())?;
+        file.sync_all()
+    }
+
+    /// Maps the compiled circuit in `path`: the matrices stay in the mapping (no copy).
+    ///
+    /// # Errors
+    /// [`Error::CompiledIo`] when the file cannot be opened or mapped; [`Error::CompiledStale`]
+    /// when it has another format version; [`Error::CompiledCorrupt`] when it is not a
+    /// compiled-circuit file, is truncated, fails its checksum or holds sections that do not
+    /// add up — each naming the file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let file = File::open(path).map_err(|source| Error::CompiledIo {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        // SAFETY: mapped read-only. Writers of these files replace them by rename, so a live
+        // mapping keeps the old inode's bytes; a process that rewrites the file in place while
+        // it is mapped changes what is read (the checksum below is checked once, at load).
+        let map = unsafe { Mmap::map(&file) }.map_err(|source| Error::CompiledIo {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        parse(Arc::new(map)).map_err(|e| match e {
+            Problem::Stale(found) => Error::CompiledStale {
+                path: path.to_path_buf(),
+                found,
+                expected: FORMAT_VERSION,
+            },
+            Problem::Corrupt(reason) => Error::CompiledCorrupt {
+                path: path.to_path_buf(),
+                reason,
+            },
+        })
+    }
+}
+
+enum Problem {
+    Stale(u32),
+    Corrupt(String),
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
+fn parse(map: Arc<Mmap>) -> std::result::Result<CompiledCircuit, Problem> {
+    let corrupt = |m: String| Problem::Corrupt(m);
+    let bytes: &[u8] = &map;
+    if bytes.len() < PAYLOAD_AT {
+        if bytes.len() >= 8 && bytes[..8] != MAGIC {
+            return Err(corrupt("not a compiled-circuit file (bad magic)".into()));
+        }
+        return Err(corrupt(format!(
+            "truncated: {} bytes, the header alone needs {PAYLOAD_AT}",
+            bytes.len()
+        )));
+    }
+    if bytes[..8] != MAGIC {
+        return Err(corrupt("not a compiled-circuit file (bad magic)".into()));
+    }
+    let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+    if version != FORMAT_VERSION {
+        return Err(Problem::Stale(version));
+    }
+    let announced = u64_at(bytes, 16);
+    if announced != bytes.len() as u64 {
+        return Err(corrupt(if announced > bytes.len() as u64 {
+            format!(
+                "truncated: the header announces {announced} bytes, the file has {}",
+                bytes.len()
+            )
+        } else {
+            format!(
+                "the header announces {announced} bytes, the file has {} (trailing bytes)",
+                bytes.len()
+            )
+        }));
+    }
+    let mut stored = [0u8; 16];
+    stored.copy_from_slice(&bytes[CHECKSUM_AT..CHECKSUM_END]);
+    let stored = u128::from_le_bytes(stored);
+    let computed = checksum(bytes);
+    if stored != computed {
+        return Err(corrupt(format!(
+            "checksum mismatch: stored {stored:032x}, computed {computed:032x}"
+        )));
+    }
+    let field = |i: usize| u64_at(bytes, CHECKSUM_END + 8 * i);
+    let to_usize = |v: u64, what: &str| usize::try_from(v).map_err(|_| corrupt(format!("{what} {v} too large")));
+    let inputs = to_usize(field(0), "inputs")?;
+    let aux = to_usize(field(1), "aux")?;
+    let circuit_constraints = to_usize(field(2), "constraints")?;
+    let trace = Trace::from_value(field(3));
+    let n_constants = to_usize(field(4), "constants")?;
+    let nnz = [
+        to_usize(field(5), "non-zeros of A")?,
+        to_usize(field(6), "non-zeros of B")?,
+        to_usize(field(7), "non-zeros of C")?,
+    ];
+    let name_len = to_usize(field(8), "type name length")?;
+    let fingerprint = u128::from(field(9)) | (u128::from(field(10)) << 64);
+    let rows = circuit_constraints
+        .checked_add(inputs)
+        .ok_or_else(|| corrupt("row count overflows".into()))?;
+
+    // Walk the sections, checking that each lies inside the file.
+    let mut at = PAYLOAD_AT;
+    let mut section = |len_bytes: Option<usize>, what: &str| -> std::result::Result<usize, Problem> {
+        let len = len_bytes.ok_or_else(|| corrupt(format!("{what}: size overflows")))?;
+        let start = at;
+        let end = start
+            .checked_add(pad8(len))
+            .filter(|&e| e <= bytes.len())
+            .ok_or_else(|| corrupt(format!("{what} ({len} bytes at {start}) runs past the end of the file")))?;
+        at = end;
+        Ok(start)
+    };
+    let name_at = section(Some(name_len), "type name")?;
+    let consts_at = section(n_constants.checked_mul(32), "constants")?;
+    let mut matrix_at = [[0usize; 3]; 3];
+    for (m, &n) in nnz.iter().enumerate() {
+        matrix_at[m][0] = section(rows.checked_add(1).and_then(|r| r.checked_mul(4)), "row offsets")?;
+        matrix_at[m][1] = section(n.checked_mul(4), "columns")?;
+        matrix_at[m][2] = section(n.checked_mul(4), "coefficients")?;
+    }
+    let density_lens = [aux, inputs, aux];
+    let mut density_at = [0usize; 3];
+    for (d, &len) in density_lens.iter().enumerate() {
+        density_at[d] = section(len.div_ceil(64).checked_mul(8), "densities")?;
+    }
+    if at != bytes.len() {
+        return Err(corrupt(format!(
+            "the sections end at byte {at}, the file at {}",
+            bytes.len()
+        )));
+    }
+
+    let circuit_type = std::str::from_utf8(&bytes[name_at..name_at + name_len])
+        .map_err(|_| corrupt("type name is not UTF-8".into()))?
+        .to_string();
+    let mut constants = Vec::with_capacity(n_constants);
+    for k in 0..n_constants {
+        let mut repr = [0u8; 32];
+        repr.copy_from_slice(&bytes[consts_at + 32 * k..consts_at + 32 * (k + 1)]);
+        let c: Option<Scalar> = Scalar::from_repr(repr).into();
+        constants.push(c.ok_or_else(|| corrupt(format!("constant {k} is not a field element")))?);
+    }
+    let view = |offset: usize, len: usize| {
+        Store::from_map(&map, offset, len).ok_or_else(|| corrupt(format!("section at {offset} outside the file")))
+    };
+    let mut matrices: [Matrix; 3] = Default::default();
+    for (m, matrix) in matrices.iter_mut().enumerate() {
+        *matrix = Matrix {
+            row_starts: view(matrix_at[m][0], rows + 1)?,
+            columns: view(matrix_at[m][1], nnz[m])?,
+            coefficients: view(matrix_at[m][2], nnz[m])?,
+        };
+        matrix
+            .validate(rows, inputs + aux, n_constants)
+            .map_err(|e| corrupt(format!("matrix {}: {e}", ["A", "B", "C"][m])))?;
+    }
+    let mut densities: [DensityTracker; 3] = Default::default();
+    for (d, density) in densities.iter_mut().enumerate() {
+        let words: Store<u64> = Store::from_map(&map, density_at[d], density_lens[d].div_ceil(64))
+            .ok_or_else(|| corrupt(format!("density {d} outside the file")))?;
+        *density = DensityTracker::from_words(words.as_slice().to_vec(), density_lens[d])
+            .ok_or_else(|| corrupt(format!("density {d} has bits past its {} variables", density_lens[d])))?;
+    }
+    Ok(CompiledCircuit {
+        circuit_type,
+        num_inputs: inputs,
+        num_aux: aux,
+        circuit_constraints,
+        trace,
+        matrices,
+        constants,
+        densities,
+        fingerprint,
+    })
+}

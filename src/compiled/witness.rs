@@ -1,0 +1,739 @@
+//! Witness-only synthesis into a compact witness.
+//!
+//! [`WitnessCs`] is a constraint system that computes the inputs and aux values and nothing
+//! else: `enforce` never calls its closures (no linear combination is built), it only counts
+//! the constraint and folds the current sizes into the structure trace. Aux values are
+//! written as they come into a [`CompactAux`]: a bitmap of which values are 0 or 1, a bitmap
+//! of those bits, and the other values packed in order — at Filecoin's mix (98% of aux 0/1)
+//! under a byte per value instead of 32. When few values are bits (below
+//! [`WitnessCs::dense_threshold_percent`]) the witness is stored dense instead. Inputs are
+//! always dense.
+
+use std::cell::Cell;
+
+use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::Scalar;
+use ff::Field;
+use rayon::prelude::*;
+
+use super::hash::Trace;
+use crate::error::{Error, Result};
+use crate::pool::{PinnedPool, PinnedVec};
+
+/// A value's class: 0, 1 or anything else. Witness values are secret, but whether each is a
+/// bit is exactly what the MSMs split on anyway; the check compares limbs (not in constant
+/// time), as the assignment's coefficient check does.
+#[inline]
+fn bit_of(v: &Scalar) -> Option<bool> {
+    static ONE: std::sync::OnceLock<[u64; 4]> = std::sync::OnceLock::new();
+    let one = ONE.get_or_init(|| blst::blst_fr::from(Scalar::ONE).l);
+    let l = blst::blst_fr::from(*v).l;
+    if l == [0; 4] {
+        Some(false)
+    } else if l == *one {
+        Some(true)
+    } else {
+        None
+    }
+}
+
+/// Aux values with their 0/1 values as bits (see the module docs).
+///
+/// Value `j` is a bit when bit `j % 64` of `bit_mask[j / 64]` is set; its value is then that
+/// bit of `bit_values[j / 64]`. The other values are `others`, in order of `j`;
+/// `others_before[w]` counts those in words before `w`, so any value is found in O(1).
+#[derive(Debug)]
+pub struct CompactAux {
+    len: usize,
+    bit_mask: PinnedVec<u64>,
+    bit_values: PinnedVec<u64>,
+    others: PinnedVec<Scalar>,
+    /// The word being filled (values `len - len % 64 ..`): mask and values.
+    open_mask: u64,
+    open_values: u64,
+    /// Per full word, the number of non-bit values before it (set by `seal`).
+    others_before: Vec<u32>,
+}
+
+impl CompactAux {
+    fn new(pool: Option<&PinnedPool>, aux_hint: usize) -> Result<Self> {
+        let words = aux_hint.div_ceil(64).max(1);
+        let others = (aux_hint / 8).max(1 << 10);
+        let (bit_mask, bit_values, others) = match pool {
+            Some(p) => (
+                PinnedVec::with_capacity_in(p, words)?,
+                PinnedVec::with_capacity_in(p, words)?,
+                PinnedVec::with_capacity_in(p, others)?,
+            ),
+            None => (
+                PinnedVec::with_heap_capacity(words)?,
+                PinnedVec::with_heap_capacity(words)?,
+                PinnedVec::with_heap_capacity(others)?,
+            ),
+        };
+        Ok(Self {
+            len: 0,
+            bit_mask,
+            bit_values,
+            others,
+            open_mask: 0,
+            open_values: 0,
+            others_before: Vec::new(),
+        })
+    }
+
+    fn push(&mut self, v: Scalar) -> Result<()> {
+        let bit = self.len % 64;
+        match bit_of(&v) {
+            Some(b) => {
+                self.open_mask |= 1 << bit;
+                self.open_values |= u64::from(b) << bit;
+            }
+            None => self.others.try_push(v)?,
+        }
+        self.len += 1;
+        if bit == 63 {
+            self.bit_mask.try_push(self.open_mask)?;
+            self.bit_values.try_push(self.open_values)?;
+            self.open_mask = 0;
+            self.open_values = 0;
+        }
+        Ok(())
+    }
+
+    /// Closes the open word and indexes the words.
+    fn seal(&mut self) -> Result<()> {
+        if self.len % 64 != 0 {
+            self.bit_mask.try_push(self.open_mask)?;
+            self.bit_values.try_push(self.open_values)?;
+            self.open_mask = 0;
+            self.open_values = 0;
+        }
+        let words = self.bit_mask.as_slice();
+        let mut index = Vec::new();
+        index
+            .try_reserve_exact(words.len())
+            .map_err(|e| crate::pool::heap_error(words.len(), 4, &e))?;
+        let mut before = 0u32;
+        for (w, &mask) in words.iter().enumerate() {
+            index.push(before);
+            let in_word = (self.len - 64 * w).min(64);
+            let valid = if in_word == 64 { u64::MAX } else { (1u64 << in_word) - 1 };
+            before += (!mask & valid).count_ones();
+        }
+        self.others_before = index;
+        Ok(())
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Number of values that are 0 or 1.
+    pub fn num_bits(&self) -> usize {
+        self.len - self.others.len()
+    }
+
+    /// The bitmap of which values are bits (64 a word, value `j` at bit `j % 64`).
+    pub fn bit_mask(&self) -> &[u64] {
+        self.bit_mask.as_slice()
+    }
+
+    /// The bits' values, aligned with [`bit_mask`](Self::bit_mask) (0 where not a bit).
+    pub fn bit_values(&self) -> &[u64] {
+        self.bit_values.as_slice()
+    }
+
+    /// The values that are not bits, in order.
+    pub fn others(&self) -> &[Scalar] {
+        self.others.as_slice()
+    }
+
+    /// Value `j`, or `None` past the end.
+    pub fn get(&self, j: usize) -> Option<Scalar> {
+        if j >= self.len {
+            return None;
+        }
+        let (w, b) = (j / 64, j % 64);
+        let mask = *self.bit_mask.as_slice().get(w)?;
+        if mask & (1 << b) != 0 {
+            let v = self.bit_values.as_slice()[w] & (1 << b) != 0;
+            return Some(if v { Scalar::ONE } else { Scalar::ZERO });
+        }
+        let k = *self.others_before.get(w)? as usize + (!mask & ((1u64 << b) - 1)).count_ones() as usize;
+        self.others.as_slice().get(k).copied()
+    }
+
+    /// Writes every value into `out` (`out.len() == self.len()`), in parallel.
+    fn expand_into(&self, out: &mut [std::mem::MaybeUninit<Scalar>]) {
+        const WORDS: usize = 256;
+        let mask = self.bit_mask.as_slice();
+        let values = self.bit_values.as_slice();
+        let others = self.others.as_slice();
+        out.par_chunks_mut(64 * WORDS).enumerate().for_each(|(c, dst)| {
+            for (i, chunk) in dst.chunks_mut(64).enumerate() {
+                let w = c * WORDS + i;
+                let (m, v) = (mask[w], values[w]);
+                let mut k = self.others_before[w] as usize;
+                for (b, slot) in chunk.iter_mut().enumerate() {
+                    slot.write(if m & (1 << b) != 0 {
+                        if v & (1 << b) != 0 {
+                            Scalar::ONE
+                        } else {
+                            Scalar::ZERO
+                        }
+                    } else {
+                        k += 1;
+                        others[k - 1]
+                    });
+                }
+            }
+        });
+    }
+
+    /// Bytes it holds: the two bitmaps, the packed values and the word index.
+    pub fn byte_size(&self) -> usize {
+        16 * self.bit_mask.len() + 32 * self.others.len() + 4 * self.others_before.len()
+    }
+}
+
+/// A witness's aux values, compact or dense.
+#[derive(Debug)]
+pub enum WitnessAux {
+    /// Bits as bits, other values packed.
+    Compact(Box<CompactAux>),
+    /// One scalar per value (few were bits).
+    Dense(PinnedVec<Scalar>),
+}
+
+/// What a witness-only synthesis produced: inputs, aux (compact or dense) and the counts and
+/// structure trace a [`CompiledCircuit`](super::CompiledCircuit) checks it against.
+#[derive(Debug)]
+pub struct Witness {
+    circuit_type: String,
+    inputs: Vec<Scalar>,
+    aux: WitnessAux,
+    constraints: usize,
+    trace: Trace,
+    generated: usize,
+}
+
+impl Witness {
+    /// The circuit type it was synthesized from (`std::any::type_name`).
+    pub fn circuit_type(&self) -> &str {
+        &self.circuit_type
+    }
+
+    /// Public inputs, the constant one first.
+    pub fn inputs(&self) -> &[Scalar] {
+        &self.inputs
+    }
+
+    /// Number of public inputs, the one included.
+    pub fn num_inputs(&self) -> usize {
+        self.inputs.len()
+    }
+
+    /// Number of aux values.
+    pub fn num_aux(&self) -> usize {
+        match &self.aux {
+            WitnessAux::Compact(c) => c.len(),
+            WitnessAux::Dense(d) => d.len(),
+        }
+    }
+
+    /// The `enforce` calls the synthesis made (merged sub-systems' included; not the input
+    /// constraints).
+    pub fn num_constraints(&self) -> usize {
+        self.constraints
+    }
+
+    /// The structure trace (see [`crate::compiled`]).
+    pub fn structure_hash(&self) -> u64 {
+        self.trace.value()
+    }
+
+    /// Values the circuit wrote through witness-generator methods (`allocate_empty`,
+    /// `extend_aux`, ...): non-zero means the constraint count cannot be checked.
+    pub fn generated_values(&self) -> usize {
+        self.generated
+    }
+
+    /// The aux values.
+    pub fn aux(&self) -> &WitnessAux {
+        &self.aux
+    }
+
+    /// Whether aux is stored compact.
+    pub fn is_compact(&self) -> bool {
+        matches!(self.aux, WitnessAux::Compact(_))
+    }
+
+    /// Aux value `j`, or `None` past the end.
+    pub fn aux_value(&self, j: usize) -> Option<Scalar> {
+        match &self.aux {
+            WitnessAux::Compact(c) => c.get(j),
+            WitnessAux::Dense(d) => d.as_slice().get(j).copied(),
+        }
+    }
+
+    /// Number of aux values that are 0 or 1.
+    pub fn num_bits(&self) -> usize {
+        match &self.aux {
+            WitnessAux::Compact(c) => c.num_bits(),
+            WitnessAux::Dense(d) => d.as_slice().par_iter().filter(|v| bit_of(v).is_some()).count(),
+        }
+    }
+
+    /// Bytes the witness holds on the host (inputs and aux).
+    pub fn byte_size(&self) -> usize {
+        32 * self.inputs.len()
+            + match &self.aux {
+                WitnessAux::Compact(c) => c.byte_size(),
+                WitnessAux::Dense(d) => 32 * d.len(),
+            }
+    }
+
+    /// The aux values as one scalar each, in a `Vec`.
+    ///
+    /// # Errors
+    /// [`Error::Allocation`] when the host cannot hold them.
+    pub fn expand_aux(&self) -> Result<Vec<Scalar>> {
+        match &self.aux {
+            WitnessAux::Dense(d) => {
+                let mut out = Vec::new();
+                out.try_reserve_exact(d.len())
+                    .map_err(|e| crate::pool::heap_error(d.len(), 32, &e))?;
+                out.extend_from_slice(d.as_slice());
+                Ok(out)
+            }
+            WitnessAux::Compact(c) => super::evaluate::fill_vec(c.len(), |out| c.expand_into(out)),
+        }
+    }
+
+    /// The aux values as one scalar each, in a buffer from `pool` (written in place, in
+    /// parallel).
+    ///
+    /// # Errors
+    /// What the pool's checkout returns.
+    pub fn expand_aux_in(&self, pool: &PinnedPool) -> Result<PinnedVec<Scalar>> {
+        match &self.aux {
+            WitnessAux::Dense(d) => {
+                let mut v = PinnedVec::with_capacity_in(pool, d.len())?;
+                v.try_extend_from_slice(d.as_slice())?;
+                Ok(v)
+            }
+            WitnessAux::Compact(c) => super::evaluate::fill_in_pool(pool, c.len(), |out| c.expand_into(out)),
+        }
+    }
+}
+
+/// The witness-only constraint system (see the module docs).
+///
+/// Like [`ProvingAssignment`](crate::ProvingAssignment) it never panics on what a circuit
+/// does: the first failure (host or pool out of memory, a witness-generator method when it is
+/// not one) is kept, later calls are ignored, and [`WitnessCs::finish`] reports it.
+#[derive(Debug)]
+pub struct WitnessCs {
+    inputs: Vec<Scalar>,
+    aux: CompactAux,
+    /// A region handed out by `allocate_empty(_aux)`, filled by the circuit afterwards; folded
+    /// into `aux` at the next call.
+    pending: Vec<Scalar>,
+    constraints: usize,
+    trace: Trace,
+    generated: usize,
+    generator: bool,
+    dense_below_percent: u32,
+    error: Option<Error>,
+    /// `aux_slice` cannot be served from a compact witness; set when a circuit asks.
+    aux_slice_asked: Cell<bool>,
+}
+
+impl Default for WitnessCs {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Below this percentage of 0/1 values, a witness is stored dense by default: the compact
+/// form would then save under an eighth of the bytes, and dense values need no index.
+pub const DEFAULT_DENSE_BELOW_PERCENT: u32 = 12;
+
+impl WitnessCs {
+    /// An empty witness system on the heap, a witness generator (`is_witness_generator()` is
+    /// true).
+    pub fn new() -> Self {
+        Self::build(None, 0).unwrap_or_else(Self::failed)
+    }
+
+    /// An empty witness system writing its compact aux into buffers from `pool`, sized for
+    /// `aux_hint` values (growing within the pool past it).
+    ///
+    /// # Errors
+    /// What the pool's checkout returns.
+    pub fn in_pool(pool: &PinnedPool, aux_hint: usize) -> Result<Self> {
+        Self::build(Some(pool), aux_hint)
+    }
+
+    fn build(pool: Option<&PinnedPool>, aux_hint: usize) -> Result<Self> {
+        Ok(Self {
+            inputs: Vec::new(),
+            aux: CompactAux::new(pool, aux_hint)?,
+            pending: Vec::new(),
+            constraints: 0,
+            trace: Trace::default(),
+            generated: 0,
+            generator: true,
+            dense_below_percent: DEFAULT_DENSE_BELOW_PERCENT,
+            error: None,
+            aux_slice_asked: Cell::new(false),
+        })
+    }
+
+    fn failed(e: Error) -> Self {
+        let mut this = Self {
+            inputs: Vec::new(),
+            aux: CompactAux {
+                len: 0,
+                bit_mask: PinnedVec::new(),
+                bit_values: PinnedVec::new(),
+                others: PinnedVec::new(),
+                open_mask: 0,
+                open_values: 0,
+                others_before: Vec::new(),
+            },
+            pending: Vec::new(),
+            constraints: 0,
+            trace: Trace::default(),
+            generated: 0,
+            generator: true,
+            dense_below_percent: DEFAULT_DENSE_BELOW_PERCENT,
+            error: None,
+            aux_slice_asked: Cell::new(false),
+        };
+        this.fail(e);
+        this
+    }
+
+    /// The same system, but not a witness generator: gadgets that branch on
+    /// `is_witness_generator` (neptune's Poseidon) take their constraint path, so every
+    /// constraint is counted and the witness can be checked in full.
+    pub fn without_generator(mut self) -> Self {
+        self.generator = false;
+        self
+    }
+
+    /// Stores the witness dense when fewer than `percent`% of aux values are 0/1 (default
+    /// [`DEFAULT_DENSE_BELOW_PERCENT`]; 0: always compact; above 100: always dense).
+    pub fn dense_threshold_percent(mut self, percent: u32) -> Self {
+        self.dense_below_percent = percent;
+        self
+    }
+
+    /// Synthesizes `circuit` (the "one" input first, as the prover does) and returns its
+    /// witness, tagged with `C`'s type name.
+    ///
+    /// # Errors
+    /// The circuit's own synthesis error, or the first failure of the system (see the type).
+    pub fn synthesize<C: Circuit<Scalar>>(mut self, circuit: C) -> Result<Witness> {
+        self.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+        circuit.synthesize(&mut self)?;
+        self.finish(std::any::type_name::<C>())
+    }
+
+    /// The witness of what was synthesized so far, tagged with `circuit_type`.
+    ///
+    /// # Errors
+    /// The first failure during synthesis; [`Error::Allocation`]/[`Error::PoolExhausted`] when
+    /// the dense form cannot be allocated.
+    pub fn finish(mut self, circuit_type: &str) -> Result<Witness> {
+        self.flush();
+        if self.aux_slice_asked.get() {
+            self.fail(Error::Unsupported(
+                "the circuit read aux_slice(); a compact witness keeps no dense aux".into(),
+            ));
+        }
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        self.aux.seal()?;
+        let bits = self.aux.num_bits() as u128;
+        let dense = bits * 100 < u128::from(self.dense_below_percent) * self.aux.len() as u128;
+        let aux = if dense {
+            let n = self.aux.len();
+            let mut values = match self.aux.others.buffer().map(|b| b.pool().clone()) {
+                Some(pool) => PinnedVec::with_capacity_in(&pool, n)?,
+                None => PinnedVec::with_heap_capacity(n)?,
+            };
+            for j in 0..n {
+                values.try_push(self.aux.get(j).unwrap_or(Scalar::ZERO))?;
+            }
+            WitnessAux::Dense(values)
+        } else {
+            WitnessAux::Compact(Box::new(self.aux))
+        };
+        Ok(Witness {
+            circuit_type: circuit_type.to_string(),
+            inputs: self.inputs,
+            aux,
+            constraints: self.constraints,
+            trace: self.trace,
+            generated: self.generated,
+        })
+    }
+
+    fn fail(&mut self, e: Error) {
+        if self.error.is_none() {
+            log::error!("witness synthesis failed: {e}; the error is reported at the end of synthesis");
+            self.error = Some(e);
+        }
+    }
+
+    fn num_aux(&self) -> usize {
+        self.aux.len() + self.pending.len()
+    }
+
+    /// Folds a region the circuit filled through `allocate_empty(_aux)` into the compact aux.
+    fn flush(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let pending = std::mem::take(&mut self.pending);
+        for v in pending {
+            if let Err(e) = self.aux.push(v) {
+                self.fail(e);
+                return;
+            }
+        }
+    }
+
+    fn push_aux(&mut self, v: Scalar) {
+        if let Err(e) = self.aux.push(v) {
+            self.fail(e);
+        }
+    }
+
+    fn push_inputs(&mut self, values: &[Scalar]) {
+        if let Err(e) = self.inputs.try_reserve(values.len()) {
+            self.fail(crate::pool::heap_error(values.len(), 32, &e));
+            return;
+        }
+        self.inputs.extend_from_slice(values);
+    }
+
+    /// Whether a witness-generator method may run; records the misuse otherwise.
+    fn generating(&mut self, method: &str) -> bool {
+        self.flush();
+        if self.error.is_some() {
+            return false;
+        }
+        if !self.generator {
+            self.fail(Error::InvalidArgument(format!(
+                "circuit is malformed: {method} called on a witness system made without_generator()"
+            )));
+            return false;
+        }
+        true
+    }
+
+    fn grow_inputs(&mut self, n: usize) -> bool {
+        if let Err(e) = self.inputs.try_reserve(n) {
+            self.fail(crate::pool::heap_error(n, 32, &e));
+            return false;
+        }
+        self.inputs.resize(self.inputs.len() + n, Scalar::ZERO);
+        true
+    }
+
+    fn grow_pending(&mut self, n: usize) -> bool {
+        if let Err(e) = self.pending.try_reserve(n) {
+            self.fail(crate::pool::heap_error(n, 32, &e));
+            return false;
+        }
+        self.pending.resize(n, Scalar::ZERO);
+        true
+    }
+}
+
+impl ConstraintSystem<Scalar> for WitnessCs {
+    type Root = Self;
+
+    fn new() -> Self {
+        WitnessCs::new()
+    }
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.flush();
+        let index = self.aux.len();
+        if self.error.is_some() {
+            return Ok(Variable::new_unchecked(Index::Aux(index)));
+        }
+        let value = f()?;
+        self.push_aux(value);
+        Ok(Variable::new_unchecked(Index::Aux(index)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let index = self.inputs.len();
+        if self.error.is_some() {
+            return Ok(Variable::new_unchecked(Index::Input(index)));
+        }
+        let value = f()?;
+        self.push_inputs(&[value]);
+        Ok(Variable::new_unchecked(Index::Input(index)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        self.trace.enforce(self.inputs.len(), self.num_aux());
+        self.constraints += 1;
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+
+    fn is_extensible() -> bool {
+        true
+    }
+
+    fn extend(&mut self, other: &Self) {
+        self.flush();
+        if self.error.is_some() {
+            return;
+        }
+        if let Some(e) = &other.error {
+            self.fail(crate::pool::copy_error(e));
+            return;
+        }
+        if other.aux_slice_asked.get() {
+            self.aux_slice_asked.set(true);
+        }
+        self.trace
+            .extend(self.inputs.len(), self.num_aux(), other.trace, other.constraints);
+        self.constraints += other.constraints;
+        self.generated += other.generated;
+        // The other system's first input is its own "one", which coincides with ours.
+        self.push_inputs(other.inputs.get(1..).unwrap_or(&[]));
+        for v in other.aux.values() {
+            self.push_aux(v);
+        }
+        for &v in &other.pending {
+            self.push_aux(v);
+        }
+    }
+
+    fn is_witness_generator(&self) -> bool {
+        self.generator
+    }
+
+    fn extend_inputs(&mut self, new_inputs: &[Scalar]) {
+        if self.generating("extend_inputs") {
+            self.generated += new_inputs.len();
+            self.push_inputs(new_inputs);
+        }
+    }
+
+    fn extend_aux(&mut self, new_aux: &[Scalar]) {
+        if self.generating("extend_aux") {
+            self.generated += new_aux.len();
+            for &v in new_aux {
+                self.push_aux(v);
+            }
+        }
+    }
+
+    fn allocate_empty(&mut self, aux_n: usize, inputs_n: usize) -> (&mut [Scalar], &mut [Scalar]) {
+        if !self.generating("allocate_empty") || !self.grow_inputs(inputs_n) || !self.grow_pending(aux_n) {
+            return (&mut [], &mut []);
+        }
+        self.generated += aux_n + inputs_n;
+        let start = self.inputs.len() - inputs_n;
+        (&mut self.pending[..], &mut self.inputs[start..])
+    }
+
+    fn allocate_empty_inputs(&mut self, n: usize) -> &mut [Scalar] {
+        if !self.generating("allocate_empty_inputs") || !self.grow_inputs(n) {
+            return &mut [];
+        }
+        self.generated += n;
+        let start = self.inputs.len() - n;
+        &mut self.inputs[start..]
+    }
+
+    fn allocate_empty_aux(&mut self, n: usize) -> &mut [Scalar] {
+        if !self.generating("allocate_empty_aux") || !self.grow_pending(n) {
+            return &mut [];
+        }
+        self.generated += n;
+        &mut self.pending[..]
+    }
+
+    fn inputs_slice(&self) -> &[Scalar] {
+        &self.inputs
+    }
+
+    fn aux_slice(&self) -> &[Scalar] {
+        self.aux_slice_asked.set(true);
+        &[]
+    }
+}
+
+impl CompactAux {
+    /// The values in order, sealed or not (during synthesis: the full words, then the open
+    /// one), for merging a sub-system.
+    fn values(&self) -> impl Iterator<Item = Scalar> + '_ {
+        let masks = self.bit_mask.as_slice();
+        let bits = self.bit_values.as_slice();
+        let others = self.others.as_slice();
+        (0..self.len).scan(0usize, move |k, j| {
+            let (w, b) = (j / 64, j % 64);
+            let (mask, values) = match (masks.get(w), bits.get(w)) {
+                (Some(&m), Some(&v)) => (m, v),
+                _ => (self.open_mask, self.open_values),
+            };
+            if mask & (1 << b) != 0 {
+                Some(if values & (1 << b) != 0 {
+                    Scalar::ONE
+                } else {
+                    Scalar::ZERO
+                })
+            } else {
+                *k += 1;
+                others.get(*k - 1).copied()
+            }
+        })
+    }
+}
