@@ -21,9 +21,8 @@ use std::time::{Duration, Instant};
 use blstrs::Scalar;
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Parser};
-use cuzk::engine::{
-    params_hint, partition_bytes, Engine, EngineBackend, EngineConfig, EngineStats, Job, PacerMode, PiConfig,
-};
+use cuzk::engine::budget::{params_hint, partition_bytes};
+use cuzk::engine::{Engine, EngineBackend, EngineConfig, EngineStats, Job, PacerMode, PiConfig};
 use cuzk::pool::{CudaPinnedAllocator, PinMode};
 use cuzk::prover::cuda::{device_count, CudaBackend};
 use cuzk::prover::Backend;

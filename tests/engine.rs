@@ -10,10 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cuzk::engine::{
-    assignment_bytes, params_hint, partition_bytes, Engine, EngineBackend, EngineConfig, EngineStats, Job, PacerMode,
-    Partition, PiConfig, Progress,
-};
+use cuzk::engine::budget::{assignment_bytes, params_hint, partition_bytes};
+use cuzk::engine::{Engine, EngineBackend, EngineConfig, EngineStats, Job, PacerMode, Partition, PiConfig, Progress};
 use cuzk::prover::cpu::CpuBackend;
 use cuzk::prover::{Backend, Commitments, Timings};
 use cuzk::testing::{random_parameters, Synthetic};
@@ -1114,7 +1112,7 @@ fn unreusable_pool_buffers_are_freed_before_reusable_ones() {
 #[test]
 fn the_synthesis_reservation_ends_with_the_synthesis() {
     let per = 10_000;
-    let synth = cuzk::engine::synthesis_bytes(params_hint(&params()), per);
+    let synth = cuzk::engine::budget::synthesis_bytes(params_hint(&params()), per);
     assert_eq!(synth, params().domain_size() * per);
     let gpu_gate = Gate::new();
     let backend: Arc<dyn Backend> = Arc::new(GatedBackend { gate: gpu_gate.clone() });

@@ -14,9 +14,9 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use blstrs::Scalar;
 use cuzk::pool::PinMode;
+use cuzk::prover::cuda::fault::with_cpu_fallback;
 use cuzk::prover::cuda::fault::{self, Phase};
 use cuzk::prover::cuda::{self, CudaBackend};
-use cuzk::prover::with_cpu_fallback;
 use cuzk::testing::{random_parameters, Synthetic};
 use cuzk::{BackendChoice, Error, Parameters, PinnedPool, PoolConfig, Prover};
 use ff::Field;

@@ -48,17 +48,17 @@ pub struct EngineConfig {
     /// The pool's `max_reuse_factor` (≥ 1). Default 1: a stream of one circuit type and size
     /// reuses its buffers exactly, and a reservation is exactly what a partition checks out
     /// (a larger factor makes every reservation that much larger; see
-    /// [`partition_bytes`](super::partition_bytes)).
+    /// [`partition_bytes`](super::budget::partition_bytes)).
     pub pool_reuse_factor: f64,
     /// Bytes reserved per constraint (of the partition's capacity hint) for the circuit's own
     /// memory while it synthesizes, released when its synthesis ends (see
     /// [`synthesis_bytes`](super::synthesis_bytes)). Default 0: cuzk counts exactly
-    /// what it allocates itself (a/b/c, aux, inputs, density bits: [`partition_bytes`](super::partition_bytes)) but
+    /// what it allocates itself (a/b/c, aux, inputs, density bits: [`partition_bytes`](super::budget::partition_bytes)) but
     /// cannot know a circuit's gadgets and witness computation, which range from nothing
     /// (circuits whose witness is computed before synthesis, like the synthetic ones the
     /// engine's benchmark streams) to several times a/b/c; a guess would either starve the
     /// GPUs of partitions in flight or undercount. Measure one synthesis of your circuit (peak
-    /// resident memory minus [`partition_bytes`](super::partition_bytes), over its constraints) and set it.
+    /// resident memory minus [`partition_bytes`](super::budget::partition_bytes), over its constraints) and set it.
     pub synthesis_bytes_per_constraint: usize,
 }
 

@@ -339,7 +339,7 @@ impl Engine {
     }
 
     /// Pins ahead of the stream: checks out the buffers of up to `partitions` partitions sized
-    /// by `hint` (e.g. [`params_hint`](super::params_hint) of the parameters, or the
+    /// by `hint` (e.g. [`params_hint`](super::budget::params_hint) of the parameters, or the
     /// hint a first synthesis recorded), all at once, and returns them to the pool idle, so the
     /// stream's partitions reuse them instead of pinning on the synthesis path (pinning costs
     /// about 0.76 s/GiB on the H200 host and stalls the GPU workers' CUDA calls). The bytes are

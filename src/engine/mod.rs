@@ -34,9 +34,8 @@ mod state;
 mod stats;
 mod worker;
 
-pub use budget::{assignment_bytes, params_hint, partition_bytes, synthesis_bytes};
 pub use config::{EngineBackend, EngineConfig};
 pub use engine::Engine;
 pub use job::{Job, JobHandle, Partition, Progress, ProgressCallback};
-pub use pacer::{Pacer, PacerMode, PacerState, PiConfig};
+pub use pacer::{PacerMode, PacerState, PiConfig};
 pub use stats::{EngineStats, ParamSetStats, WorkerStats};

@@ -3,7 +3,7 @@
 //! Partitions walk `dispatch → synthesis → waiting → GPU`. Dispatching them in a burst makes
 //! every synthesis ask for pinned buffers at once (the "burst dispatch" failure in
 //! `CONTEXT.md`: 474 allocations for 12 reuses); dispatching too slowly leaves the GPU idle.
-//! The [`Pacer`] keeps the number of synthesized partitions **waiting** for a GPU near a target
+//! The pacer keeps the number of synthesized partitions **waiting** for a GPU near a target
 //! depth, in one of two modes:
 //!
 //! - [`PacerMode::Pi`]: a PI controller. Feed-forward: the GPUs' drain rate, `gpu_workers /
@@ -150,7 +150,7 @@ impl PiConfig {
     }
 }
 
-/// How the [`Pacer`] decides.
+/// How the engine's pacer decides.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub enum PacerMode {
@@ -192,7 +192,7 @@ pub struct PacerState {
 
 /// Decides when the next partition may be dispatched; see the module docs.
 #[derive(Debug, Clone)]
-pub struct Pacer {
+pub(crate) struct Pacer {
     mode: PacerMode,
     gpu_workers: usize,
     in_flight_cap: usize,
@@ -211,7 +211,7 @@ impl Pacer {
     /// # Errors
     /// [`Error::InvalidArgument`] for zero workers, a zero depth, or PI constants outside the
     /// ranges their fields document.
-    pub fn new(mode: PacerMode, gpu_workers: usize) -> Result<Self> {
+    pub(crate) fn new(mode: PacerMode, gpu_workers: usize) -> Result<Self> {
         if gpu_workers == 0 {
             return Err(Error::InvalidArgument(
                 "pacer: gpu_workers must be at least 1, found 0".into(),
@@ -246,7 +246,7 @@ impl Pacer {
     /// The earliest time at which the next dispatch may happen: `now` or earlier means "now";
     /// `None` means "not until an event" (the in-flight cap is reached, or, at the start, the
     /// target is dispatched and no GPU time is known yet). Ask again after every event.
-    pub fn next_dispatch_at(&self, now: Duration) -> Option<Duration> {
+    pub(crate) fn next_dispatch_at(&self, now: Duration) -> Option<Duration> {
         if self.waiting + self.in_synthesis >= self.in_flight_cap {
             return None;
         }
@@ -268,13 +268,14 @@ impl Pacer {
     }
 
     /// Whether a dispatch may happen at `now`.
-    pub fn may_dispatch(&self, now: Duration) -> bool {
+    #[cfg(test)]
+    pub(crate) fn may_dispatch(&self, now: Duration) -> bool {
         self.next_dispatch_at(now).is_some_and(|at| at <= now)
     }
 
     /// A partition was dispatched (its synthesis starts). The driver should have asked
-    /// [`may_dispatch`](Self::may_dispatch); the pacer counts it either way.
-    pub fn on_dispatch(&mut self, now: Duration) {
+    /// `may_dispatch` (or [`next_dispatch_at`](Self::next_dispatch_at)); the pacer counts it either way.
+    pub(crate) fn on_dispatch(&mut self, now: Duration) {
         self.integrate(now);
         self.in_synthesis += 1;
         self.dispatched += 1;
@@ -282,7 +283,7 @@ impl Pacer {
     }
 
     /// A partition's synthesis finished: it now waits for a GPU.
-    pub fn on_synthesis_done(&mut self, now: Duration) {
+    pub(crate) fn on_synthesis_done(&mut self, now: Duration) {
         self.integrate(now);
         self.in_synthesis = self.in_synthesis.saturating_sub(1);
         self.waiting += 1;
@@ -291,7 +292,7 @@ impl Pacer {
     /// A partition's synthesis failed: it leaves the pipeline. Before the first GPU time is
     /// known it no longer counts toward the start's `target` dispatches, so a start whose first
     /// partitions all fail does not wait forever for a GPU time that cannot come.
-    pub fn on_synthesis_failed(&mut self, now: Duration) {
+    pub(crate) fn on_synthesis_failed(&mut self, now: Duration) {
         self.integrate(now);
         self.in_synthesis = self.in_synthesis.saturating_sub(1);
         if self.gpu_time_ema.is_none() {
@@ -300,14 +301,14 @@ impl Pacer {
     }
 
     /// A GPU worker took a waiting partition.
-    pub fn on_gpu_start(&mut self, now: Duration) {
+    pub(crate) fn on_gpu_start(&mut self, now: Duration) {
         self.integrate(now);
         self.waiting = self.waiting.saturating_sub(1);
     }
 
     /// A GPU worker finished a partition that took `gpu_time` on the GPU (failed partitions
     /// may report their time too, or nothing).
-    pub fn on_gpu_done(&mut self, now: Duration, gpu_time: Duration) {
+    pub(crate) fn on_gpu_done(&mut self, now: Duration, gpu_time: Duration) {
         self.integrate(now);
         if let PacerMode::Pi(config) = self.mode {
             let t = gpu_time.as_secs_f64();
@@ -317,7 +318,7 @@ impl Pacer {
     }
 
     /// A snapshot of the pacer's state.
-    pub fn state(&self) -> PacerState {
+    pub(crate) fn state(&self) -> PacerState {
         let (target_depth, rate_factor, dispatch_rate) = match self.mode {
             PacerMode::Pi(config) => {
                 let factor = if self.gpu_time_ema.is_some() {

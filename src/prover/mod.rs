@@ -155,19 +155,23 @@ fn auto_backend() -> Arc<dyn Backend> {
 }
 
 /// `Auto`'s policy over any backend: prove on `primary` while it is usable; once it reports
-/// itself lost ([`Backend::is_lost`]), warn once and prove on the CPU.
-pub fn with_cpu_fallback(primary: Arc<dyn Backend>) -> Arc<dyn Backend> {
+/// itself lost ([`Backend::is_lost`]), warn once and prove on the CPU. (Only a GPU backend can
+/// be lost: without `cuda` nothing but the tests uses it.)
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn with_cpu_fallback(primary: Arc<dyn Backend>) -> Arc<dyn Backend> {
     Arc::new(Fallback {
         primary,
         warned: std::sync::atomic::AtomicBool::new(false),
     })
 }
 
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 struct Fallback {
     primary: Arc<dyn Backend>,
     warned: std::sync::atomic::AtomicBool,
 }
 
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 impl Fallback {
     fn usable(&self) -> Option<&dyn Backend> {
         if !self.primary.is_lost() {
@@ -639,4 +643,51 @@ where
     C: Circuit<Scalar> + Send,
 {
     Prover::new().prove_with_randomness(circuits, params, r, s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{random_parameters, Synthetic};
+
+    /// A backend that has lost its device: every proof it is asked for fails.
+    struct Lost;
+
+    impl Backend for Lost {
+        fn name(&self) -> &'static str {
+            "lost"
+        }
+        fn is_lost(&self) -> bool {
+            true
+        }
+        fn commitments(&self, a: &mut ProvingAssignment, _: &Parameters, _: &mut Timings) -> Result<Commitments> {
+            a.release_abc();
+            Err(Error::InvalidArgument("a lost backend was asked for a proof".into()))
+        }
+    }
+
+    #[test]
+    fn a_lost_primary_falls_back_to_the_cpu_with_the_same_bytes() {
+        let circuit = Synthetic::new(6);
+        let params = random_parameters(circuit.clone(), 7).unwrap();
+        let (r, s) = (vec![Scalar::from(3u64)], vec![Scalar::from(5u64)]);
+        let fallback = with_cpu_fallback(Arc::new(Lost));
+        assert_eq!(fallback.name(), "cpu");
+        let via_fallback = Prover::new()
+            .with_custom_backend(fallback)
+            .prove_with_randomness(vec![circuit.clone()], &params, &r, &s)
+            .unwrap();
+        let on_cpu = Prover::new()
+            .with_backend(BackendChoice::Cpu)
+            .unwrap()
+            .prove_with_randomness(vec![circuit.clone()], &params, &r, &s)
+            .unwrap();
+        assert_eq!(via_fallback, on_cpu);
+        // without the policy the lost backend's error comes back
+        let err = Prover::new()
+            .with_custom_backend(Arc::new(Lost))
+            .prove_with_randomness(vec![circuit], &params, &r, &s)
+            .unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    }
 }

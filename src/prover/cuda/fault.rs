@@ -1,8 +1,11 @@
 //! Fault injection for tests (feature `fault-injection` only; absent from normal builds): make
 //! the next kernel call that reaches a phase fail there with a chosen CUDA error, once.
 
+use std::sync::Arc;
+
 use super::ffi;
 use crate::prover::kernel_contract::phase;
+use crate::prover::Backend;
 
 /// Where to fail (`CUZK_K_PHASE_*` in `kernels/cuzk_kernels.h`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,4 +59,10 @@ pub fn streams_busy(device: usize) -> bool {
 pub fn fired() -> i32 {
     // SAFETY: no arguments; reads a counter under the kernels' mutex.
     unsafe { ffi::cuzk_k_fault_fired() }
+}
+
+/// `BackendChoice::Auto`'s policy over `primary` (a backend a test armed faults for): prove on
+/// it while it is usable, on the CPU once it reports itself lost.
+pub fn with_cpu_fallback(primary: Arc<dyn Backend>) -> Arc<dyn Backend> {
+    crate::prover::with_cpu_fallback(primary)
 }
