@@ -52,8 +52,7 @@ DEVI fp2_t f_neg(const fp2_t& a) { fp2_t r; r.c0 = -a.c0; r.c1 = -a.c1; return r
 // c0 = a0 b0 - a1 b1 and c1 = a0 b1 + a1 b0, each one sppark dot_product (a sum of two
 // products with a single interleaved Montgomery reduction; inputs below p, -0 = 0): as many
 // multiply-adds as Karatsuba's three full products, but no modular additions around them and
-// fewer live registers. On the H200 (harness msm 24) G2 uniform 331 -> 309 ms, 75% 0/1 100 -> 95
-// (kernels/NOTES.md, session 10).
+// fewer live registers, which makes the G2 MSM measurably faster (kernels/NOTES.md has the numbers).
 DEVI fp2_t f_mul_inl(const fp2_t& a, const fp2_t& b)
 {
     fp2_t r;

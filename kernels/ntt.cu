@@ -245,8 +245,8 @@ inline unsigned grid_for(size_t n, int tpb, int sms)
 }
 
 // The strided stages above the shared-memory ones go in the fewest passes of at most GK stages,
-// split evenly: at 2^26 (16 stages) 6 + 5 + 5, not 7 + 7 + 2, whose last pass ran blocks of 16
-// threads (9% occupancy under ncu, 8.9 ms for 2 stages against 7.9 ms for 7).
+// split evenly: at 2^26 (16 stages) 6 + 5 + 5, not 7 + 7 + 2, whose short last pass would run
+// blocks of 16 threads (a nearly empty device: a pass of 2 stages costs about what one of 7 does).
 inline int passes(int stages) { return (stages + GK - 1) / GK; }
 
 // DIF in two steps: the strided passes, then the shared-memory stages (which apply cs, the

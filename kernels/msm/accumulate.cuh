@@ -105,8 +105,8 @@ __global__ void __launch_bounds__(128, CUZK_SEG_MINB) k_seg_accum(const affine_t
 // the inversions of a block's 128 x AFF_K pairs are batched (Montgomery's trick: prefix products
 // per thread, a product tree over the block in shared memory, one inversion by warp 0), about 3
 // more products per addition, against 10 for the xyzz mixed addition of the walk. The products are
-// inline for both groups (G2's f_mul is an out-of-line call elsewhere; inline, the G2 rounds ran
-// ~1% faster at 2^24, kernels/NOTES.md).
+// inline for both groups (G2's f_mul is an out-of-line call elsewhere; these rounds are hot enough
+// that the inline product pays for its code size).
 constexpr int AFF_TPB = 128;
 // Pairs per thread (the inversions of 128 x K pairs share one) and the launch bounds' blocks per
 // SM, per group: measured on the H200 at 2^24 (kernels/NOTES.md).

@@ -88,8 +88,8 @@ cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases_v, size_t bases_len, s
     if (plan.size() > first) CUZK_CK(stage[0].alloc(ctx, stage_pts * sizeof(affine_t<F>)));
     memset(out_jacobian, 0, sizeof(jac_t<F>));  // Z = 0: infinity; each chunk adds its sum
     // The density words go to the device once, now, while the copy engine is idle: inside a
-    // chunk's msm_run that small copy would queue behind the next chunk's bases (60 ms a
-    // chunk at 2^26, measured).
+    // chunk's msm_run that small copy would queue behind the next chunk's bases, and the chunk
+    // would wait for a whole chunk copy before it could start.
     dbuf d_dens;
     if (h_density) {
         CUZK_CK(d_dens.alloc(ctx, nwords * 8));
