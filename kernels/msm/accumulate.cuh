@@ -510,5 +510,27 @@ cuzk_kresult accumulate_sorted(dev_ctx *ctx, const affine_t<F> *bases, const uin
 }
 
 
+// The sum of the n1 bases whose scalar is 1 (their indices in idx, sign bits as in the sorted
+// values) into d_res (one XYZZ point), through d_part (one partial sum a block).
+template <class F>
+cuzk_kresult sum_ones(dev_ctx *ctx, const affine_t<F> *bases, const uint32_t *idx, uint32_t n1, dbuf &d_part,
+                      dbuf &d_res)
+{
+    constexpr int TPB = red_tpb<F>();
+    cudaStream_t s = ctx->s_comp;
+    // One full wave of resident blocks: a grid of a fixed 4 blocks per SM ran as 1 1/3
+    // waves where only 3 fit (the last third of the work on a quarter of the device).
+    int nb = 0;
+    CUZK_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k_sum_list<F, TPB>, TPB, 0));
+    unsigned G = (unsigned)std::min<size_t>((n1 + TPB - 1) / TPB, (size_t)ctx->sm_count * std::max(nb, 1));
+    CUZK_CK(d_part.alloc(ctx, G * sizeof(xyzz_t<F>)));
+    CUZK_CK(d_res.alloc(ctx, sizeof(xyzz_t<F>)));
+    k_sum_list<F, TPB><<<G, TPB, 0, s>>>(bases, idx, n1, d_part.as<xyzz_t<F>>());
+    CUZK_CKL();
+    k_sum_xyzz<F, TPB><<<1, TPB, 0, s>>>(d_part.as<xyzz_t<F>>(), G, d_res.as<xyzz_t<F>>());
+    CUZK_CKL();
+    return ok();
+}
+
 }  // namespace
 }  // namespace cuzk

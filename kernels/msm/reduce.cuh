@@ -5,6 +5,7 @@
 #pragma once
 #include "common.cuh"
 #include "curve.cuh"
+#include <algorithm>
 
 namespace cuzk {
 namespace {
@@ -171,6 +172,52 @@ __global__ void k_add_windows(xyzz_t<F> *win, const xyzz_t<F> *part, int nwin)
 }
 
 template <class F> constexpr int red_tpb() { return sizeof(F) == 48 ? 128 : 64; }
+
+// One part's buckets (nwin windows of B, as accumulated; freed here once read) reduced to window
+// sums, which are added to win[0, nwin): each window's buckets in K chunks of Lc (W = the chunk's
+// weighted sum, U = its plain sum), chunks folded 16 to one while a window has more than its
+// block can take, then one block per window.
+template <class F>
+cuzk_kresult reduce_buckets(dev_ctx *ctx, dbuf &d_buckets, uint32_t B, int nwin, xyzz_t<F> *win)
+{
+    constexpr int TPB = red_tpb<F>();
+    cudaStream_t s = ctx->s_comp;
+    const uint32_t Lc = std::min<uint32_t>(16, B);  // buckets per level-1 thread
+    uint32_t K = B / Lc;
+    int logL = 0;
+    while ((1u << logL) < Lc) logL++;
+    dbuf d_W, d_U;
+    CUZK_CK(d_W.alloc(ctx, (size_t)nwin * K * sizeof(xyzz_t<F>)));
+    CUZK_CK(d_U.alloc(ctx, (size_t)nwin * K * sizeof(xyzz_t<F>)));
+    dbuf d_winp;
+    CUZK_CK(d_winp.alloc(ctx, (size_t)nwin * sizeof(xyzz_t<F>)));
+    k_bucket_chunks<F><<<(nwin * K + 127) / 128, 128, 0, s>>>(d_buckets.as<xyzz_t<F>>(), B, K, nwin,
+                                                          d_W.as<xyzz_t<F>>(), d_U.as<xyzz_t<F>>());
+    CUZK_CKL();
+    d_buckets.release();
+    // More than 16 chunks a thread for the one block per window: fold 16 chunks into one
+    // (c > 16 for G1, c >= 16 for G2) until it is not.
+    while (K > 16u * TPB) {
+        const uint32_t G = 16, Kp = K / G;
+        dbuf d_W2, d_U2;
+        CUZK_CK(d_W2.alloc(ctx, (size_t)nwin * Kp * sizeof(xyzz_t<F>)));
+        CUZK_CK(d_U2.alloc(ctx, (size_t)nwin * Kp * sizeof(xyzz_t<F>)));
+        k_fold_chunks<F><<<(nwin * Kp + 127) / 128, 128, 0, s>>>(d_W.as<xyzz_t<F>>(), d_U.as<xyzz_t<F>>(), K, G,
+                                                              logL, nwin, d_W2.as<xyzz_t<F>>(),
+                                                              d_U2.as<xyzz_t<F>>());
+        CUZK_CKL();
+        d_W.swap(d_W2);
+        d_U.swap(d_U2);
+        K = Kp;
+        logL += 4;
+    }
+    k_window_reduce<F, TPB><<<nwin, TPB, 0, s>>>(d_W.as<xyzz_t<F>>(), d_U.as<xyzz_t<F>>(), K, logL,
+                                                d_winp.as<xyzz_t<F>>());
+    CUZK_CKL();
+    k_add_windows<F><<<(nwin + 63) / 64, 64, 0, s>>>(win, d_winp.as<xyzz_t<F>>(), nwin);
+    CUZK_CKL();
+    return ok();
+}
 
 }  // namespace
 }  // namespace cuzk

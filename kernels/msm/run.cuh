@@ -35,7 +35,6 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
                      const uint64_t *h_density, void *out_jacobian, bool accumulate,
                      const uint64_t *d_density)
 {
-    constexpr int TPB = red_tpb<F>();
     cudaStream_t s = ctx->s_comp, sc = ctx->s_copy;
     const affine_t<F> *bases = static_cast<const affine_t<F> *>(d_bases_v);
 
@@ -127,21 +126,7 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
 
     // ---- ones ----
     dbuf d_ones_part, d_ones_res;
-    if (n1) {
-        // One full wave of resident blocks: a grid of a fixed 4 blocks per SM ran as 1 1/3
-        // waves where only 3 fit (the last third of the work on a quarter of the device).
-        int nb = 0;
-        CUZK_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k_sum_list<F, TPB>, TPB, 0));
-        unsigned G = (unsigned)std::min<size_t>((n1 + TPB - 1) / TPB, (size_t)ctx->sm_count * std::max(nb, 1));
-        CUZK_CK(d_ones_part.alloc(ctx, G * sizeof(xyzz_t<F>)));
-        CUZK_CK(d_ones_res.alloc(ctx, sizeof(xyzz_t<F>)));
-        k_sum_list<F, TPB><<<G, TPB, 0, s>>>(bases, d_ones_idx.as<uint32_t>(), n1,
-                                             d_ones_part.as<xyzz_t<F>>());
-        CUZK_CKL();
-        k_sum_xyzz<F, TPB><<<1, TPB, 0, s>>>(d_ones_part.as<xyzz_t<F>>(), G,
-                                             d_ones_res.as<xyzz_t<F>>());
-        CUZK_CKL();
-    }
+    if (n1) CUZK_TRY(sum_ones<F>(ctx, bases, d_ones_idx.as<uint32_t>(), n1, d_ones_part, d_ones_res));
 
     prof.mark("ones");
     // ---- big: bucket method ----
@@ -214,40 +199,7 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
         vb = cub::DoubleBuffer<uint32_t>();
         d_k0.release(); d_v0.release(); d_k1.release(); d_v1.release();
 
-        const uint32_t Lc = std::min<uint32_t>(16, B);  // buckets per level-1 thread
-        uint32_t K = B / Lc;
-        int logL = 0;
-        while ((1u << logL) < Lc) logL++;
-        dbuf d_W, d_U;
-        CUZK_CK(d_W.alloc(ctx, (size_t)nwin * K * sizeof(xyzz_t<F>)));
-        CUZK_CK(d_U.alloc(ctx, (size_t)nwin * K * sizeof(xyzz_t<F>)));
-        dbuf d_winp;
-        CUZK_CK(d_winp.alloc(ctx, (size_t)nwin * sizeof(xyzz_t<F>)));
-        k_bucket_chunks<F><<<(nwin * K + 127) / 128, 128, 0, s>>>(d_buckets.as<xyzz_t<F>>(), B, K, nwin,
-                                                              d_W.as<xyzz_t<F>>(), d_U.as<xyzz_t<F>>());
-        CUZK_CKL();
-        d_buckets.release();
-        // More than 16 chunks a thread for the one block per window: fold 16 chunks into one
-        // (c > 16 for G1, c >= 16 for G2) until it is not.
-        while (K > 16u * TPB) {
-            const uint32_t G = 16, Kp = K / G;
-            dbuf d_W2, d_U2;
-            CUZK_CK(d_W2.alloc(ctx, (size_t)nwin * Kp * sizeof(xyzz_t<F>)));
-            CUZK_CK(d_U2.alloc(ctx, (size_t)nwin * Kp * sizeof(xyzz_t<F>)));
-            k_fold_chunks<F><<<(nwin * Kp + 127) / 128, 128, 0, s>>>(d_W.as<xyzz_t<F>>(), d_U.as<xyzz_t<F>>(), K, G,
-                                                                  logL, nwin, d_W2.as<xyzz_t<F>>(),
-                                                                  d_U2.as<xyzz_t<F>>());
-            CUZK_CKL();
-            d_W.swap(d_W2);
-            d_U.swap(d_U2);
-            K = Kp;
-            logL += 4;
-        }
-        k_window_reduce<F, TPB><<<nwin, TPB, 0, s>>>(d_W.as<xyzz_t<F>>(), d_U.as<xyzz_t<F>>(), K, logL,
-                                                    d_winp.as<xyzz_t<F>>());
-        CUZK_CKL();
-        k_add_windows<F><<<(nwin + 63) / 64, 64, 0, s>>>(d_win.as<xyzz_t<F>>(), d_winp.as<xyzz_t<F>>(), nwin);
-        CUZK_CKL();
+        CUZK_TRY(reduce_buckets<F>(ctx, d_buckets, B, nwin, d_win.as<xyzz_t<F>>()));
         prof.mark("bucket_reduce");
         }  // parts
         d_big_sc.release();
