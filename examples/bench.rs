@@ -57,18 +57,18 @@ struct Args {
     #[arg(long, value_name = "K", default_value_t = 24)]
     pageable_max_log: u32,
     /// Time each MSM in its own call (slower than the batched call).
-    #[arg(long, value_name = "0|1", default_value = "0", action = ArgAction::Set, value_parser = BoolishValueParser::new())]
+    #[arg(long, value_name = "0|1", default_value = "0", action = ArgAction::Set, value_parser = BoolishValueParser::new(), hide_possible_values = true)]
     separate_msms: bool,
     /// Device memory limits in GiB, comma-separated: each size is also proved under each
     /// (parameters that do not fit are streamed from pinned host memory).
     #[arg(long, value_name = "GIB,...", value_delimiter = ',')]
     mem_limits: Vec<usize>,
     /// Run the resident proofs (0 skips them).
-    #[arg(long, value_name = "0|1", default_value = "1", action = ArgAction::Set, value_parser = BoolishValueParser::new())]
+    #[arg(long, value_name = "0|1", default_value = "1", action = ArgAction::Set, value_parser = BoolishValueParser::new(), hide_possible_values = true)]
     resident: bool,
     /// Run the resident proofs last, with the parameters' host copy released
     /// (Prover::prepare_device_only).
-    #[arg(long, value_name = "0|1", default_value = "0", action = ArgAction::Set, value_parser = BoolishValueParser::new())]
+    #[arg(long, value_name = "0|1", default_value = "0", action = ArgAction::Set, value_parser = BoolishValueParser::new(), hide_possible_values = true)]
     device_only: bool,
 }
 
@@ -142,7 +142,7 @@ fn main() {
     let args = Args::parse();
     let (sizes, runs, bits) = (args.log_sizes.clone(), args.runs, args.bit_percent);
     let (cpu_max, pageable_max, separate) = (args.cpu_max_log, args.pageable_max_log, args.separate_msms);
-    let _ctx = cust::quick_init().unwrap_or_else(|e| fail(&format!("no CUDA device: {e}")));
+    let _ctx = cust::quick_init().unwrap_or_else(|e| fail(&format!("no CUDA device: {e:?}")));
     let gpu_name = cust::device::Device::get_device(0)
         .and_then(|d| d.name())
         .unwrap_or_default();

@@ -73,7 +73,7 @@ struct Args {
     #[arg(long, value_name = "G")]
     budget_gib: Option<f64>,
     /// Pin the partitions' buffers before the run (0: pin as they come).
-    #[arg(long, value_name = "0|1", default_value = "1", action = ArgAction::Set, value_parser = BoolishValueParser::new())]
+    #[arg(long, value_name = "0|1", default_value = "1", action = ArgAction::Set, value_parser = BoolishValueParser::new(), hide_possible_values = true)]
     prewarm: bool,
     /// Percentage of witness values that are 0 or 1: 98 is Filecoin's PoRep C2 mix (98.4% of
     /// its aux values), 75 the mix of older measurements.

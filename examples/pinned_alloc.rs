@@ -30,7 +30,7 @@ struct Args {
 fn main() {
     support::init_logging("info");
     let Args { gib: sizes, runs } = Args::parse();
-    let _ctx = cust::quick_init().unwrap_or_else(|e| fail(&format!("no CUDA device: {e}")));
+    let _ctx = cust::quick_init().unwrap_or_else(|e| fail(&format!("no CUDA device: {e:?}")));
     println!("machine: {}", support::machine());
     println!();
     println!("| mode | GiB | alloc ms | alloc s/GiB | first touch ms | H2D GB/s | free ms | free s/GiB |");
