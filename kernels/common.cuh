@@ -215,7 +215,7 @@ void host_final_g1(const void *win, int nwin, int c, const void *ones, void *out
 void host_final_g2(const void *win, int nwin, int c, const void *ones, void *out, bool accumulate);
 
 // What cuzk may still allocate on the context's device: the limit less what it holds, or with
-// no limit the device's free memory plus what the pool keeps unused (api.cu).
+// no limit the device's free memory plus what the pool keeps unused (context.cu).
 cuzk_kresult headroom(dev_ctx *ctx, size_t *out);
 
 // Device bytes an H MSM over m - 1 scalars may take beside its inputs, at most (msm_g1.cu).

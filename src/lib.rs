@@ -22,7 +22,7 @@
 //! - [`curve`]: G1 and G2 over blst, for the CPU prover, the development setup and the tests.
 //! - [`pool`]: [`PinnedPool`], [`PinnedBuffer`], [`PinnedVec`], host-allocator backends.
 //! - [`assignment`]: [`ProvingAssignment`], density trackers, the capacity-hint cache.
-//! - `compiled`: witness-only proving: a circuit's constraints recorded once, a compact
+//! - [`compiled`]: witness-only proving: a circuit's constraints recorded once, a compact
 //!   witness per proof, a/b/c evaluated from the two.
 //! - [`params`]: [`Parameters`] in bellperson's file format, [`VerifyingKey`], development
 //!   parameters.

@@ -3,7 +3,7 @@
 //! Two ways to get page-locked memory, chosen by [`PinMode`]:
 //! - `HostAlloc`: `cuMemHostAlloc` (the driver allocates and pins);
 //! - `Register`: anonymous `mmap`, then `cuMemHostRegister` (the default: measured faster on
-//!   the H200 host, see README), unregistered and unmapped on free.
+//!   the H200 host, see docs/BENCHMARKS.md), unregistered and unmapped on free.
 //!
 //! Both are `PORTABLE`, so every context sees them as pinned. The calls run with the device's
 //! primary context current, the same context the kernels' runtime-API code uses: it is pushed
