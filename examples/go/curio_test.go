@@ -160,9 +160,11 @@ func TestFilecoinProofTypeValuesMeanTheSameToTheLibrary(t *testing.T) {
 	if status(err) != StatusInvalidArgument {
 		t.Errorf("PoSt proof type 15: %v", err)
 	}
-	// Update types: 32 and 64 GiB sectors have 16 update partitions, the smaller ones 1.
+	// Update types, by their update partition counts (filecoin-proofs: 1 for 2 KiB sectors, 4
+	// for 8 MiB, 16 from 512 MiB on): a value read as another size is refused with another
+	// count.
 	c := make([]byte, 32)
-	for v, partitions := range []int{1, 1, 1, 16, 16} {
+	for v, partitions := range []int{1, 4, 16, 16, 16} {
 		_, err := GenerateUpdateProofWithVanilla(RegisteredUpdateProof(v), c, c, c, nil)
 		if want := fmt.Sprintf("has %d update partitions", partitions); status(err) != StatusInvalidArgument || !strings.Contains(err.Error(), want) {
 			t.Errorf("update proof type %d with no vanilla proofs: %v; want %q", v, err, want)
