@@ -1,7 +1,7 @@
 //! [`CompiledCircuit`]: a circuit's A, B, C, densities, sizes and fingerprint.
 
 use blstrs::Scalar;
-use ff::PrimeField;
+use ff::{Field, PrimeField};
 
 use super::hash::{Hasher128, Trace};
 use super::matrix::Matrix;
@@ -259,7 +259,7 @@ impl CompiledCircuit {
                 format!("{:016x}", witness.structure_hash()),
             );
         }
-        if witness.inputs().first() != Some(&Scalar::from(1u64)) {
+        if witness.inputs().first() != Some(&Scalar::ONE) {
             return Err(Error::WitnessMismatch(
                 "the witness's first input is not the constant one".into(),
             ));

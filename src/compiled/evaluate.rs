@@ -7,6 +7,7 @@
 use std::mem::MaybeUninit;
 
 use blstrs::Scalar;
+use ff::Field;
 use rayon::prelude::*;
 
 use super::circuit::CompiledCircuit;
@@ -62,7 +63,7 @@ impl Z for WitnessZ<'_> {
                 WitnessAux::Dense(d) => d.as_slice()[j],
                 // Columns are validated against the counts, and the counts against the
                 // witness, before any evaluation: `get` cannot miss.
-                WitnessAux::Compact(c) => c.get(j).unwrap_or(Scalar::from(0u64)),
+                WitnessAux::Compact(c) => c.get(j).unwrap_or(Scalar::ZERO),
             },
         }
     }
@@ -72,7 +73,7 @@ impl Z for WitnessZ<'_> {
 #[inline]
 fn row_value(m: &Matrix, constants: &[Scalar], z: &impl Z, r: usize) -> Scalar {
     let (columns, codes) = m.row(r);
-    let mut acc = Scalar::from(0u64);
+    let mut acc = Scalar::ZERO;
     for (&col, &code) in columns.iter().zip(codes) {
         let v = z.value(col as usize);
         match code {

@@ -136,3 +136,35 @@ impl Matrix {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matrix(starts: Vec<u32>, columns: Vec<u32>, codes: Vec<u32>) -> Matrix {
+        Matrix {
+            row_starts: Store::Owned(starts),
+            columns: Store::Owned(columns),
+            coefficients: Store::Owned(codes),
+        }
+    }
+
+    #[test]
+    fn validation_refuses_what_would_index_out_of_bounds() {
+        let ok = matrix(
+            vec![0, 1, 3],
+            vec![0, 2, 4],
+            vec![COEFF_ONE, COEFF_MINUS_ONE, CONSTANTS_BASE],
+        );
+        assert!(ok.validate(2, 5, 1).is_ok());
+        assert_eq!(ok.row(1), (&[2, 4][..], &[COEFF_MINUS_ONE, CONSTANTS_BASE][..]));
+        assert!(ok.validate(3, 5, 1).is_err(), "row count");
+        assert!(ok.validate(2, 4, 1).is_err(), "column 4 of 4");
+        assert!(ok.validate(2, 5, 0).is_err(), "constant 0 of 0");
+        let decreasing = matrix(vec![0, 2, 1, 3], vec![0, 0, 0], vec![0, 0, 0]);
+        assert!(decreasing.validate(3, 1, 0).is_err());
+        let short = matrix(vec![0, 1, 2], vec![0, 0, 0], vec![0, 0, 0]);
+        assert!(short.validate(2, 1, 0).is_err(), "offsets end before the terms");
+        assert_eq!(Coefficient::decode(CONSTANTS_BASE + 7), Coefficient::Constant(7));
+    }
+}

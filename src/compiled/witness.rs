@@ -737,3 +737,78 @@ impl CompactAux {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::SplitMix;
+    use rand_core::RngCore;
+
+    fn values(n: usize, seed: u64) -> Vec<Scalar> {
+        let mut rng = SplitMix::new(seed);
+        (0..n)
+            .map(|_| match rng.next_u32() % 3 {
+                0 => Scalar::ZERO,
+                1 => Scalar::ONE,
+                _ => Scalar::random(&mut rng),
+            })
+            .collect()
+    }
+
+    /// Every length around the word boundaries: the compact form reads back what was
+    /// written, by index, in order and expanded.
+    #[test]
+    fn compact_aux_reads_back_at_every_length() {
+        for n in [0, 1, 2, 63, 64, 65, 127, 128, 129, 200, 1000] {
+            let vals = values(n, n as u64);
+            let mut aux = CompactAux::new(None, 0).unwrap();
+            for v in &vals {
+                aux.push(*v).unwrap();
+            }
+            assert_eq!(aux.values().collect::<Vec<_>>(), vals, "unsealed, n = {n}");
+            aux.seal().unwrap();
+            assert_eq!(aux.values().collect::<Vec<_>>(), vals, "sealed, n = {n}");
+            for (j, v) in vals.iter().enumerate() {
+                assert_eq!(aux.get(j), Some(*v), "n = {n}, j = {j}");
+            }
+            assert_eq!(aux.get(n), None);
+            let bits = vals.iter().filter(|v| bit_of(v).is_some()).count();
+            assert_eq!(aux.num_bits(), bits);
+            let expanded = super::super::evaluate::fill_vec(n, |out| aux.expand_into(out)).unwrap();
+            assert_eq!(expanded, vals, "expanded, n = {n}");
+        }
+    }
+
+    /// A region from `allocate_empty_aux`, filled after the call, lands in order with the
+    /// values allocated around it; the generator values are counted.
+    #[test]
+    fn generator_regions_are_folded_in_order() {
+        let mut cs = WitnessCs::new();
+        cs.alloc_input(|| "one", || Ok(Scalar::ONE)).unwrap();
+        cs.alloc(|| "a", || Ok(Scalar::from(5u64))).unwrap();
+        let region = cs.allocate_empty_aux(3);
+        region.copy_from_slice(&[Scalar::ONE, Scalar::from(7u64), Scalar::ZERO]);
+        let b = cs.alloc(|| "b", || Ok(Scalar::from(9u64))).unwrap();
+        assert_eq!(b, Variable::new_unchecked(Index::Aux(4)));
+        let (aux, inputs) = cs.allocate_empty(1, 1);
+        aux[0] = Scalar::from(11u64);
+        inputs[0] = Scalar::from(13u64);
+        cs.extend_aux(&[Scalar::from(2u64)]);
+        let w = cs.finish("t").unwrap();
+        let expected: Vec<Scalar> = [5u64, 1, 7, 0, 9, 11, 2].iter().map(|&v| Scalar::from(v)).collect();
+        assert_eq!(w.expand_aux().unwrap(), expected);
+        assert_eq!(w.inputs(), &[Scalar::ONE, Scalar::from(13u64)]);
+        assert_eq!(w.generated_values(), 3 + 2 + 1);
+    }
+
+    #[test]
+    fn misuse_is_an_error_at_finish_not_a_panic() {
+        let mut cs = WitnessCs::new().without_generator();
+        assert!(!cs.is_witness_generator());
+        assert!(cs.allocate_empty_aux(2).is_empty());
+        assert!(matches!(cs.finish("t"), Err(Error::InvalidArgument(_))));
+        let mut cs = WitnessCs::new();
+        assert!(cs.aux_slice().is_empty());
+        assert!(matches!(cs.finish("t"), Err(Error::Unsupported(_))));
+    }
+}
