@@ -807,7 +807,7 @@ mod tests {
         assert!(!cs.is_witness_generator());
         assert!(cs.allocate_empty_aux(2).is_empty());
         assert!(matches!(cs.finish("t"), Err(Error::InvalidArgument(_))));
-        let mut cs = WitnessCs::new();
+        let cs = WitnessCs::new();
         assert!(cs.aux_slice().is_empty());
         assert!(matches!(cs.finish("t"), Err(Error::Unsupported(_))));
     }
