@@ -575,6 +575,25 @@ impl ProvingAssignment {
         self.error.is_some()
     }
 
+    /// [`enforce_evaluated`](Self::enforce_evaluated) with the recorder's sinks. Kept out of
+    /// line so that the path without a recorder compiles as if recording did not exist.
+    #[inline(never)]
+    fn enforce_recorded(
+        &mut self,
+        a: &LinearCombination<Scalar>,
+        b: &LinearCombination<Scalar>,
+        c: &LinearCombination<Scalar>,
+    ) -> Result<()> {
+        let Some(mut r) = self.recorder.take() else {
+            return self.enforce_evaluated(a, b, c, &mut NoTerms);
+        };
+        let (inputs, aux) = (self.input_assignment.len(), self.aux_assignment.len());
+        let pushed = self.enforce_evaluated(a, b, c, &mut *r);
+        r.end_constraint(inputs, aux);
+        self.recorder = Some(r);
+        pushed
+    }
+
     /// Evaluates one constraint's A, B, C and appends the results, handing every non-zero
     /// term to the recorder's sinks (`NoTerms`: nothing).
     #[inline]
@@ -737,15 +756,10 @@ impl ConstraintSystem<Scalar> for ProvingAssignment {
         let a = a(LinearCombination::zero());
         let b = b(LinearCombination::zero());
         let c = c(LinearCombination::zero());
-        let pushed = match self.recorder.take() {
-            None => self.enforce_evaluated(&a, &b, &c, &mut NoTerms),
-            Some(mut r) => {
-                let (inputs, aux) = (self.input_assignment.len(), self.aux_assignment.len());
-                let pushed = self.enforce_evaluated(&a, &b, &c, &mut *r);
-                r.end_constraint(inputs, aux);
-                self.recorder = Some(r);
-                pushed
-            }
+        let pushed = if self.recorder.is_some() {
+            self.enforce_recorded(&a, &b, &c)
+        } else {
+            self.enforce_evaluated(&a, &b, &c, &mut NoTerms)
         };
         if let Err(e) = pushed {
             self.fail(e);
