@@ -12,7 +12,7 @@
 use rayon::prelude::*;
 
 /// Bytes per independently hashed chunk of a large slice.
-pub(crate) const CHUNK: usize = 1 << 20;
+pub const CHUNK: usize = 1 << 20;
 
 const K0: u64 = 0x9e37_79b9_7f4a_7c15;
 const K1: u64 = 0xc2b2_ae3d_27d4_eb4f;

@@ -12,7 +12,7 @@
 //!    appends become the last rows. The result, a [`CompiledCircuit`], also holds the
 //!    densities that synthesis tracked, the sizes, a structure trace and a 128-bit
 //!    fingerprint. It is kept per (type, shape) in [`CompiledCircuits`] and optionally saved
-//!    to a file (versioned, checksummed, memory-mapped on load: [`file`]).
+//!    to a file (versioned, checksummed, memory-mapped on load: [`file`](mod@file)).
 //! 2. **Witness only.** Every later partition is synthesized into a [`WitnessCs`]: it computes
 //!    the inputs and aux values only (`enforce` never calls its closures) and writes aux
 //!    compact ([`CompactAux`]: a bitmap of 0/1 values, their bits, the other values packed;
@@ -57,32 +57,35 @@
 //! counted in full).
 //!
 //! ## Layers
-//! [`record`] sits below [`crate::assignment`] (the assignment feeds it terms; it knows
+//! `record` sits below [`crate::assignment`] (the assignment feeds it terms; it knows
 //! nothing of the assignment); the rest sits above and builds assignments.
 //!
 //! ## Code map
 //! - [`hash`]: the 128-bit hash (fingerprints, checksums) and the structure trace.
 //! - [`matrix`]: one CSR matrix, its column and coefficient encodings.
 //! - `store`: arrays owned or inside a file mapping (the one unsafe view of mapped bytes).
-//! - [`record`]: the recorder the assignment carries.
+//! - `record`: the recorder the assignment carries.
 //! - `circuit`: [`CompiledCircuit`], [`CircuitShape`], the witness check, recording entry.
-//! - [`file`]: the file format, save and load.
+//! - [`file`](mod@file): the file format, save and load.
 //! - `cache`: [`CompiledCircuits`].
-//! - `witness`: [`WitnessCs`], [`Witness`], [`CompactAux`].
+//! - `compact`: [`CompactAux`], the 0/1 values as bits.
+//! - `witness`: [`WitnessCs`], [`Witness`].
 //! - `evaluate`: a, b, c on the host, the assignment built from them.
 
 mod cache;
 mod circuit;
+mod compact;
 mod evaluate;
 pub mod file;
 pub mod hash;
 pub mod matrix;
-pub mod record;
+pub(crate) mod record;
 mod store;
 mod witness;
 
 pub use cache::CompiledCircuits;
 pub use circuit::{CircuitShape, CompiledCircuit};
+pub use compact::CompactAux;
 pub use evaluate::Abc;
 pub use matrix::{Coefficient, Matrix};
-pub use witness::{CompactAux, Witness, WitnessAux, WitnessCs, DEFAULT_DENSE_BELOW_PERCENT};
+pub use witness::{Witness, WitnessAux, WitnessCs, DEFAULT_DENSE_BELOW_PERCENT};

@@ -16,192 +16,10 @@ use blstrs::Scalar;
 use ff::Field;
 use rayon::prelude::*;
 
+use super::compact::{bit_of, CompactAux};
 use super::hash::Trace;
 use crate::error::{Error, Result};
 use crate::pool::{PinnedPool, PinnedVec};
-
-/// A value's class: 0, 1 or anything else. Witness values are secret, but whether each is a
-/// bit is exactly what the MSMs split on anyway; the check compares limbs (not in constant
-/// time), as the assignment's coefficient check does.
-#[inline]
-fn bit_of(v: &Scalar) -> Option<bool> {
-    static ONE: std::sync::OnceLock<[u64; 4]> = std::sync::OnceLock::new();
-    let one = ONE.get_or_init(|| blst::blst_fr::from(Scalar::ONE).l);
-    let l = blst::blst_fr::from(*v).l;
-    if l == [0; 4] {
-        Some(false)
-    } else if l == *one {
-        Some(true)
-    } else {
-        None
-    }
-}
-
-/// Aux values with their 0/1 values as bits (see the module docs).
-///
-/// Value `j` is a bit when bit `j % 64` of `bit_mask[j / 64]` is set; its value is then that
-/// bit of `bit_values[j / 64]`. The other values are `others`, in order of `j`;
-/// `others_before[w]` counts those in words before `w`, so any value is found in O(1).
-#[derive(Debug)]
-pub struct CompactAux {
-    len: usize,
-    bit_mask: PinnedVec<u64>,
-    bit_values: PinnedVec<u64>,
-    others: PinnedVec<Scalar>,
-    /// The word being filled (values `len - len % 64 ..`): mask and values.
-    open_mask: u64,
-    open_values: u64,
-    /// Per full word, the number of non-bit values before it (set by `seal`).
-    others_before: Vec<u32>,
-}
-
-impl CompactAux {
-    fn new(pool: Option<&PinnedPool>, aux_hint: usize) -> Result<Self> {
-        let words = aux_hint.div_ceil(64).max(1);
-        let others = (aux_hint / 8).max(1 << 10);
-        let (bit_mask, bit_values, others) = match pool {
-            Some(p) => (
-                PinnedVec::with_capacity_in(p, words)?,
-                PinnedVec::with_capacity_in(p, words)?,
-                PinnedVec::with_capacity_in(p, others)?,
-            ),
-            None => (
-                PinnedVec::with_heap_capacity(words)?,
-                PinnedVec::with_heap_capacity(words)?,
-                PinnedVec::with_heap_capacity(others)?,
-            ),
-        };
-        Ok(Self {
-            len: 0,
-            bit_mask,
-            bit_values,
-            others,
-            open_mask: 0,
-            open_values: 0,
-            others_before: Vec::new(),
-        })
-    }
-
-    fn push(&mut self, v: Scalar) -> Result<()> {
-        let bit = self.len % 64;
-        match bit_of(&v) {
-            Some(b) => {
-                self.open_mask |= 1 << bit;
-                self.open_values |= u64::from(b) << bit;
-            }
-            None => self.others.try_push(v)?,
-        }
-        self.len += 1;
-        if bit == 63 {
-            self.bit_mask.try_push(self.open_mask)?;
-            self.bit_values.try_push(self.open_values)?;
-            self.open_mask = 0;
-            self.open_values = 0;
-        }
-        Ok(())
-    }
-
-    /// Closes the open word and indexes the words.
-    fn seal(&mut self) -> Result<()> {
-        if self.len % 64 != 0 {
-            self.bit_mask.try_push(self.open_mask)?;
-            self.bit_values.try_push(self.open_values)?;
-            self.open_mask = 0;
-            self.open_values = 0;
-        }
-        let words = self.bit_mask.as_slice();
-        let mut index = Vec::new();
-        index
-            .try_reserve_exact(words.len())
-            .map_err(|e| crate::pool::heap_error(words.len(), 4, &e))?;
-        let mut before = 0u32;
-        for (w, &mask) in words.iter().enumerate() {
-            index.push(before);
-            let in_word = (self.len - 64 * w).min(64);
-            let valid = if in_word == 64 { u64::MAX } else { (1u64 << in_word) - 1 };
-            before += (!mask & valid).count_ones();
-        }
-        self.others_before = index;
-        Ok(())
-    }
-
-    /// Number of values.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether there are no values.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Number of values that are 0 or 1.
-    pub fn num_bits(&self) -> usize {
-        self.len - self.others.len()
-    }
-
-    /// The bitmap of which values are bits (64 a word, value `j` at bit `j % 64`).
-    pub fn bit_mask(&self) -> &[u64] {
-        self.bit_mask.as_slice()
-    }
-
-    /// The bits' values, aligned with [`bit_mask`](Self::bit_mask) (0 where not a bit).
-    pub fn bit_values(&self) -> &[u64] {
-        self.bit_values.as_slice()
-    }
-
-    /// The values that are not bits, in order.
-    pub fn others(&self) -> &[Scalar] {
-        self.others.as_slice()
-    }
-
-    /// Value `j`, or `None` past the end.
-    pub fn get(&self, j: usize) -> Option<Scalar> {
-        if j >= self.len {
-            return None;
-        }
-        let (w, b) = (j / 64, j % 64);
-        let mask = *self.bit_mask.as_slice().get(w)?;
-        if mask & (1 << b) != 0 {
-            let v = self.bit_values.as_slice()[w] & (1 << b) != 0;
-            return Some(if v { Scalar::ONE } else { Scalar::ZERO });
-        }
-        let k = *self.others_before.get(w)? as usize + (!mask & ((1u64 << b) - 1)).count_ones() as usize;
-        self.others.as_slice().get(k).copied()
-    }
-
-    /// Writes every value into `out` (`out.len() == self.len()`), in parallel.
-    fn expand_into(&self, out: &mut [std::mem::MaybeUninit<Scalar>]) {
-        const WORDS: usize = 256;
-        let mask = self.bit_mask.as_slice();
-        let values = self.bit_values.as_slice();
-        let others = self.others.as_slice();
-        out.par_chunks_mut(64 * WORDS).enumerate().for_each(|(c, dst)| {
-            for (i, chunk) in dst.chunks_mut(64).enumerate() {
-                let w = c * WORDS + i;
-                let (m, v) = (mask[w], values[w]);
-                let mut k = self.others_before[w] as usize;
-                for (b, slot) in chunk.iter_mut().enumerate() {
-                    slot.write(if m & (1 << b) != 0 {
-                        if v & (1 << b) != 0 {
-                            Scalar::ONE
-                        } else {
-                            Scalar::ZERO
-                        }
-                    } else {
-                        k += 1;
-                        others[k - 1]
-                    });
-                }
-            }
-        });
-    }
-
-    /// Bytes it holds: the two bitmaps, the packed values and the word index.
-    pub fn byte_size(&self) -> usize {
-        16 * self.bit_mask.len() + 32 * self.others.len() + 4 * self.others_before.len()
-    }
-}
 
 /// A witness's aux values, compact or dense.
 #[derive(Debug)]
@@ -400,15 +218,7 @@ impl WitnessCs {
     fn failed(e: Error) -> Self {
         let mut this = Self {
             inputs: Vec::new(),
-            aux: CompactAux {
-                len: 0,
-                bit_mask: PinnedVec::new(),
-                bit_values: PinnedVec::new(),
-                others: PinnedVec::new(),
-                open_mask: 0,
-                open_values: 0,
-                others_before: Vec::new(),
-            },
+            aux: CompactAux::empty(),
             pending: Vec::new(),
             constraints: 0,
             trace: Trace::default(),
@@ -468,7 +278,7 @@ impl WitnessCs {
         let dense = bits * 100 < u128::from(self.dense_below_percent) * self.aux.len() as u128;
         let aux = if dense {
             let n = self.aux.len();
-            let mut values = match self.aux.others.buffer().map(|b| b.pool().clone()) {
+            let mut values = match self.aux.pool() {
                 Some(pool) => PinnedVec::with_capacity_in(&pool, n)?,
                 None => PinnedVec::with_heap_capacity(n)?,
             };
@@ -711,73 +521,9 @@ impl ConstraintSystem<Scalar> for WitnessCs {
     }
 }
 
-impl CompactAux {
-    /// The values in order, sealed or not (during synthesis: the full words, then the open
-    /// one), for merging a sub-system.
-    fn values(&self) -> impl Iterator<Item = Scalar> + '_ {
-        let masks = self.bit_mask.as_slice();
-        let bits = self.bit_values.as_slice();
-        let others = self.others.as_slice();
-        (0..self.len).scan(0usize, move |k, j| {
-            let (w, b) = (j / 64, j % 64);
-            let (mask, values) = match (masks.get(w), bits.get(w)) {
-                (Some(&m), Some(&v)) => (m, v),
-                _ => (self.open_mask, self.open_values),
-            };
-            if mask & (1 << b) != 0 {
-                Some(if values & (1 << b) != 0 {
-                    Scalar::ONE
-                } else {
-                    Scalar::ZERO
-                })
-            } else {
-                *k += 1;
-                others.get(*k - 1).copied()
-            }
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::SplitMix;
-    use rand_core::RngCore;
-
-    fn values(n: usize, seed: u64) -> Vec<Scalar> {
-        let mut rng = SplitMix::new(seed);
-        (0..n)
-            .map(|_| match rng.next_u32() % 3 {
-                0 => Scalar::ZERO,
-                1 => Scalar::ONE,
-                _ => Scalar::random(&mut rng),
-            })
-            .collect()
-    }
-
-    /// Every length around the word boundaries: the compact form reads back what was
-    /// written, by index, in order and expanded.
-    #[test]
-    fn compact_aux_reads_back_at_every_length() {
-        for n in [0, 1, 2, 63, 64, 65, 127, 128, 129, 200, 1000] {
-            let vals = values(n, n as u64);
-            let mut aux = CompactAux::new(None, 0).unwrap();
-            for v in &vals {
-                aux.push(*v).unwrap();
-            }
-            assert_eq!(aux.values().collect::<Vec<_>>(), vals, "unsealed, n = {n}");
-            aux.seal().unwrap();
-            assert_eq!(aux.values().collect::<Vec<_>>(), vals, "sealed, n = {n}");
-            for (j, v) in vals.iter().enumerate() {
-                assert_eq!(aux.get(j), Some(*v), "n = {n}, j = {j}");
-            }
-            assert_eq!(aux.get(n), None);
-            let bits = vals.iter().filter(|v| bit_of(v).is_some()).count();
-            assert_eq!(aux.num_bits(), bits);
-            let expanded = super::super::evaluate::fill_vec(n, |out| aux.expand_into(out)).unwrap();
-            assert_eq!(expanded, vals, "expanded, n = {n}");
-        }
-    }
 
     /// A region from `allocate_empty_aux`, filled after the call, lands in order with the
     /// values allocated around it; the generator values are counted.
