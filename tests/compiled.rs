@@ -701,3 +701,29 @@ fn recording_is_off_on_the_normal_path_and_taken_once() {
     assert!(matches!(rec.take_compiled("x"), Err(Error::Recording(_))));
     assert!(matches!(rec.take_compiled("x"), Err(Error::Recording(_))), "taken once");
 }
+
+#[test]
+fn the_fingerprint_is_the_structure_not_the_witness_and_pool_recording_agrees() {
+    let shape = Synthetic {
+        bit_percent: 90,
+        ..Synthetic::new(10)
+    };
+    let (_, one) = CompiledCircuit::record(shape.clone().with_seed(1), None, None).unwrap();
+    let (_, two) = CompiledCircuit::record(shape.clone().with_seed(rand::random()), None, None).unwrap();
+    assert_eq!(one.fingerprint(), two.fingerprint(), "same structure, other witness");
+    assert_eq!(one.structure_hash(), two.structure_hash());
+    // Same sizes and structure trace, one coefficient differs: the fingerprint tells them apart.
+    let mode = Shift::Coefficient;
+    let (_, k1) = CompiledCircuit::record(Shifty { flag: false, mode }, None, None).unwrap();
+    let (_, k2) = CompiledCircuit::record(Shifty { flag: true, mode }, None, None).unwrap();
+    assert_eq!((k1.shape(), k1.structure_hash()), (k2.shape(), k2.structure_hash()));
+    assert_ne!(k1.fingerprint(), k2.fingerprint(), "other coefficient");
+    // Recorded into pool buffers sized by a hint: the same circuit.
+    let pool = PinnedPool::heap(PoolConfig::default());
+    let hint = full(shape.clone()).capacity_hint();
+    let (pa, pooled) = CompiledCircuit::record(shape.with_seed(1), Some(&pool), Some(hint)).unwrap();
+    assert!(pa.is_pinned() || pool.stats().bytes_in_use > 0);
+    assert_eq!(pooled.fingerprint(), one.fingerprint());
+    drop(pa);
+    assert_eq!(pool.stats().bytes_in_use, 0);
+}
