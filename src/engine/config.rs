@@ -52,7 +52,7 @@ pub struct EngineConfig {
     pub pool_reuse_factor: f64,
     /// Bytes reserved per constraint (of the partition's capacity hint) for the circuit's own
     /// memory while it synthesizes, released when its synthesis ends (see
-    /// [`synthesis_bytes`](super::synthesis_bytes)). Default 0: cuzk counts exactly
+    /// [`synthesis_bytes`](super::budget::synthesis_bytes)). Default 0: cuzk counts exactly
     /// what it allocates itself (a/b/c, aux, inputs, density bits: [`partition_bytes`](super::budget::partition_bytes)) but
     /// cannot know a circuit's gadgets and witness computation, which range from nothing
     /// (circuits whose witness is computed before synthesis, like the synthetic ones the

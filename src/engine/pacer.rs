@@ -21,7 +21,7 @@
 //! The pacer is pure logic: no threads, no sleeps, no clock of its own. The driver owns the
 //! clock and passes every time in as a [`Duration`] since an arbitrary start of its choosing
 //! (the same start for every call), reports each event (`on_dispatch`, `on_synthesis_done`,
-//! `on_gpu_start`, `on_gpu_done`) and asks [`Pacer::next_dispatch_at`] when to dispatch next.
+//! `on_gpu_start`, `on_gpu_done`) and asks it (`next_dispatch_at`) when to dispatch next.
 //!
 //! ## The defaults, and why
 //! They are the Curio engine's constants, kept because the simulated runs in this module's
