@@ -34,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -98,7 +99,15 @@ type Error struct {
 	Message string
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("cuzk: %s: %s", e.Status, e.Message) }
+// Error reads "cuzk: <status>: <message>", the status said once: the library's messages often
+// begin with it already ("invalid argument: ...").
+func (e *Error) Error() string {
+	status := e.Status.String()
+	if strings.HasPrefix(e.Message, status+": ") {
+		return "cuzk: " + e.Message
+	}
+	return fmt.Sprintf("cuzk: %s: %s", status, e.Message)
+}
 
 // ErrClosed is returned for a handle used (or closed) after Close, or handed over to the
 // library (an assignment after Prove, a buffer after NewRawAssignment).

@@ -353,3 +353,14 @@ func TestLogRecordsReachTheLogger(t *testing.T) {
 		t.Fatalf("no warning about insecure parameters in %q", got)
 	}
 }
+
+func TestErrorSaysItsStatusOnce(t *testing.T) {
+	repeated := &Error{StatusInvalidArgument, StatusInvalidArgument.String() + ": this sector size has no parameters"}
+	if got, want := repeated.Error(), "cuzk: "+StatusInvalidArgument.String()+": this sector size has no parameters"; got != want {
+		t.Fatalf("Error() = %q, want %q", got, want)
+	}
+	plain := &Error{StatusInvalidArgument, "ToMontgomery: 3 and 4 bytes"}
+	if got, want := plain.Error(), "cuzk: "+StatusInvalidArgument.String()+": ToMontgomery: 3 and 4 bytes"; got != want {
+		t.Fatalf("Error() = %q, want %q", got, want)
+	}
+}
