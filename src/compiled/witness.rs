@@ -201,9 +201,14 @@ impl WitnessCs {
     }
 
     fn build(pool: Option<&PinnedPool>, aux_hint: usize) -> Result<Self> {
-        Ok(Self {
+        Ok(Self::with_aux(CompactAux::new(pool, aux_hint)?))
+    }
+
+    /// A fresh system writing into `aux`.
+    fn with_aux(aux: CompactAux) -> Self {
+        Self {
             inputs: Vec::new(),
-            aux: CompactAux::new(pool, aux_hint)?,
+            aux,
             pending: Vec::new(),
             constraints: 0,
             trace: Trace::default(),
@@ -212,22 +217,11 @@ impl WitnessCs {
             dense_below_percent: DEFAULT_DENSE_BELOW_PERCENT,
             error: None,
             aux_slice_asked: Cell::new(false),
-        })
+        }
     }
 
     fn failed(e: Error) -> Self {
-        let mut this = Self {
-            inputs: Vec::new(),
-            aux: CompactAux::empty(),
-            pending: Vec::new(),
-            constraints: 0,
-            trace: Trace::default(),
-            generated: 0,
-            generator: true,
-            dense_below_percent: DEFAULT_DENSE_BELOW_PERCENT,
-            error: None,
-            aux_slice_asked: Cell::new(false),
-        };
+        let mut this = Self::with_aux(CompactAux::empty());
         this.fail(e);
         this
     }
