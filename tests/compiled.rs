@@ -338,9 +338,24 @@ fn same_proofs<C: Circuit<Scalar> + Clone + Send>(label: &str, first: C, second:
     let full = prover
         .prove_with_randomness(vec![second.clone()], &params, &[r], &[s])
         .unwrap();
-    let witness = WitnessCs::new().synthesize(second).unwrap();
+    let witness = WitnessCs::new().synthesize(second.clone()).unwrap();
     let assignment = compiled.assignment(&witness, prover.pool()).unwrap();
     let (ours, _) = prover.prove_synthesized(vec![assignment], &params, &[r], &[s]).unwrap();
+    let pooled = prover.synthesize_witness(second).unwrap();
+    let (via, t) = prover
+        .prove_witnesses(&compiled, &[witness, pooled], &params, &[r, r], &[s, s])
+        .unwrap();
+    assert!(
+        t.evaluation > std::time::Duration::ZERO,
+        "{label}: host evaluation timed"
+    );
+    for (k, p) in via.iter().enumerate() {
+        assert_eq!(
+            p.to_bytes().as_slice(),
+            expected.as_slice(),
+            "{label}: prove_witnesses (witness {k}) differs from bellperson"
+        );
+    }
     assert_eq!(
         full[0].to_bytes(),
         ours[0].to_bytes(),

@@ -10,6 +10,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod kernel_contract;
 pub mod msm_plan;
+mod witness;
 
 use std::fmt;
 use std::sync::Arc;
@@ -23,6 +24,7 @@ use rand_core::RngCore;
 use rayon::prelude::*;
 
 use crate::assignment::{CapacityHints, ProvingAssignment};
+use crate::compiled::{CompiledCircuit, Witness};
 use crate::error::{Error, Result};
 use crate::params::Parameters;
 use crate::pool::PinnedPool;
@@ -97,6 +99,28 @@ pub trait Backend: Send + Sync {
         params: &Parameters,
         timings: &mut Timings,
     ) -> Result<Commitments>;
+
+    /// Computes the commitments of one witness of a compiled circuit, both already checked
+    /// (the witness against the circuit, the circuit against the parameters: see
+    /// [`Prover::prove_witnesses`]). The default evaluates a, b, c on the host into buffers
+    /// from `pool` ([`CompiledCircuit::assignment`]) and proves that assignment with
+    /// [`Backend::commitments`]; the CUDA backend evaluates them on the device instead.
+    ///
+    /// # Errors
+    /// As [`Backend::commitments`]; what the pool's checkouts return.
+    fn witness_commitments(
+        &self,
+        circuit: &CompiledCircuit,
+        witness: &Witness,
+        params: &Parameters,
+        pool: Option<&PinnedPool>,
+        timings: &mut Timings,
+    ) -> Result<Commitments> {
+        let start = Instant::now();
+        let mut assignment = circuit.assignment(witness, pool)?;
+        timings.evaluation += start.elapsed();
+        self.commitments(&mut assignment, params, timings)
+    }
 }
 
 /// Which backend proves.
@@ -218,13 +242,31 @@ impl Backend for Fallback {
             None => cpu::CpuBackend.commitments(assignment, params, timings),
         }
     }
+
+    fn witness_commitments(
+        &self,
+        circuit: &CompiledCircuit,
+        witness: &Witness,
+        params: &Parameters,
+        pool: Option<&PinnedPool>,
+        timings: &mut Timings,
+    ) -> Result<Commitments> {
+        match self.usable() {
+            Some(b) => b.witness_commitments(circuit, witness, params, pool, timings),
+            None => cpu::CpuBackend.witness_commitments(circuit, witness, params, pool, timings),
+        }
+    }
 }
 
 /// Where the time of a `prove` went, summed over the proofs of a batch.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Timings {
-    /// Filling assignments from circuits.
+    /// Filling assignments (or witnesses) from circuits.
     pub synthesis: Duration,
+    /// a, b, c from a compiled circuit and a witness on the host (the witness path on the
+    /// CPU backend, or wherever the device evaluation is not used); zero on the full path and
+    /// when the device evaluates them (inside `h` then).
+    pub evaluation: Duration,
     /// H = (A·B − C)/Z by NTTs.
     pub h: Duration,
     /// The H MSM.
@@ -249,7 +291,11 @@ pub struct Timings {
 impl fmt::Display for Timings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        write!(f, "synthesis {:.1} ms, H {:.1} ms, ", ms(self.synthesis), ms(self.h))?;
+        write!(f, "synthesis {:.1} ms, ", ms(self.synthesis))?;
+        if self.evaluation > Duration::ZERO {
+            write!(f, "a/b/c on the host {:.1} ms, ", ms(self.evaluation))?;
+        }
+        write!(f, "H {:.1} ms, ", ms(self.h))?;
         if self.msm_batch > Duration::ZERO {
             write!(f, "MSMs L+A+B_G1+B_G2 batched {:.1} ms", ms(self.msm_batch))?;
         } else {
@@ -550,7 +596,7 @@ impl Prover {
     }
 }
 
-fn check_batch(n: usize, r: &[Scalar], s: &[Scalar]) -> Result<()> {
+pub(crate) fn check_batch(n: usize, r: &[Scalar], s: &[Scalar]) -> Result<()> {
     if n == 0 {
         return Err(Error::InvalidArgument("empty batch: nothing to prove".into()));
     }
@@ -609,7 +655,7 @@ pub(crate) fn check_assignment(a: &ProvingAssignment, params: &Parameters) -> Re
 }
 
 /// Adds the randomisers: A = α + a + rδ, B = β + b + sδ, C = s·a + r·b₁ + rsδ + sα + rβ + h + l.
-fn randomize(params: &Parameters, c: &Commitments, r: Scalar, s: Scalar) -> Proof {
+pub(crate) fn randomize(params: &Parameters, c: &Commitments, r: Scalar, s: Scalar) -> Proof {
     let vk = params.vk();
     let delta_g1 = vk.delta_g1.to_curve();
     let g_a = delta_g1 * r + vk.alpha_g1 + c.a;
