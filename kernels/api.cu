@@ -126,6 +126,34 @@ cuzk_kresult cuzk_k_compute_h_msm_staged(const cuzk_k_bases *h_bases, const void
                                    staged);)
 }
 
+cuzk_kresult cuzk_k_circuit_upload(int device, const cuzk_k_circuit_desc *desc, cuzk_k_circuit **out)
+{
+    API_GUARD(return circuit_upload(device, desc, out);)
+}
+
+cuzk_kresult cuzk_k_circuit_free(cuzk_k_circuit *circuit)
+{
+    if (!circuit) return ok();
+    API_GUARD(return circuit_free(circuit);)
+}
+
+size_t cuzk_k_circuit_bytes(const cuzk_k_circuit *circuit) { return circuit ? circuit->bytes : 0; }
+
+cuzk_kresult cuzk_k_compute_h_msm_witness(const cuzk_k_bases *h_bases, const cuzk_k_circuit *circuit,
+                                          const cuzk_k_witness *witness, uint32_t log_m, void *h_out,
+                                          void *out_jacobian, const void *aux_key, const cuzk_k_msm_job *next_job,
+                                          cuzk_k_staged **staged)
+{
+    API_GUARD(return compute_h_msm_witness(h_bases, circuit, witness, log_m, h_out, out_jacobian, aux_key, next_job,
+                                           staged);)
+}
+
+cuzk_kresult cuzk_k_circuit_evaluate(const cuzk_k_circuit *circuit, const cuzk_k_witness *witness, void *a_out,
+                                     void *b_out, void *c_out, void *aux_out)
+{
+    API_GUARD(return circuit_evaluate(circuit, witness, a_out, b_out, c_out, aux_out);)
+}
+
 cuzk_kresult cuzk_k_device_set_limit(int device, size_t limit_bytes, size_t stream_chunk_points)
 {
     API_GUARD(return device_set_limit(device, limit_bytes, stream_chunk_points);)

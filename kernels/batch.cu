@@ -284,6 +284,9 @@ cuzk_kresult msm_batch(const cuzk_k_msm_job *jobs, size_t count, const cuzk_k_st
     }
     if (staged && staged->device != jobs[0].bases->device)
         return arg_err(CUZK_K_ERR_MIXED_DEVICES, "msm_batch: staged scalars on another device");
+    for (size_t i = 0; staged && staged->device_only && i < count; i++)
+        if (jobs[i].n && jobs[i].host_scalars == staged->h && jobs[i].n != staged->n)
+            return arg_err(CUZK_K_ERR_RANGE, "msm_batch: a job reads the device-only staged vector with another length");
     const batch b{jobs, count, staged};
     const batch_vectors vectors(b);
     const bool preload = !vectors.streamed && vectors.total <= 2 * vectors.largest;

@@ -293,8 +293,35 @@ struct queued_copy {
     size_t bytes;
     cudaEvent_t done;
 };
-cuzk_kresult compute_h_dev(dev_ctx *ctx, const void *a, const void *b, const void *c, size_t n,
-                           uint32_t log_m, dbuf &d_h, void *h_out, const queued_copy *then = nullptr);
+// The witness path's z on the device (witness.cu): the inputs and the expanded aux.
+struct device_z {
+    dbuf inputs, aux;
+};
+// a, b, c evaluated on the device: the resident circuit's matrices over z (witness.cu).
+struct abc_eval {
+    const cuzk_k_circuit *circuit;
+    const device_z *z;
+};
+// Where compute_h_dev finds a, b and c: n host scalars each, copied in on the copy stream; or,
+// with `eval`, evaluated into the device buffers on the compute stream (n = the circuit's rows).
+struct abc_input {
+    const void *host[3] = {};
+    size_t n = 0;
+    const abc_eval *eval = nullptr;
+};
+inline abc_input host_abc(const void *a, const void *b, const void *c, size_t n)
+{
+    abc_input in;
+    in.host[0] = a;
+    in.host[1] = b;
+    in.host[2] = c;
+    in.n = n;
+    return in;
+}
+// Matrix k (0 = A, 1 = B, 2 = C) of e's circuit times z into out[0 .. m), zero past its rows.
+cuzk_kresult evaluate_matrix(dev_ctx *ctx, const abc_eval &e, int k, void *out, size_t m);  // out: m scalars
+cuzk_kresult compute_h_dev(dev_ctx *ctx, const abc_input &in, uint32_t log_m, dbuf &d_h, void *h_out,
+                           const queued_copy *then = nullptr);
 // Device bytes of the NTT tables for 2^log_m that compute_h_dev allocates (and keeps) on first
 // use; 0 when they are already there.
 size_t ntt_tables_to_make(const dev_ctx *ctx, uint32_t log_m);

@@ -181,10 +181,69 @@ cuzk_kresult cuzk_k_compute_h_msm_staged(const cuzk_k_bases *h_bases, const void
                                          const cuzk_k_msm_job *next_job, cuzk_k_staged **staged);
 /* cuzk_k_msm_batch, where every job whose host_scalars and n equal the staged vector's reads the
  * staged device copy instead of uploading them. That host memory must not have changed since
- * the staging call. staged may be NULL (= cuzk_k_msm_batch); it stays valid after the call. */
+ * the staging call. staged may be NULL (= cuzk_k_msm_batch); it stays valid after the call. A
+ * device-only staged vector (cuzk_k_compute_h_msm_witness) has no host copy: a job naming its
+ * key with another length is refused (CUZK_K_ERR_RANGE). */
 cuzk_kresult cuzk_k_msm_batch_staged(const cuzk_k_msm_job *jobs, size_t count, const cuzk_k_staged *staged);
 /* Frees the staged device copy (NULL is allowed). */
 cuzk_kresult cuzk_k_staged_free(cuzk_k_staged *staged);
+/* The witness path: a compiled circuit resident on the device, and a, b, c evaluated there from
+ * a compact witness (kernels/NOTES.md, "The witness path").
+ *
+ * A circuit: A, B, C in CSR over z = (inputs, aux), `rows` rows each (the circuit's constraints,
+ * then one per input), column j < num_inputs = input j, else aux j - num_inputs; coefficient
+ * code 0 = +1, 1 = -1, k + 2 = constants[k] (num_constants scalars, Montgomery). Uploaded once
+ * into counted device memory (cudaErrorMemoryAllocation past the limit), checked on the device
+ * on upload: row offsets non-decreasing from 0 to nnz, every column < inputs + aux, every code
+ * < 2 + num_constants (CUZK_K_ERR_RANGE otherwise). Sizes: rows < 2^31, nnz < 2^32 a matrix,
+ * inputs + aux < 2^32. */
+typedef struct cuzk_k_csr_desc {
+    const uint32_t *row_starts;   /* rows + 1 */
+    const uint32_t *columns;      /* nnz */
+    const uint32_t *coefficients; /* nnz codes */
+    size_t nnz;
+} cuzk_k_csr_desc;
+typedef struct cuzk_k_circuit_desc {
+    size_t rows, num_inputs, num_aux;
+    cuzk_k_csr_desc a, b, c;
+    const void *constants;
+    size_t num_constants;
+} cuzk_k_circuit_desc;
+typedef struct cuzk_k_circuit cuzk_k_circuit;
+cuzk_kresult cuzk_k_circuit_upload(int device, const cuzk_k_circuit_desc *desc, cuzk_k_circuit **out);
+cuzk_kresult cuzk_k_circuit_free(cuzk_k_circuit *circuit); /* NULL is allowed */
+size_t cuzk_k_circuit_bytes(const cuzk_k_circuit *circuit); /* counted device bytes it holds */
+
+/* A witness: the inputs dense (num_inputs scalars, the one first); the aux compact — value j is
+ * a bit when bit j%64 of bit_mask[j/64] is set, its value then bit j%64 of bit_values[j/64];
+ * every other value is others[others_before[j/64] + (non-bits before j in its word)] — or, with
+ * bit_mask NULL, dense: others holds all num_aux values (num_others = num_aux). An index past
+ * num_others is refused (CUZK_K_ERR_RANGE). Scalars in Montgomery form. */
+typedef struct cuzk_k_witness {
+    const void *inputs;
+    size_t num_inputs;
+    size_t num_aux;
+    const uint64_t *bit_mask;        /* ceil(num_aux / 64) words, or NULL (dense) */
+    const uint64_t *bit_values;      /* ceil(num_aux / 64) words */
+    const uint32_t *others_before;   /* ceil(num_aux / 64) counts */
+    const void *others;
+    size_t num_others;
+} cuzk_k_witness;
+
+/* cuzk_k_compute_h_msm_staged with a, b, c = A z, B z, C z evaluated on the device: the witness
+ * is copied in compact and expanded there, each of a, b, c is made just before its transform,
+ * and the expanded aux is kept for the batch in *staged (never NULL on success) as a device-only
+ * vector named aux_key: the batch's jobs over aux pass host_scalars = aux_key and n = num_aux,
+ * and no host copy of aux is ever read. circuit and h_bases on one device; rows <= 2^log_m. */
+cuzk_kresult cuzk_k_compute_h_msm_witness(const cuzk_k_bases *h_bases, const cuzk_k_circuit *circuit,
+                                          const cuzk_k_witness *witness, uint32_t log_m, void *h_out,
+                                          void *out_jacobian, const void *aux_key, const cuzk_k_msm_job *next_job,
+                                          cuzk_k_staged **staged);
+/* a, b, c (rows scalars each) and the expanded aux (num_aux scalars) of a witness, evaluated on
+ * the device and copied out; any output may be NULL (tests, benchmarks). */
+cuzk_kresult cuzk_k_circuit_evaluate(const cuzk_k_circuit *circuit, const cuzk_k_witness *witness, void *a_out,
+                                     void *b_out, void *c_out, void *aux_out);
+
 /* Device memory accounting. cuzk counts the device memory it holds on each device (scratch
  * buffers in use, NTT tables, resident bases) and, with a limit set, fails an allocation past it
  * with cudaErrorMemoryAllocation, as a GPU with that much memory would. limit_bytes 0 = none.

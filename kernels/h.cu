@@ -36,15 +36,31 @@ cuzk_kresult stage_vector(dev_ctx *ctx, cuzk_k_staged &st, const void *h, size_t
     return ok();
 }
 
+// A vector already on the device that the batch will read (the witness path's expanded aux):
+// handed to the staged handle under `key` (the jobs name it by that pointer; no host copy of it
+// exists, so the handle is marked device-only).
+struct pre_staged {
+    const void *key;
+    size_t n;
+    dbuf *buf;
+    void hand_to(cuzk_k_staged &st) const
+    {
+        st.buf.swap(*buf);
+        st.h = key;
+        st.n = n;
+        st.device_only = true;
+    }
+};
+
 // H and its MSM over streamed bases, with the copies queued ahead of need: the H MSM's first
 // chunk behind a, b and c (it copies during the NTTs instead of after them); the staged vector
 // behind that, when the device keeps room for chunks of 2^24 bases beside it (it copies while
 // the H MSM computes); and, with `next` (the batch's first large streamed job), that job's first
 // chunk during the H MSM's last chunk, kept in the staged handle for the batch. st receives the
 // handle, or stays empty when nothing was staged.
-cuzk_kresult h_msm_streamed(dev_ctx *ctx, const cuzk_k_bases *h_bases, const void *a, const void *b, const void *c,
-                            size_t n, uint32_t log_m, void *h_out, void *out_jacobian, const void *stage,
-                            size_t stage_n, const cuzk_k_msm_job *next, std::unique_ptr<cuzk_k_staged> &st)
+cuzk_kresult h_msm_streamed(dev_ctx *ctx, const cuzk_k_bases *h_bases, const abc_input &in, uint32_t log_m,
+                            void *h_out, void *out_jacobian, const void *stage, size_t stage_n,
+                            const cuzk_k_msm_job *next, std::unique_ptr<cuzk_k_staged> &st, const pre_staged *pre)
 {
     cudaStream_t sc = ctx->s_copy;
     const size_t m = (size_t)1 << log_m, fr = 32, pt = sizeof(affine_t<fp_t>);
@@ -80,8 +96,9 @@ cuzk_kresult h_msm_streamed(dev_ctx *ctx, const cuzk_k_bases *h_bases, const voi
         }
     }
     dbuf d_h;
-    CUZK_TRY(compute_h_dev(ctx, a, b, c, n, log_m, d_h, h_out, qc.dst ? &qc : nullptr));
+    CUZK_TRY(compute_h_dev(ctx, in, log_m, d_h, h_out, qc.dst ? &qc : nullptr));
     CUZK_PHASE(ctx, CUZK_K_PHASE_H_MSM, 0);
+    if (pre) pre->hand_to(*st);
     if (stage_it) CUZK_TRY(stage_vector(ctx, *st, stage, stage_n));
     const bool carry_next = next && next->bases && next->bases->h && next->bases->device == h_bases->device &&
                             next->n >= STREAM_CARRY_MIN;
@@ -97,45 +114,91 @@ cuzk_kresult h_msm_streamed(dev_ctx *ctx, const cuzk_k_bases *h_bases, const voi
     return ok();
 }
 
+// H and its MSM on ctx; with stage_n > 0 also a device copy of `stage` for the batch that
+// follows, queued on the copy stream behind H's own copies so that it runs while the H MSM
+// computes; with `pre`, that vector is already on the device and is handed over instead. Over
+// resident H bases the copy is made only when the device keeps, beside it, what the H MSM may
+// take at most (its sort: 256 bytes a scalar at c = 16; a slice of pair rounds: 2^26 entries);
+// over streamed ones see h_msm_streamed. Otherwise st stays empty and the batch uploads as
+// before.
+cuzk_kresult h_msm_on(dev_ctx *ctx, const cuzk_k_bases *h_bases, const abc_input &in, uint32_t log_m, void *h_out,
+                      void *out_jacobian, const void *stage, size_t stage_n, const cuzk_k_msm_job *next,
+                      std::unique_ptr<cuzk_k_staged> &st, const pre_staged *pre)
+{
+    const size_t m = (size_t)1 << log_m;
+    if (h_bases->h) return h_msm_streamed(ctx, h_bases, in, log_m, h_out, out_jacobian, stage, stage_n, next, st, pre);
+    dbuf d_h;
+    CUZK_TRY(compute_h_dev(ctx, in, log_m, d_h, h_out));
+    CUZK_PHASE(ctx, CUZK_K_PHASE_H_MSM, 0);
+    copy_join join{ctx->s_copy};  // the staged copy is written on the copy stream
+    size_t room = 0;
+    if (pre) {
+        st.reset(new cuzk_k_staged{h_bases->device});
+        pre->hand_to(*st);
+    } else if (stage_n && headroom(ctx, &room).code == 0 && room >= stage_n * 32 + h_msm_scratch_bound(m)) {
+        st.reset(new cuzk_k_staged{h_bases->device});
+        CUZK_TRY(stage_vector(ctx, *st, stage, stage_n));
+        if (!st->buf.p) st.reset();
+    }
+    CUZK_TRY(msm_run<fp_t>(ctx, h_bases->d, h_bases->n, 0, d_h.p, nullptr, m - 1, nullptr, out_jacobian, false));
+    CUZK_CK(cudaStreamSynchronize(ctx->s_copy));
+    return ok();
+}
+
+cuzk_kresult check_h_bases(const cuzk_k_bases *h_bases, const void *out_jacobian, uint32_t log_m)
+{
+    if (!h_bases || !out_jacobian) return arg_err(CUZK_K_ERR_NULL_ARG, "compute_h_msm: h_bases or out is NULL");
+    if (h_bases->group != 1) return arg_err(CUZK_K_ERR_WRONG_GROUP, "compute_h_msm: H bases must be G1");
+    if (log_m < 1 || log_m > 31) return arg_err(CUZK_K_ERR_BAD_LOG_M, "compute_h: log_m must be in 1..31");
+    if (h_bases->n < ((size_t)1 << log_m) - 1) return arg_err(CUZK_K_ERR_RANGE, "compute_h_msm: fewer than m-1 H bases");
+    return ok();
+}
+
 }  // namespace
 
-// H and its MSM; with stage_n > 0 also a device copy of stage_scalars for the batch that
-// follows, queued on the copy stream behind H's own copies so that it runs while the H MSM
-// computes. Over resident H bases the copy is made only when the device keeps, beside it, what
-// the H MSM may take at most (its sort: 256 bytes a scalar at c = 16; a slice of pair rounds:
-// 2^26 entries); over streamed ones see h_msm_streamed. Otherwise *staged stays NULL and the
-// batch uploads as before.
+// H and its MSM over host a, b, c (see h_msm_on).
 cuzk_kresult compute_h_msm(const cuzk_k_bases *h_bases, const void *a, const void *b, const void *c, size_t n,
                            uint32_t log_m, void *h_out, void *out_jacobian, const void *stage, size_t stage_n,
                            const cuzk_k_msm_job *next, cuzk_k_staged **staged)
 {
-    if (!h_bases || !out_jacobian) return arg_err(CUZK_K_ERR_NULL_ARG, "compute_h_msm: h_bases or out is NULL");
-    if (h_bases->group != 1) return arg_err(CUZK_K_ERR_WRONG_GROUP, "compute_h_msm: H bases must be G1");
+    CUZK_TRY(check_h_bases(h_bases, out_jacobian, log_m));
     CUZK_TRY(check_h_args(a, b, c, n, log_m));
-    size_t m = (size_t)1 << log_m;
-    if (h_bases->n < m - 1) return arg_err(CUZK_K_ERR_RANGE, "compute_h_msm: fewer than m-1 H bases");
     return run_on(h_bases->device, [&](dev_ctx *ctx) -> cuzk_kresult {
-        if (h_bases->h) {
-            std::unique_ptr<cuzk_k_staged> st;
-            CUZK_TRY(h_msm_streamed(ctx, h_bases, a, b, c, n, log_m, h_out, out_jacobian, staged ? stage : nullptr,
-                                    staged ? stage_n : 0, staged ? next : nullptr, st));
-            if (staged) *staged = st.release();
-            return ok();
-        }
-        dbuf d_h;
-        CUZK_TRY(compute_h_dev(ctx, a, b, c, n, log_m, d_h, h_out));
-        CUZK_PHASE(ctx, CUZK_K_PHASE_H_MSM, 0);
         std::unique_ptr<cuzk_k_staged> st;
-        copy_join join{ctx->s_copy};  // the staged copy is written on the copy stream
-        size_t room = 0;
-        if (stage_n && headroom(ctx, &room).code == 0 && room >= stage_n * 32 + h_msm_scratch_bound(m)) {
-            st.reset(new cuzk_k_staged{h_bases->device});
-            CUZK_TRY(stage_vector(ctx, *st, stage, stage_n));
-            if (!st->buf.p) st.reset();
-        }
-        CUZK_TRY(msm_run<fp_t>(ctx, h_bases->d, h_bases->n, 0, d_h.p, nullptr, m - 1, nullptr, out_jacobian, false));
-        CUZK_CK(cudaStreamSynchronize(ctx->s_copy));
+        CUZK_TRY(h_msm_on(ctx, h_bases, host_abc(a, b, c, n), log_m, h_out, out_jacobian, staged ? stage : nullptr,
+                          staged ? stage_n : 0, staged ? next : nullptr, st, nullptr));
         if (staged) *staged = st.release();
+        return ok();
+    });
+}
+
+// H and its MSM with a, b, c evaluated on the device from the resident circuit and the witness
+// (expanded there); the expanded aux is kept for the batch as a device-only staged vector named
+// by aux_key.
+cuzk_kresult compute_h_msm_witness(const cuzk_k_bases *h_bases, const cuzk_k_circuit *circuit,
+                                   const cuzk_k_witness *w, uint32_t log_m, void *h_out, void *out_jacobian,
+                                   const void *aux_key, const cuzk_k_msm_job *next, cuzk_k_staged **staged)
+{
+    if (!staged) return arg_err(CUZK_K_ERR_NULL_ARG, "compute_h_msm_witness: staged is NULL");
+    *staged = nullptr;
+    CUZK_TRY(check_h_bases(h_bases, out_jacobian, log_m));
+    CUZK_TRY(check_witness(circuit, w));
+    if (!aux_key) return arg_err(CUZK_K_ERR_NULL_ARG, "compute_h_msm_witness: aux_key is NULL");
+    if (circuit->device != h_bases->device)
+        return arg_err(CUZK_K_ERR_MIXED_DEVICES, "compute_h_msm_witness: circuit and bases on different devices");
+    if (circuit->rows > ((size_t)1 << log_m)) return arg_err(CUZK_K_ERR_BAD_LOG_M, "compute_h_msm_witness: rows > 2^log_m");
+    return run_on(h_bases->device, [&](dev_ctx *ctx) -> cuzk_kresult {
+        ctx->phase = CUZK_K_PHASE_ABC_COPY;
+        device_z z;
+        CUZK_TRY(witness_to_device(ctx, w, z));
+        const abc_eval e{circuit, &z};
+        abc_input in;
+        in.n = circuit->rows;
+        in.eval = &e;
+        const pre_staged pre{aux_key, circuit->num_aux, &z.aux};
+        std::unique_ptr<cuzk_k_staged> st;
+        CUZK_TRY(h_msm_on(ctx, h_bases, in, log_m, h_out, out_jacobian, nullptr, 0, next, st, &pre));
+        *staged = st.release();
         return ok();
     });
 }
@@ -147,7 +210,7 @@ cuzk_kresult compute_h(int device, const void *a, const void *b, const void *c, 
     if (!h_out) return arg_err(CUZK_K_ERR_NULL_ARG, "compute_h: h_out is NULL");
     return run_on(device, [&](dev_ctx *ctx) -> cuzk_kresult {
         dbuf d_h;
-        return compute_h_dev(ctx, a, b, c, n, log_m, d_h, h_out);
+        return compute_h_dev(ctx, host_abc(a, b, c, n), log_m, d_h, h_out);
     });
 }
 

@@ -29,6 +29,21 @@ struct cuzk_k_staged {
     cuzk::dbuf buf;
     mutable cuzk::stream_carry carry;  // consumed by the batch (msm_stream releases it)
     cuzk::event_list evs;              // carry.copied
+    bool device_only = false;          // h is only a name: no host copy exists (the witness path)
+};
+
+// A compiled circuit resident on one device (witness.cu): A, B, C in CSR over z = (inputs,
+// aux) and the table of constants, in one counted block, checked on upload.
+struct cuzk_k_circuit {
+    int device;
+    size_t rows = 0, num_inputs = 0, num_aux = 0, num_constants = 0;
+    struct csr {
+        uint32_t *row_starts = nullptr, *columns = nullptr, *codes = nullptr;
+        size_t nnz = 0;
+    } m[3];
+    void *constants = nullptr;  // num_constants scalars (Montgomery)
+    void *block = nullptr;      // the counted allocation holding all of the above
+    size_t bytes = 0;
 };
 
 namespace cuzk {
@@ -106,5 +121,18 @@ cuzk_kresult compute_h(int device, const void *a, const void *b, const void *c, 
 cuzk_kresult compute_h_msm(const cuzk_k_bases *h_bases, const void *a, const void *b, const void *c, size_t n,
                            uint32_t log_m, void *h_out, void *out_jacobian, const void *stage, size_t stage_n,
                            const cuzk_k_msm_job *next, cuzk_k_staged **staged);
+
+// ---- witness.cu ----
+cuzk_kresult circuit_upload(int device, const cuzk_k_circuit_desc *desc, cuzk_k_circuit **out);
+cuzk_kresult circuit_free(cuzk_k_circuit *circuit);  // deletes the handle, on every path
+// The witness's sizes and pointers against the circuit (host-side; the expansion checks the rest).
+cuzk_kresult check_witness(const cuzk_k_circuit *circuit, const cuzk_k_witness *w);
+// The witness on the device: inputs copied, aux expanded (on the compute stream, waited for).
+cuzk_kresult witness_to_device(dev_ctx *ctx, const cuzk_k_witness *w, device_z &z);
+cuzk_kresult circuit_evaluate(const cuzk_k_circuit *circuit, const cuzk_k_witness *w, void *a_out, void *b_out,
+                              void *c_out, void *aux_out);
+cuzk_kresult compute_h_msm_witness(const cuzk_k_bases *h_bases, const cuzk_k_circuit *circuit,
+                                   const cuzk_k_witness *w, uint32_t log_m, void *h_out, void *out_jacobian,
+                                   const void *aux_key, const cuzk_k_msm_job *next, cuzk_k_staged **staged);
 
 }  // namespace cuzk

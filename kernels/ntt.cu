@@ -371,9 +371,10 @@ size_t ntt_tables_to_make(const dev_ctx *ctx, uint32_t log_m)
     return (m + 2 * ((m / lo) + lo) + 160) * sizeof(fr_t);
 }
 
-cuzk_kresult compute_h_dev(dev_ctx *ctx, const void *a, const void *b, const void *c, size_t n,
-                           uint32_t log_m, dbuf &d_h, void *h_out, const queued_copy *then)
+cuzk_kresult compute_h_dev(dev_ctx *ctx, const abc_input &in, uint32_t log_m, dbuf &d_h, void *h_out,
+                           const queued_copy *then)
 {
+    const size_t n = in.n;
     const int L = (int)log_m;
     const size_t m = (size_t)1 << L;
     cudaStream_t s = ctx->s_comp, sc = ctx->s_copy;
@@ -396,10 +397,11 @@ cuzk_kresult compute_h_dev(dev_ctx *ctx, const void *a, const void *b, const voi
     CUZK_CK(cudaEventRecord(ev[3], s));  // allocations done
     CUZK_CK(cudaStreamWaitEvent(sc, ev[3], 0));
     // All three copies are queued at once on the copy stream; each transform waits for its own.
-    const void *src[3] = {a, b, c};
-    for (int k = 0; k < 3; k++) {
+    // Evaluated on the device instead, each vector is made on the compute stream just before
+    // its transform (below), and the copy stream carries only `then`.
+    for (int k = 0; k < 3 && !in.eval; k++) {
         fr_t *x = dx[k].as<fr_t>();
-        if (n) CUZK_CK(cudaMemcpyAsync(x, src[k], n * sizeof(fr_t), cudaMemcpyHostToDevice, sc));
+        if (n) CUZK_CK(cudaMemcpyAsync(x, in.host[k], n * sizeof(fr_t), cudaMemcpyHostToDevice, sc));
         if (n < m) CUZK_CK(cudaMemsetAsync(x + n, 0, (m - n) * sizeof(fr_t), sc));
         CUZK_CK(cudaEventRecord(ev[k], sc));
     }
@@ -410,8 +412,13 @@ cuzk_kresult compute_h_dev(dev_ctx *ctx, const void *a, const void *b, const voi
     CUZK_PHASE(ctx, CUZK_K_PHASE_ABC_COPY, 0);
     for (int k = 0; k < 3; k++) {
         fr_t *x = dx[k].as<fr_t>();
-        CUZK_CK(cudaStreamWaitEvent(s, ev[k], 0));
-        prof.mark(k == 0 ? "wait_a" : k == 1 ? "wait_b" : "wait_c");
+        if (in.eval) {
+            CUZK_TRY(evaluate_matrix(ctx, *in.eval, k, x, m));
+            prof.mark(k == 0 ? "spmv_a" : k == 1 ? "spmv_b" : "spmv_c");
+        } else {
+            CUZK_CK(cudaStreamWaitEvent(s, ev[k], 0));
+            prof.mark(k == 0 ? "wait_a" : k == 1 ? "wait_b" : "wait_c");
+        }
         CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 3 * k);
         CUZK_TRY(ntt_dif_strided(ctx, x, T->itw, L));
         CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 3 * k + 1);

@@ -160,6 +160,11 @@ impl CompactAux {
         self.bit_values.as_slice()
     }
 
+    /// Per word of the bitmaps, the number of non-bit values in the words before it.
+    pub fn others_before(&self) -> &[u32] {
+        &self.others_before
+    }
+
     /// The values that are not bits, in order.
     pub fn others(&self) -> &[Scalar] {
         self.others.as_slice()

@@ -10,7 +10,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod kernel_contract;
 pub mod msm_plan;
-mod witness;
+pub(crate) mod witness;
 
 use std::fmt;
 use std::sync::Arc;
@@ -116,10 +116,7 @@ pub trait Backend: Send + Sync {
         pool: Option<&PinnedPool>,
         timings: &mut Timings,
     ) -> Result<Commitments> {
-        let start = Instant::now();
-        let mut assignment = circuit.assignment(witness, pool)?;
-        timings.evaluation += start.elapsed();
-        self.commitments(&mut assignment, params, timings)
+        witness::evaluate_on_host(self, circuit, witness, params, pool, timings)
     }
 }
 

@@ -163,27 +163,55 @@ pub struct BoundMsm<'a> {
     pub density: Option<&'a DensityTracker>,
 }
 
+/// A proof's three densities (A over aux, B over inputs, B over aux), wherever they live: in
+/// an assignment, or in a compiled circuit.
+#[derive(Debug, Clone, Copy)]
+pub struct Densities<'a> {
+    /// The aux variables A uses.
+    pub a_aux: &'a DensityTracker,
+    /// The inputs B uses.
+    pub b_inputs: &'a DensityTracker,
+    /// The aux variables B uses.
+    pub b_aux: &'a DensityTracker,
+}
+
+impl<'a> Densities<'a> {
+    /// The density an MSM reads (`None` for [`Density::All`]).
+    pub fn of(&self, d: Density) -> Option<&'a DensityTracker> {
+        match d {
+            Density::All => None,
+            Density::AAux => Some(self.a_aux),
+            Density::BInputs => Some(self.b_inputs),
+            Density::BAux => Some(self.b_aux),
+        }
+    }
+
+    /// Index of an MSM's first base in its query, for `inputs` public inputs.
+    pub fn offset(&self, o: Offset, inputs: usize) -> usize {
+        match o {
+            Offset::Start => 0,
+            Offset::AfterInputs => inputs,
+            Offset::AfterBInputs => self.b_inputs.total_density(),
+        }
+    }
+}
+
 /// [`PROOF_MSMS`] bound to `assignment` (after synthesis; a/b/c may be released).
 pub fn resolve(assignment: &ProvingAssignment) -> [BoundMsm<'_>; 7] {
     let inputs = assignment.input_assignment();
-    let b_inputs = assignment.b_input_density().total_density();
+    let d = Densities {
+        a_aux: assignment.a_aux_density(),
+        b_inputs: assignment.b_input_density(),
+        b_aux: assignment.b_aux_density(),
+    };
     PROOF_MSMS.each_ref().map(|msm| BoundMsm {
         msm,
-        offset: match msm.offset {
-            Offset::Start => 0,
-            Offset::AfterInputs => inputs.len(),
-            Offset::AfterBInputs => b_inputs,
-        },
+        offset: d.offset(msm.offset, inputs.len()),
         scalars: match msm.scalars {
             Scalars::Inputs => inputs,
             Scalars::Aux => assignment.aux_assignment(),
         },
-        density: match msm.density {
-            Density::All => None,
-            Density::AAux => Some(assignment.a_aux_density()),
-            Density::BInputs => Some(assignment.b_input_density()),
-            Density::BAux => Some(assignment.b_aux_density()),
-        },
+        density: d.of(msm.density),
     })
 }
 

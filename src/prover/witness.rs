@@ -12,10 +12,11 @@ use std::time::Instant;
 use bellpepper_core::Circuit;
 use blstrs::Scalar;
 
-use super::{check_batch, randomize, Prover, Timings};
+use super::{check_batch, randomize, Backend, Commitments, Prover, Timings};
 use crate::compiled::{CompiledCircuit, Witness, WitnessCs};
 use crate::error::{Error, Result};
 use crate::params::Parameters;
+use crate::pool::PinnedPool;
 use crate::proof::Proof;
 
 impl Prover {
@@ -84,6 +85,22 @@ impl Prover {
         t.total = start.elapsed();
         Ok((proofs, t))
     }
+}
+
+/// The default witness commitments: a, b, c evaluated on the host into buffers from `pool`
+/// ([`CompiledCircuit::assignment`]), proved by the backend's [`Backend::commitments`].
+pub(crate) fn evaluate_on_host<B: Backend + ?Sized>(
+    backend: &B,
+    circuit: &CompiledCircuit,
+    witness: &Witness,
+    params: &Parameters,
+    pool: Option<&PinnedPool>,
+    timings: &mut Timings,
+) -> Result<Commitments> {
+    let start = Instant::now();
+    let mut assignment = circuit.assignment(witness, pool)?;
+    timings.evaluation += start.elapsed();
+    backend.commitments(&mut assignment, params, timings)
 }
 
 /// Checks that a compiled circuit has exactly the shape the parameters were made for (the

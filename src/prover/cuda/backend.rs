@@ -14,12 +14,14 @@ use super::bases::{msm, DeviceCurve, Staged};
 use super::device::{probe, DeviceInfo};
 use super::error::{check, check_jobs};
 use super::ffi;
-use super::residency::Slot;
+use super::residency::{Resident, Slot};
 use crate::assignment::{DensityTracker, ProvingAssignment};
+use crate::compiled::{CompiledCircuit, Witness};
 use crate::curve::{G1, G2};
 use crate::error::{Error, Result};
 use crate::params::Parameters;
-use crate::prover::msm_plan::{resolve, Sums, PROOF_MSMS, PROOF_MSM_NAMES};
+use crate::pool::PinnedPool;
+use crate::prover::msm_plan::{resolve, ProofMsm, Sums, PROOF_MSMS, PROOF_MSM_NAMES};
 use crate::prover::{Backend, Commitments, Timings};
 
 /// Device memory cuzk's kernels hold on one GPU, as they count it (see
@@ -85,6 +87,8 @@ pub struct CudaBackend {
     pub(super) slots: Mutex<Vec<Arc<Slot>>>,
     /// Device bytes of every uploaded set not yet dropped (evicted ones still in use included).
     pub(super) live: Arc<AtomicUsize>,
+    /// Compiled circuits resident for the witness path, and how its proofs were evaluated.
+    pub(super) circuits: super::witness::DeviceCircuits,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -141,6 +145,7 @@ impl CudaBackend {
             oom_retries: AtomicUsize::new(0),
             slots: Mutex::new(Vec::new()),
             live: Arc::new(AtomicUsize::new(0)),
+            circuits: super::witness::DeviceCircuits::default(),
         };
         if let Some(bytes) = limit {
             log::info!(
@@ -310,6 +315,7 @@ impl CudaBackend {
     /// # Errors
     /// [`Error::Cuda`] / [`Error::DeviceLost`] from the device.
     pub fn release_device_memory(&self) -> Result<()> {
+        self.circuits.clear();
         let gone: Vec<Arc<Slot>> = std::mem::take(&mut *self.slots.lock());
         for slot in gone {
             slot.evicted.store(true, Ordering::Release);
@@ -501,20 +507,76 @@ impl Backend for CudaBackend {
             return Ok(Commitments { h, l, a, b_g1, b_g2 });
         }
 
-        // The seven MSMs in one batched call: the kernels upload each scalar vector once, the
-        // next job's while the current one computes.
+        let jobs: Vec<JobSpec<'_>> = msms
+            .iter()
+            .map(|m| JobSpec {
+                msm: m.msm,
+                offset: m.offset,
+                scalars: m.scalars.as_ptr().cast::<c_void>(),
+                n: m.scalars.len(),
+                density: m.density,
+            })
+            .collect();
+        // SAFETY: every spec's scalars are a live slice of the assignment (blst_fr layout) with
+        // its exact length, borrowed until run_batch returns; `staged` is null or the H call's
+        // copy of this same aux, unchanged since.
+        let sums = unsafe { self.run_batch(&dev, keep, &jobs, &staged, t)? };
+        let Sums { l, a, b_g1, b_g2 } = sums;
+        Ok(Commitments { h, l, a, b_g1, b_g2 })
+    }
+
+    fn witness_commitments(
+        &self,
+        circuit: &CompiledCircuit,
+        witness: &Witness,
+        params: &Parameters,
+        pool: Option<&PinnedPool>,
+        t: &mut Timings,
+    ) -> Result<Commitments> {
+        self.witness_on_device(circuit, witness, params, pool, t)
+    }
+}
+
+/// One job of the batch after H: an MSM of [`PROOF_MSMS`] over `n` scalars at `scalars` (host
+/// memory, or the name of a staged device vector).
+pub(super) struct JobSpec<'a> {
+    pub(super) msm: &'static ProofMsm,
+    pub(super) offset: usize,
+    pub(super) scalars: *const c_void,
+    pub(super) n: usize,
+    pub(super) density: Option<&'a DensityTracker>,
+}
+
+impl CudaBackend {
+    /// The seven MSMs in one batched call: the kernels upload each scalar vector once, the
+    /// next job's while the current one computes, and jobs over the staged vector read its
+    /// device copy.
+    ///
+    /// # Safety
+    /// Every spec's `scalars` is `n` live scalars (blst_fr layout) for the duration of the
+    /// call, or (with the same `n`) the name of `staged`'s device-only vector; `staged` is
+    /// null or a live handle of this device whose host vector, if any, is unchanged since it
+    /// was staged.
+    pub(super) unsafe fn run_batch(
+        &self,
+        dev: &Resident,
+        keep: Option<u64>,
+        specs: &[JobSpec<'_>],
+        staged: &Staged,
+        t: &mut Timings,
+    ) -> Result<Sums> {
         let s = Instant::now();
         let mut g1 = [G1Projective::identity(); PROOF_MSMS.len()];
         let mut g2 = [G2Projective::identity(); PROOF_MSMS.len()];
         self.with_oom_retry(keep, || {
-            let jobs: Vec<ffi::KMsmJob> = msms
+            let jobs: Vec<ffi::KMsmJob> = specs
                 .iter()
                 .zip(g1.iter_mut().zip(g2.iter_mut()))
                 .map(|(m, (p1, p2))| ffi::KMsmJob {
                     bases: dev.query(m.msm.query).raw,
                     base_offset: m.offset,
-                    host_scalars: m.scalars.as_ptr().cast::<c_void>(),
-                    n: m.scalars.len(),
+                    host_scalars: m.scalars,
+                    n: m.n,
                     density_bits: m.density.map_or(std::ptr::null(), |d| d.words().as_ptr()),
                     out_jacobian: if m.msm.query.is_g2() {
                         G2::jacobian_out(p2)
@@ -523,24 +585,22 @@ impl Backend for CudaBackend {
                     },
                 })
                 .collect();
-            // SAFETY: every job points at live bases handles, scalar slices (blst_fr layout)
-            // with their exact lengths, density words covering them (one word per 64
-            // variables), and an output of the bases' group (blst_p1 for G1, blst_p2 for G2),
-            // all borrowed until the call returns; it waits for its copies on every path.
-            // `staged.0` is null or the live handle of the H call's copy of this same `aux`
-            // (unchanged since), which the jobs over `aux` read instead of uploading it.
+            // SAFETY: every job points at live bases handles, its scalars (the caller's
+            // promise), density words covering them (one word per 64 variables), and an output
+            // of the bases' group (blst_p1 for G1, blst_p2 for G2), all borrowed until the call
+            // returns; it waits for its copies on every path. `staged.0` is null or live.
             let r = unsafe { ffi::cuzk_k_msm_batch_staged(jobs.as_ptr(), jobs.len(), staged.0) };
             check_jobs("cuzk_k_msm_batch_staged", r, &PROOF_MSM_NAMES)
         })?;
         t.msm_batch += s.elapsed();
-        for (m, (p1, p2)) in msms.iter().zip(g1.iter().zip(g2.iter())) {
+        let mut sums = Sums::default();
+        for (m, (p1, p2)) in specs.iter().zip(g1.iter().zip(g2.iter())) {
             if m.msm.query.is_g2() {
                 sums.add_g2(*p2);
             } else {
                 sums.add_g1(m.msm.query, *p1);
             }
         }
-        let Sums { l, a, b_g1, b_g2 } = sums;
-        Ok(Commitments { h, l, a, b_g1, b_g2 })
+        Ok(sums)
     }
 }

@@ -66,6 +66,43 @@ pub struct KStaged {
 
 /// `cuzk_k_msm_job`: one MSM of a batch.
 #[repr(C)]
+pub struct KCircuit {
+    _private: [u8; 0],
+}
+
+#[repr(C)]
+pub struct KCsrDesc {
+    pub row_starts: *const u32,
+    pub columns: *const u32,
+    pub coefficients: *const u32,
+    pub nnz: usize,
+}
+
+#[repr(C)]
+pub struct KCircuitDesc {
+    pub rows: usize,
+    pub num_inputs: usize,
+    pub num_aux: usize,
+    pub a: KCsrDesc,
+    pub b: KCsrDesc,
+    pub c: KCsrDesc,
+    pub constants: *const c_void,
+    pub num_constants: usize,
+}
+
+#[repr(C)]
+pub struct KWitness {
+    pub inputs: *const c_void,
+    pub num_inputs: usize,
+    pub num_aux: usize,
+    pub bit_mask: *const u64,
+    pub bit_values: *const u64,
+    pub others_before: *const u32,
+    pub others: *const c_void,
+    pub num_others: usize,
+}
+
+#[repr(C)]
 pub struct KMsmJob {
     pub bases: *const KBases,
     pub base_offset: usize,
@@ -76,6 +113,28 @@ pub struct KMsmJob {
 }
 
 extern "C" {
+    pub fn cuzk_k_circuit_upload(device: c_int, desc: *const KCircuitDesc, out: *mut *mut KCircuit) -> KResult;
+    pub fn cuzk_k_circuit_free(circuit: *mut KCircuit) -> KResult;
+    pub fn cuzk_k_circuit_bytes(circuit: *const KCircuit) -> usize;
+    pub fn cuzk_k_compute_h_msm_witness(
+        h_bases: *const KBases,
+        circuit: *const KCircuit,
+        witness: *const KWitness,
+        log_m: u32,
+        h_out: *mut c_void,
+        out_jacobian: *mut c_void,
+        aux_key: *const c_void,
+        next_job: *const KMsmJob,
+        staged: *mut *mut KStaged,
+    ) -> KResult;
+    pub fn cuzk_k_circuit_evaluate(
+        circuit: *const KCircuit,
+        witness: *const KWitness,
+        a_out: *mut c_void,
+        b_out: *mut c_void,
+        c_out: *mut c_void,
+        aux_out: *mut c_void,
+    ) -> KResult;
     pub fn cuzk_k_device_probe(device: c_int, out: *mut KDeviceInfo) -> KResult;
     pub fn cuzk_k_device_mem_info(device: c_int, free_bytes: *mut usize, total_bytes: *mut usize) -> KResult;
     pub fn cuzk_k_device_release_caches(device: c_int) -> KResult;

@@ -15,9 +15,15 @@
 //! in chunks, double-buffered on the copy stream while the previous chunk computes. Every MSM
 //! still runs on the GPU and the proof bytes are the same as in resident mode.
 //!
+//! **Witness path.** A witness of a compiled circuit ([`crate::compiled`]) is proved with the
+//! circuit resident beside the parameters: the compact witness goes to the device, is expanded
+//! there, a, b, c are evaluated by SpMV inside the H call and the expanded aux feeds the batch
+//! (`witness`; a circuit that does not fit is evaluated on the host instead, counted in
+//! [`WitnessEvaluations`]).
+//!
 //! Code map: `error` (kernel results as errors), `device` (probe, counts, memory), `fault`
 //! (test-only fault injection), `bases` (device bases over either curve, one-shot MSMs and H), `residency`
-//! (which sets live on the device), `backend` ([`CudaBackend`] and its commitments), `ffi`
+//! (which sets live on the device), `witness` (resident circuits, the witness path), `backend` ([`CudaBackend`] and its commitments), `ffi`
 //! (the `extern "C"` declarations of `kernels/cuzk_kernels.h`).
 
 mod backend;
@@ -28,7 +34,9 @@ mod error;
 pub mod fault;
 mod ffi;
 mod residency;
+mod witness;
 
 pub use backend::{CudaBackend, DeviceMemStats, WORKING_BYTES_PER_DOMAIN_ELEMENT};
 pub use bases::{compute_h_once, msm_once, DeviceCurve, OnceBases};
+pub use witness::WitnessEvaluations;
 pub use device::{device_count, device_memory, probe, DeviceInfo, BUILT_ARCHS, MIN_FREE_BYTES};

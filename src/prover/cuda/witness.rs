@@ -1,0 +1,348 @@
+//! The witness path on the device: a compiled circuit resident beside the parameters, the
+//! compact witness expanded there, a, b, c evaluated inside the H call (SpMV), and the L, A, B
+//! MSMs fed from the expanded aux without it ever existing on the host.
+//!
+//! A circuit is uploaded once per fingerprint, into counted device memory (under the backend's
+//! memory limit). When it does not fit, even after the idle parameter sets and caches are
+//! freed, that proof evaluates a, b, c on the host instead (the trait's default: same bytes),
+//! logged once per circuit at warn and counted in [`WitnessEvaluations::on_host`].
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use blstrs::{G1Projective, Scalar};
+use ff::Field;
+use group::Group;
+use parking_lot::Mutex;
+
+use super::backend::{CudaBackend, JobSpec};
+use super::bases::Staged;
+use super::error::{check, is_out_of_memory};
+use super::ffi;
+use crate::compiled::{CompiledCircuit, Matrix, Witness, WitnessAux};
+use crate::error::{Error, Result};
+use crate::params::Parameters;
+use crate::pool::PinnedPool;
+use crate::prover::msm_plan::{Densities, Scalars, Sums, PROOF_MSMS};
+use crate::prover::{witness::evaluate_on_host, Commitments, Timings};
+
+/// How the witness proofs of one CUDA backend were evaluated, and what it keeps resident.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WitnessEvaluations {
+    /// Proofs whose a, b, c were evaluated on the device.
+    pub on_device: usize,
+    /// Proofs whose a, b, c were evaluated on the host because the circuit did not fit on the
+    /// device (or the domain is too small for the kernels, or the MSMs run unbatched).
+    pub on_host: usize,
+    /// Compiled circuits resident now.
+    pub resident_circuits: usize,
+    /// Their device bytes.
+    pub circuit_bytes: usize,
+}
+
+/// A compiled circuit on the device; freed on drop.
+struct DeviceCircuit {
+    raw: *mut ffi::KCircuit,
+    fingerprint: u128,
+    bytes: usize,
+}
+
+// SAFETY: the handle is an opaque pointer only the kernels dereference; every kernel call on a
+// device holds that device's lock, so sharing it across threads is sound.
+unsafe impl Send for DeviceCircuit {}
+// SAFETY: as above; no method mutates it through a shared reference.
+unsafe impl Sync for DeviceCircuit {}
+
+impl Drop for DeviceCircuit {
+    fn drop(&mut self) {
+        // SAFETY: a live handle from cuzk_k_circuit_upload, freed once (here).
+        let r = unsafe { ffi::cuzk_k_circuit_free(self.raw) };
+        if let Err(e) = check("cuzk_k_circuit_free", r) {
+            log::warn!("compiled circuit not freed from the device: {e}");
+        }
+    }
+}
+
+/// The backend's resident circuits (most recently used last) and its counters.
+#[derive(Default)]
+pub(super) struct DeviceCircuits {
+    list: Mutex<Vec<Arc<DeviceCircuit>>>,
+    /// Fingerprints of circuits that did not fit (warned once each).
+    refused: Mutex<Vec<u128>>,
+    on_device: AtomicUsize,
+    on_host: AtomicUsize,
+}
+
+impl DeviceCircuits {
+    /// Drops every resident circuit (proofs in flight keep theirs until they finish).
+    pub(super) fn clear(&self) {
+        self.list.lock().clear();
+        self.refused.lock().clear();
+    }
+}
+
+fn csr(m: &Matrix) -> ffi::KCsrDesc {
+    ffi::KCsrDesc {
+        row_starts: m.row_starts().as_ptr(),
+        columns: m.columns().as_ptr(),
+        coefficients: m.coefficients().as_ptr(),
+        nnz: m.non_zeros(),
+    }
+}
+
+fn upload(device: i32, c: &CompiledCircuit) -> Result<DeviceCircuit> {
+    let desc = ffi::KCircuitDesc {
+        rows: c.num_constraints(),
+        num_inputs: c.num_inputs(),
+        num_aux: c.num_aux(),
+        a: csr(c.a()),
+        b: csr(c.b()),
+        c: csr(c.c()),
+        constants: c.constants().as_ptr().cast::<c_void>(),
+        num_constants: c.constants().len(),
+    };
+    let mut raw = std::ptr::null_mut();
+    // SAFETY: every pointer in `desc` is a live slice of `c` with the length stated beside it
+    // (row_starts has rows + 1 entries by construction of a Matrix); the call copies them
+    // before it returns; `raw` is a valid out-pointer.
+    let r = unsafe { ffi::cuzk_k_circuit_upload(device, &desc, &mut raw) };
+    check("cuzk_k_circuit_upload", r)?;
+    // SAFETY: `raw` is the live handle the upload returned.
+    let bytes = unsafe { ffi::cuzk_k_circuit_bytes(raw) };
+    Ok(DeviceCircuit {
+        raw,
+        fingerprint: c.fingerprint(),
+        bytes,
+    })
+}
+
+fn zeroed(n: usize) -> Result<Vec<Scalar>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|e| crate::pool::heap_error(n, 32, &e))?;
+    v.resize(n, Scalar::ZERO);
+    Ok(v)
+}
+
+/// The witness as the kernels read it, borrowing its buffers.
+fn k_witness(w: &Witness) -> ffi::KWitness {
+    let inputs = w.inputs();
+    let (bit_mask, bit_values, others_before, others, num_others) = match w.aux() {
+        WitnessAux::Compact(c) => (
+            c.bit_mask().as_ptr(),
+            c.bit_values().as_ptr(),
+            c.others_before().as_ptr(),
+            c.others().as_ptr(),
+            c.others().len(),
+        ),
+        WitnessAux::Dense(v) => (
+            std::ptr::null(),
+            std::ptr::null(),
+            std::ptr::null(),
+            v.as_slice().as_ptr(),
+            v.len(),
+        ),
+    };
+    ffi::KWitness {
+        inputs: inputs.as_ptr().cast::<c_void>(),
+        num_inputs: inputs.len(),
+        num_aux: w.num_aux(),
+        bit_mask,
+        bit_values,
+        others_before,
+        others: others.cast::<c_void>(),
+        num_others,
+    }
+}
+
+impl CudaBackend {
+    /// How this backend's witness proofs were evaluated, and the circuits it keeps.
+    pub fn witness_evaluations(&self) -> WitnessEvaluations {
+        let list = self.circuits.list.lock();
+        WitnessEvaluations {
+            on_device: self.circuits.on_device.load(Ordering::Acquire),
+            on_host: self.circuits.on_host.load(Ordering::Acquire),
+            resident_circuits: list.len(),
+            circuit_bytes: list.iter().map(|c| c.bytes).sum(),
+        }
+    }
+
+    /// The resident copy of `c`, uploading it if needed; `None` when it does not fit.
+    fn device_circuit(&self, c: &CompiledCircuit, keep: Option<u64>) -> Result<Option<Arc<DeviceCircuit>>> {
+        let fp = c.fingerprint();
+        {
+            let mut list = self.circuits.list.lock();
+            if let Some(i) = list.iter().position(|d| d.fingerprint == fp) {
+                let d = list.remove(i);
+                list.push(d.clone());
+                return Ok(Some(d));
+            }
+        }
+        if self.circuits.refused.lock().contains(&fp) {
+            return Ok(None);
+        }
+        match self.with_oom_retry(keep, || upload(self.device, c)) {
+            Ok(d) => {
+                log::info!(
+                    "GPU {}: compiled circuit {} resident ({} MiB)",
+                    self.device,
+                    c.circuit_type(),
+                    d.bytes >> 20
+                );
+                let d = Arc::new(d);
+                self.circuits.list.lock().push(d.clone());
+                Ok(Some(d))
+            }
+            Err(e) if is_out_of_memory(&e) => {
+                log::warn!(
+                    "GPU {}: compiled circuit {} ({} MiB on the host) does not fit beside the parameters under the device limit ({} MiB): its a, b, c are evaluated on the host",
+                    self.device,
+                    c.circuit_type(),
+                    c.byte_size() >> 20,
+                    self.memory_limit() >> 20
+                );
+                self.circuits.refused.lock().push(fp);
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// a, b, c and the expanded aux of `witness`, evaluated on the device and copied back (for
+    /// tests and benchmarks: the proving path never copies them out).
+    ///
+    /// # Errors
+    /// [`Error::WitnessMismatch`] for a witness of another circuit; device failures.
+    pub fn evaluate_on_device(&self, circuit: &CompiledCircuit, witness: &Witness) -> Result<crate::compiled::Abc> {
+        circuit.check(witness)?;
+        let Some(dc) = self.device_circuit(circuit, None)? else {
+            return Err(Error::Unsupported(format!(
+                "compiled circuit {} does not fit on GPU {} under its memory limit",
+                circuit.circuit_type(),
+                self.device
+            )));
+        };
+        let rows = circuit.num_constraints();
+        let (mut a, mut b, mut c) = (zeroed(rows)?, zeroed(rows)?, zeroed(rows)?);
+        let kw = k_witness(witness);
+        // SAFETY: `dc` is live; `kw` borrows `witness`'s buffers with their lengths; a, b, c
+        // hold `rows` scalars each (blst_fr layout), written before the call returns; aux_out
+        // is null.
+        let r = unsafe {
+            ffi::cuzk_k_circuit_evaluate(
+                dc.raw,
+                &kw,
+                a.as_mut_ptr().cast::<c_void>(),
+                b.as_mut_ptr().cast::<c_void>(),
+                c.as_mut_ptr().cast::<c_void>(),
+                std::ptr::null_mut(),
+            )
+        };
+        check("cuzk_k_circuit_evaluate", r).map_err(|e| self.classify(e))?;
+        Ok(crate::compiled::Abc { a, b, c })
+    }
+
+    /// [`Backend::witness_commitments`](crate::prover::Backend::witness_commitments) on this
+    /// device (see the module docs).
+    pub(super) fn witness_on_device(
+        &self,
+        circuit: &CompiledCircuit,
+        witness: &Witness,
+        params: &Parameters,
+        pool: Option<&PinnedPool>,
+        t: &mut Timings,
+    ) -> Result<Commitments> {
+        if self.is_device_lost() {
+            return Err(self.lost_error());
+        }
+        let keep = Some(params.id());
+        let on_host = |t: &mut Timings| {
+            self.circuits.on_host.fetch_add(1, Ordering::AcqRel);
+            evaluate_on_host(self, circuit, witness, params, pool, t)
+        };
+        if params.domain_size() < 2 || !self.batched_msms {
+            return on_host(t);
+        }
+        let dev = self.resident(params)?;
+        let Some(dc) = self.device_circuit(circuit, keep)? else {
+            return on_host(t);
+        };
+        let start = Instant::now();
+        let log_m = params.domain_size().trailing_zeros();
+        let kw = k_witness(witness);
+        // The batch names the device-only aux vector by this pointer (never read as memory).
+        let aux_key = (witness as *const Witness).cast::<c_void>();
+        let num_aux = witness.num_aux();
+        let next_job = ffi::KMsmJob {
+            bases: dev.query(PROOF_MSMS[0].query).raw,
+            base_offset: 0,
+            host_scalars: aux_key,
+            n: num_aux,
+            density_bits: std::ptr::null(),
+            out_jacobian: std::ptr::null_mut(),
+        };
+        let mut h = G1Projective::identity();
+        let mut staged = Staged(std::ptr::null_mut());
+        self.with_oom_retry(keep, || {
+            let ret: &mut blst::blst_p1 = h.as_mut();
+            let mut raw = std::ptr::null_mut();
+            // SAFETY: the H bases hold m − 1 points (check_compiled: the domain matches the
+            // parameters); `dc` is this device's live circuit of `witness`'s structure
+            // (checked by the caller); `kw` borrows the witness's buffers with their lengths;
+            // `ret` is a blst_p1; next_job describes the L bases (live for `dev`'s lifetime)
+            // over the vector named aux_key; `raw` is a valid out-pointer. The call waits for
+            // its copies on every path.
+            let r = unsafe {
+                ffi::cuzk_k_compute_h_msm_witness(
+                    dev.h.raw,
+                    dc.raw,
+                    &kw,
+                    log_m,
+                    std::ptr::null_mut(),
+                    (ret as *mut blst::blst_p1).cast::<c_void>(),
+                    aux_key,
+                    if num_aux > 0 { &next_job } else { std::ptr::null() },
+                    &mut raw,
+                )
+            };
+            staged = Staged(raw);
+            check("cuzk_k_compute_h_msm_witness", r)
+        })?;
+        t.h += start.elapsed();
+        if staged.0.is_null() {
+            return Err(Error::Cuda {
+                call: "cuzk_k_compute_h_msm_witness",
+                code: -7,
+                message: "the call kept no staged aux vector".into(),
+            });
+        }
+        let d = Densities {
+            a_aux: circuit.a_aux_density(),
+            b_inputs: circuit.b_input_density(),
+            b_aux: circuit.b_aux_density(),
+        };
+        let inputs = witness.inputs();
+        let jobs: Vec<JobSpec<'_>> = PROOF_MSMS
+            .iter()
+            .map(|msm| {
+                let (scalars, n) = match msm.scalars {
+                    Scalars::Inputs => (inputs.as_ptr().cast::<c_void>(), inputs.len()),
+                    Scalars::Aux => (aux_key, num_aux),
+                };
+                JobSpec {
+                    msm,
+                    offset: d.offset(msm.offset, inputs.len()),
+                    scalars,
+                    n,
+                    density: d.of(msm.density),
+                }
+            })
+            .collect();
+        // SAFETY: the input jobs read `inputs` (live, exact length); the aux jobs name the
+        // staged device-only vector with its length (num_aux), which `staged` holds.
+        let Sums { l, a, b_g1, b_g2 } = unsafe { self.run_batch(&dev, keep, &jobs, &staged, t)? };
+        self.circuits.on_device.fetch_add(1, Ordering::AcqRel);
+        Ok(Commitments { h, l, a, b_g1, b_g2 })
+    }
+}
