@@ -11,7 +11,9 @@
 //! the compiled-circuit file; and the host bytes: the compact witness against 32·aux, the
 //! full path's a, b, c and aux, and the compiled circuit. Times are medians of `--runs`, on
 //! all cores (rayon) where a step is parallel. Every run checks that both paths give the same
-//! a, b, c.
+//! a, b, c. With `--gpu` (a `cuda` build) it also proves the same witness on GPU 0 by the full
+//! path and by the witness path and prints both proof times (median of `--runs`, after one
+//! untimed proof each) and whether the bytes agree.
 
 use std::time::{Duration, Instant};
 
@@ -33,6 +35,10 @@ struct Args {
     /// Timed runs per step (the median is printed).
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
     runs: u64,
+    /// Also prove on GPU 0 by both paths (a `cuda` build): the full path (a, b, c copied to
+    /// the device) against the witness path (compact witness copied, a, b, c evaluated there).
+    #[arg(long)]
+    gpu: bool,
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -103,6 +109,7 @@ fn main() {
     });
 
     let mut rows = Vec::new();
+    let mut gpu_rows: Vec<Vec<String>> = Vec::new();
     for &bits in &args.bit_percents {
         let circuit = Synthetic {
             bit_percent: bits,
@@ -132,6 +139,9 @@ fn main() {
             std::process::exit(1);
         }
         drop((assignment, abc));
+        if args.gpu {
+            gpu_rows.push(gpu_row(bits, &circuit, &compiled, &witness, args.runs));
+        }
         let path = dir.join(format!("synthetic-{bits}.r1cs"));
         let (t_save, ()) = timed(args.runs, || compiled.save(&path).unwrap_or_else(|e| fail(e)));
         let (t_load, loaded) = timed(args.runs, || CompiledCircuit::load(&path).unwrap_or_else(|e| fail(e)));
@@ -182,4 +192,91 @@ fn main() {
     for r in rows {
         println!("| {} |", r.join(" | "));
     }
+    if !gpu_rows.is_empty() {
+        let header = [
+            "bits",
+            "full path proof ms (H phase)",
+            "witness path proof ms (H phase, with SpMV)",
+            "circuit on the device MiB",
+            "same bytes",
+        ];
+        println!();
+        println!("| {} |", header.join(" | "));
+        println!("|{}|", header.iter().map(|_| "---").collect::<Vec<_>>().join("|"));
+        for r in gpu_rows {
+            println!("| {} |", r.join(" | "));
+        }
+    }
+}
+
+/// One row of the GPU table: the same witness proved by the full path (the assignment from
+/// the compiled circuit, a, b, c copied) and by the witness path, same r and s.
+#[cfg(feature = "cuda")]
+fn gpu_row(
+    bits: u32,
+    circuit: &Synthetic,
+    compiled: &CompiledCircuit,
+    witness: &cuzk::compiled::Witness,
+    runs: u64,
+) -> Vec<String> {
+    use blstrs::Scalar;
+    use ff::Field;
+    use std::sync::Arc;
+    let backend = Arc::new(cuzk::prover::cuda::CudaBackend::new(0).unwrap_or_else(|e| fail(e)));
+    let pool = PinnedPool::cuda(0, cuzk::pool::PinMode::default(), PoolConfig::default()).unwrap_or_else(|e| fail(e));
+    let gpu = Prover::new()
+        .with_custom_backend(backend.clone())
+        .with_pool(pool.clone());
+    let params = cuzk::testing::random_parameters(circuit.clone(), 7).unwrap_or_else(|e| fail(e));
+    gpu.prepare(&params).unwrap_or_else(|e| fail(e));
+    let (r, s) = (Scalar::from(3u64), Scalar::from(5u64));
+    let mut full_t = Vec::new();
+    let mut full_h = Vec::new();
+    let mut full_bytes = Vec::new();
+    let mut wit_t = Vec::new();
+    let mut wit_h = Vec::new();
+    let mut wit_bytes = Vec::new();
+    // One untimed proof by each path first: the circuit's upload and the NTT tables.
+    for run in 0..=runs {
+        let a = compiled.assignment(witness, Some(&pool)).unwrap_or_else(|e| fail(e));
+        let start = Instant::now();
+        let (p, t) = gpu
+            .prove_synthesized(vec![a], &params, &[r], &[s])
+            .unwrap_or_else(|e| fail(e));
+        if run > 0 {
+            full_t.push(start.elapsed());
+            full_h.push(t.h);
+        }
+        full_bytes = p[0].to_bytes();
+        let start = Instant::now();
+        let (p, t) = gpu
+            .prove_witnesses(compiled, std::slice::from_ref(witness), &params, &[r], &[s])
+            .unwrap_or_else(|e| fail(e));
+        if run > 0 {
+            wit_t.push(start.elapsed());
+            wit_h.push(t.h);
+        }
+        wit_bytes = p[0].to_bytes();
+    }
+    let ev = backend.witness_evaluations();
+    if ev.on_host > 0 {
+        eprintln!("witness_bench: the circuit did not fit on the device: evaluated on the host");
+    }
+    vec![
+        format!("{bits}%"),
+        format!("{} ({})", ms(median(full_t)), ms(median(full_h))),
+        format!("{} ({})", ms(median(wit_t)), ms(median(wit_h))),
+        mib(ev.circuit_bytes),
+        if full_bytes == wit_bytes && !full_bytes.is_empty() {
+            "yes".into()
+        } else {
+            "NO".into()
+        },
+    ]
+}
+
+#[cfg(not(feature = "cuda"))]
+fn gpu_row(_: u32, _: &Synthetic, _: &CompiledCircuit, _: &cuzk::compiled::Witness, _: u64) -> Vec<String> {
+    eprintln!("witness_bench: --gpu needs a build with --features cuda");
+    std::process::exit(2)
 }
