@@ -61,7 +61,7 @@ pub use error::{Error, Result};
 pub use params::{Parameters, PointCheck, QueryLengths, VerifyingKey};
 pub use pool::{HeapAllocator, HostAllocator, PinnedBuffer, PinnedPool, PinnedVec, PoolConfig, PoolStats, WhenFull};
 pub use proof::{verify_proof, PreparedVerifyingKey, Proof};
-pub use prover::{prove, prove_with_randomness, BackendChoice, Prover, Timings};
+pub use prover::{prove, prove_with_randomness, BackendChoice, Prover, Timings, WitnessStats};
 
 pub use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 pub use blstrs::{Bls12, G1Affine, G2Affine, Scalar};

@@ -213,6 +213,8 @@ fn config(synthesis_workers: usize, budget_bytes: usize) -> EngineConfig {
         pool_allocator: Some(Box::new(HeapAllocator)),
         pool_reuse_factor: 1.0,
         synthesis_bytes_per_constraint: 0,
+        witness_path: true,
+        compiled_dir: None,
     }
 }
 
@@ -263,14 +265,18 @@ fn wait_for(engine: &Engine, what: &str, pred: impl Fn(&EngineStats) -> bool) {
     }
 }
 
-/// Every buffer back, nothing but the held parameters in the budget, no job left, and no
-/// fallback or refusal ever.
+/// Every buffer back, nothing but the held parameters and compiled circuits in the budget, no
+/// job left, and no fallback or refusal ever.
 fn assert_drained(engine: &Engine) {
     wait_for(engine, "drained", |s| {
         s.jobs_active == 0 && s.in_synthesis == 0 && s.on_gpu == 0
     });
     let stats = engine.stats();
-    assert_eq!(stats.budget_used, stats.params_host_bytes, "{stats:#?}");
+    assert_eq!(
+        stats.budget_used,
+        stats.params_host_bytes + stats.compiled_bytes,
+        "{stats:#?}"
+    );
     assert_eq!(stats.synthesis_reserved, 0, "{stats:#?}");
     assert!(stats.params.iter().all(|p| p.partitions == 0), "{:?}", stats.params);
     assert_eq!(stats.pool.bytes_in_use, 0, "{stats:#?}");
@@ -329,7 +335,12 @@ fn proofs_are_the_provers_bytes() {
 #[test]
 fn a_job_three_times_the_budget_streams_through() {
     let one = one_partition();
-    let engine = Engine::new(config(2, budget(2))).unwrap();
+    // Full syntheses' buffers, counted (the witness path's stream: tests/witness_path.rs).
+    let engine = Engine::new(EngineConfig {
+        witness_path: false,
+        ..config(2, budget(2))
+    })
+    .unwrap();
     let seeds: Vec<u64> = (20..26).collect();
     let circuits = seeds.iter().map(|&s| TestCircuit::new(s)).collect();
     let (job, r, s) = job_of(circuits, 13);
@@ -468,9 +479,11 @@ fn cancel_frees_partitions_not_yet_on_a_gpu() {
     assert_eq!(after.waiting, 0);
     assert_eq!(after.pacer.waiting, 0);
     assert!(after.pool.bytes_in_use < before.pool.bytes_in_use);
-    let held = after.params_host_bytes;
+    // Only the partition on the GPU (the first of its type: synthesized in full while it
+    // recorded) still holds its reservation.
+    let held = after.params_host_bytes + after.compiled_bytes;
     assert!(
-        (after.budget_used - held) * 4 <= before.budget_used - held + 4096,
+        after.budget_used - held <= one_partition() && before.budget_used > after.budget_used,
         "{} then {}",
         before.budget_used,
         after.budget_used
@@ -572,7 +585,12 @@ fn a_reserved_partition_is_never_refused() {
 
 #[test]
 fn prewarmed_buffers_are_reused_by_the_stream() {
-    let engine = Engine::new(config(2, budget(3))).unwrap();
+    // Prewarming checks out full syntheses' buffers (a witness's are other sizes).
+    let engine = Engine::new(EngineConfig {
+        witness_path: false,
+        ..config(2, budget(3))
+    })
+    .unwrap();
     // Stops at the budget: room for three.
     assert_eq!(engine.prewarm(params_hint(&params()), 5).unwrap(), 3);
     let warm = engine.pool().stats();
@@ -934,8 +952,8 @@ fn parameters_are_charged_once() {
     let stats = engine.stats();
     assert_eq!(
         (stats.budget_used, stats.params_sets),
-        (host, 1),
-        "held once after the jobs"
+        (host + stats.compiled_bytes, 1),
+        "held once after the jobs (beside the compiled circuit)"
     );
     assert_eq!(stats.params[0].partitions, 0);
 
@@ -945,7 +963,7 @@ fn parameters_are_charged_once() {
     engine.add_parameters(&other).unwrap();
     let stats = engine.stats();
     assert_eq!(stats.params_sets, 2);
-    assert_eq!(stats.budget_used, host + other.host_bytes());
+    assert_eq!(stats.budget_used, host + other.host_bytes() + stats.compiled_bytes);
     assert_eq!(stats.params_host_bytes, host + other.host_bytes());
     // Most recently used last.
     assert_eq!(
@@ -967,7 +985,7 @@ fn parameters_are_charged_once() {
     assert!(engine.remove_parameters(&other));
     assert!(!engine.remove_parameters(&other), "not held any more");
     let stats = engine.stats();
-    assert_eq!((stats.budget_used, stats.params_sets), (host, 1));
+    assert_eq!((stats.budget_used, stats.params_sets), (host + stats.compiled_bytes, 1));
     assert_eq!(stats.evicted_params, 0, "removal is not an eviction");
 }
 
@@ -978,8 +996,10 @@ fn under_pressure_an_idle_parameter_set_is_evicted_and_one_in_use_never() {
     assert_eq!(pa.host_bytes(), pb.host_bytes());
     let limit = one_partition() + pa.host_bytes() + pb.host_bytes() / 2;
     let gpu = Arc::new(FakeGpu::default());
+    // Full syntheses (a witness partition at this size reserves less than one_partition()).
     let engine = Engine::new(EngineConfig {
         backends: vec![EngineBackend::Custom(gpu.clone())],
+        witness_path: false,
         ..config(2, limit)
     })
     .unwrap();
@@ -1059,7 +1079,11 @@ fn under_pressure_an_idle_parameter_set_is_evicted_and_one_in_use_never() {
 
     // Between two idle sets, the one only the engine holds goes first (its eviction frees
     // host memory), though the caller's is older. Room for one partition and two sets.
-    let engine = Engine::new(config(1, one_partition() + 2 * pa.host_bytes() + 1024)).unwrap();
+    let engine = Engine::new(EngineConfig {
+        witness_path: false,
+        ..config(1, one_partition() + 2 * pa.host_bytes() + 1024)
+    })
+    .unwrap();
     engine.add_parameters(&pb).unwrap();
     let pd = other_params(11);
     let (pd_id, pd_bytes) = (pd.id(), pd.host_bytes());
@@ -1145,9 +1169,9 @@ fn the_synthesis_reservation_ends_with_the_synthesis() {
     let stats = engine.stats();
     assert_eq!(stats.synthesis_reserved, 0);
     assert!(
-        stats.budget_used - host <= one_partition(),
-        "only the synthesized assignment: {} > {}",
-        stats.budget_used - host,
+        stats.budget_used - host - stats.compiled_bytes <= one_partition(),
+        "only the synthesized assignment (and the circuit it recorded): {} > {}",
+        stats.budget_used - host - stats.compiled_bytes,
         one_partition()
     );
     gpu_gate.open();

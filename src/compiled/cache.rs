@@ -105,6 +105,12 @@ impl CompiledCircuits {
         Ok(Some(loaded))
     }
 
+    /// The compiled circuit of `circuit_type` at `shape` if it is held in memory (no file is
+    /// read: cheap enough to ask under a lock).
+    pub fn get_in_memory(&self, circuit_type: &str, shape: CircuitShape) -> Option<Arc<CompiledCircuit>> {
+        self.map.lock().get(&(circuit_type.to_string(), shape)).cloned()
+    }
+
     /// Keeps `circuit` under its type and shape (replacing any), and saves it to the
     /// directory if there is one.
     ///
@@ -129,6 +135,12 @@ impl CompiledCircuits {
     /// Number of circuits held in memory.
     pub fn len(&self) -> usize {
         self.map.lock().len()
+    }
+
+    /// Bytes of the circuits held in memory ([`CompiledCircuit::byte_size`], summed): what an
+    /// engine charges its budget for them.
+    pub fn byte_size(&self) -> usize {
+        self.map.lock().values().map(|c| c.byte_size()).sum()
     }
 
     /// Whether no circuit is held in memory.

@@ -29,6 +29,17 @@ pub(crate) fn bit_of(v: &Scalar) -> Option<bool> {
     }
 }
 
+/// Words of each bitmap for `aux` values (at least one: a buffer is never empty).
+pub(crate) fn bitmap_words(aux: usize) -> usize {
+    aux.div_ceil(64).max(1)
+}
+
+/// Room for the values that are not bits when nothing better is known: an eighth of aux
+/// (Filecoin's mix has 2%), at least 1024.
+pub(crate) fn default_others(aux: usize) -> usize {
+    (aux / 8).max(1 << 10)
+}
+
 /// Aux values with their 0/1 values as bits (see the module docs).
 ///
 /// Value `j` is a bit when bit `j % 64` of `bit_mask[j / 64]` is set; its value is then that
@@ -49,8 +60,13 @@ pub struct CompactAux {
 
 impl CompactAux {
     pub(super) fn new(pool: Option<&PinnedPool>, aux_hint: usize) -> Result<Self> {
-        let words = aux_hint.div_ceil(64).max(1);
-        let others = (aux_hint / 8).max(1 << 10);
+        Self::sized(pool, aux_hint, default_others(aux_hint))
+    }
+
+    /// As [`new`](Self::new), with room for `others` values that are not bits (the growth
+    /// doubles past it).
+    pub(super) fn sized(pool: Option<&PinnedPool>, aux_hint: usize, others: usize) -> Result<Self> {
+        let words = bitmap_words(aux_hint);
         let (bit_mask, bit_values, others) = match pool {
             Some(p) => (
                 PinnedVec::with_capacity_in(p, words)?,
@@ -215,6 +231,14 @@ impl CompactAux {
     /// Bytes it holds: the two bitmaps, the packed values and the word index.
     pub fn byte_size(&self) -> usize {
         16 * self.bit_mask.len() + 32 * self.others.len() + 4 * self.others_before.len()
+    }
+
+    /// Bytes its buffers take at their capacity (what a pool counts in use for them), the
+    /// word index included.
+    pub(crate) fn held_bytes(&self) -> usize {
+        8 * (self.bit_mask.capacity() + self.bit_values.capacity())
+            + 32 * self.others.capacity()
+            + 4 * self.others_before.capacity()
     }
 }
 

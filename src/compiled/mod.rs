@@ -24,6 +24,25 @@
 //!    ([`CompiledCircuit::evaluate`] reads z straight from the compact witness, as the GPU
 //!    will.)
 //!
+//! ## Who uses it
+//! **By default, [`Prover::prove`](crate::Prover::prove) and its siblings and the engine's
+//! circuit partitions** ([`Partition::circuit`](crate::engine::Partition::circuit)): per
+//! circuit, witness-only when the prover's [`CompiledCircuits`] has a circuit for
+//! (`type_name::<C>()`, [`CircuitShape::of_params`]), else full synthesis — the first of a type
+//! and shape recording (in the same pass), the others meanwhile plain. A witness the compiled
+//! circuit refuses is a counted fallback to full synthesis (logged at warn); a stale or corrupt
+//! file is refused and recorded again ([`Prover::witness_stats`](crate::Prover::witness_stats)).
+//! The witness is synthesized with [`WitnessCs::without_generator`], so that gadgets with a
+//! witness-generator shortcut count their constraints. Off with
+//! [`Prover::with_witness_path`](crate::Prover::with_witness_path)`(false)`,
+//! [`EngineConfig::witness_path`](crate::engine::EngineConfig::witness_path) or
+//! `CUZK_WITNESS_PATH=0`; a directory of files with
+//! [`Prover::with_compiled_dir`](crate::Prover::with_compiled_dir) or
+//! [`EngineConfig::compiled_dir`](crate::engine::EngineConfig::compiled_dir). The policy lives
+//! in the prover (`prover::policy`); [`Prover::synthesize`](crate::Prover::synthesize),
+//! [`Prover::prove_synthesized`](crate::Prover::prove_synthesized) and assignments given to the
+//! engine or the C ABI are full synthesis, as before.
+//!
 //! ## Invariants
 //! - **Same bytes.** The a, b, c and densities of step 3 equal, element for element, those of
 //!   full synthesis of the same witness: the recorder sees exactly the terms the assignment
@@ -35,6 +54,15 @@
 //!   per row, the input constraints last; `release_abc()` hands those three buffers back to the
 //!   pool as before. The compact witness is separate: the expanded aux goes into the
 //!   assignment (the MSMs need it); the compact form can be dropped once it is expanded.
+//!   Between synthesis and proof a witness-path partition holds **no a/b/c**: only its compact
+//!   witness (in pool buffers, `Witness::byte_size` bytes and their page rounding). a, b, c
+//!   and the expanded aux exist only while it is proved — in pool buffers, handed back once H
+//!   is computed, when the backend evaluates on the host (the CPU backend, or the CUDA backend
+//!   when the circuit does not fit on the device), on the device otherwise. So the pool
+//!   statistics keep their meaning (every checkout counted, `bytes_in_use` back to 0 after each
+//!   proof); the engine's budget reserves the compact witness per partition, the checkouts its
+//!   proof makes ([`Backend::witness_pool_requests`](crate::prover::Backend::witness_pool_requests))
+//!   and each compiled circuit once ([`crate::engine::budget`]).
 //! - **Never a wrong proof.** A witness is evaluated only when it has the circuit's type,
 //!   inputs, aux, constraint count (`enforce` calls, merged sub-systems' included) and
 //!   structure trace; anything else is [`Error::WitnessMismatch`](crate::Error::WitnessMismatch)
@@ -58,7 +86,9 @@
 //!
 //! ## Layers
 //! `record` sits below [`crate::assignment`] (the assignment feeds it terms; it knows
-//! nothing of the assignment); the rest sits above and builds assignments.
+//! nothing of the assignment); the rest sits above and builds assignments. Above `compiled`:
+//! the prover (its witness path: which circuit takes which path, the cache, the statistics;
+//! the backends' `witness_commitments`) and the engine (its budget). `compiled` uses neither.
 //!
 //! ## Code map
 //! - [`hash`]: the 128-bit hash (fingerprints, checksums) and the structure trace.
@@ -86,6 +116,7 @@ mod witness;
 pub use cache::CompiledCircuits;
 pub use circuit::{CircuitShape, CompiledCircuit};
 pub use compact::CompactAux;
+pub(crate) use compact::{bit_of, bitmap_words, default_others};
 pub use evaluate::Abc;
 pub use matrix::{Coefficient, Matrix};
 pub use witness::{Witness, WitnessAux, WitnessCs, DEFAULT_DENSE_BELOW_PERCENT};

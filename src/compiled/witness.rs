@@ -118,6 +118,16 @@ impl Witness {
             }
     }
 
+    /// Bytes its buffers take at their capacity (what a pool counts in use for them) and its
+    /// inputs: at least [`byte_size`](Self::byte_size). The engine's budget charges this.
+    pub(crate) fn held_bytes(&self) -> usize {
+        32 * self.inputs.capacity()
+            + match &self.aux {
+                WitnessAux::Compact(c) => c.held_bytes(),
+                WitnessAux::Dense(d) => 32 * d.capacity(),
+            }
+    }
+
     /// The aux values as one scalar each, in a `Vec`.
     ///
     /// # Errors
@@ -202,6 +212,13 @@ impl WitnessCs {
 
     fn build(pool: Option<&PinnedPool>, aux_hint: usize) -> Result<Self> {
         Ok(Self::with_aux(CompactAux::new(pool, aux_hint)?))
+    }
+
+    /// As [`in_pool`](Self::in_pool), with room for `others` values that are not bits (the
+    /// prover sizes it from the last witness of the circuit's type and shape, so that the
+    /// checkouts are the ones the engine's budget reserved).
+    pub(crate) fn in_pool_sized(pool: &PinnedPool, aux_hint: usize, others: usize) -> Result<Self> {
+        Ok(Self::with_aux(CompactAux::sized(Some(pool), aux_hint, others)?))
     }
 
     /// A fresh system writing into `aux`.

@@ -45,6 +45,22 @@
 //!   reserved with the partition at dispatch and released when its synthesis ends (true-up,
 //!   failure or drop alike).
 //!
+//! - **The witness path** ([`EngineConfig::witness_path`](super::EngineConfig::witness_path)):
+//!   a partition whose type and shape has a compiled circuit in memory reserves its compact
+//!   witness — the pool checkouts of a witness synthesis sized by the last witness of its type
+//!   and shape (two bitmaps, the values that are not 0/1, a dense copy when few are), its
+//!   inputs and word index — plus the checkouts its proof makes
+//!   ([`Backend::witness_pool_requests`](crate::prover::Backend::witness_pool_requests): a, b,
+//!   c and the expanded aux when the backend evaluates them on the host, nothing when on the
+//!   device), instead of a/b/c/aux. After synthesis it is trued up to the witness's buffers at
+//!   their capacity plus those proof checkouts. A witness the compiled circuit refuses is
+//!   synthesized in full past that reservation (a counted fallback, rare), and its true-up
+//!   charges what it holds. Each **compiled circuit** the engine's prover holds is charged
+//!   once ([`CompiledCircuit::byte_size`](crate::compiled::CompiledCircuit::byte_size), also
+//!   when mapped from a file), when the synthesis that recorded or loaded it ends, for the life
+//!   of the engine (`EngineStats::compiled_bytes`); the recorder's own memory while it records
+//!   is not estimated before.
+//!
 //! ## Under pressure
 //! When a dispatch does not fit, the engine frees, in this order, until it does: idle pool
 //! buffers that no request of the pending partitions' sizes would reuse
@@ -63,6 +79,7 @@
 use crate::assignment::{CapacityHint, ProvingAssignment, DEFAULT_INITIAL_CONSTRAINTS};
 use crate::params::Parameters;
 use crate::pool::PAGE_SIZE;
+use crate::prover::{Synthesis, WitnessEstimate};
 
 /// Bytes of one scalar in a/b/c and the assignments.
 const ELEM: usize = 32;
@@ -131,6 +148,39 @@ pub fn assignment_bytes(a: &ProvingAssignment) -> usize {
         .saturating_mul(ELEM)
         .saturating_add(a.input_assignment.capacity().saturating_mul(ELEM))
         .saturating_add(density.saturating_mul(8))
+}
+
+/// The most pool bytes the checkouts `requests` (byte sizes; 0: none) can take together.
+pub(crate) fn requests_bytes(requests: &[usize], reuse_factor: f64) -> usize {
+    requests
+        .iter()
+        .fold(0usize, |sum, &r| sum.saturating_add(checkout_bytes(r, reuse_factor)))
+}
+
+/// The bytes a witness-path partition reserves before its synthesis: its witness's pool
+/// checkouts (sized by the last witness of its type and shape) and heap bytes, and the
+/// checkouts its proof makes (`proof_requests`: a, b, c and the expanded aux on a backend that
+/// evaluates them on the host; none on one that evaluates them on the device).
+pub(crate) fn witness_partition_bytes(
+    estimate: &WitnessEstimate,
+    proof_requests: [usize; 4],
+    reuse_factor: f64,
+) -> usize {
+    requests_bytes(&estimate.requests, reuse_factor)
+        .saturating_add(estimate.heap)
+        .saturating_add(requests_bytes(&proof_requests, reuse_factor))
+}
+
+/// The bytes a synthesized partition holds until its proof is done: an assignment's
+/// ([`assignment_bytes`]), or a witness's buffers at their capacity and its inputs, plus the
+/// checkouts its proof will make (`proof_requests`, as in [`witness_partition_bytes`]).
+pub(crate) fn synthesis_held_bytes(work: &Synthesis, proof_requests: [usize; 4], reuse_factor: f64) -> usize {
+    match work {
+        Synthesis::Full(a) => assignment_bytes(a),
+        Synthesis::Witness { witness, .. } => witness
+            .held_bytes()
+            .saturating_add(requests_bytes(&proof_requests, reuse_factor)),
+    }
 }
 
 /// The budget's books: a limit, the bytes reserved, and the most ever reserved.

@@ -1,5 +1,6 @@
 //! The engine's configuration: [`EngineConfig`] and the backends it proves on.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -60,6 +61,15 @@ pub struct EngineConfig {
     /// GPUs of partitions in flight or undercount. Measure one synthesis of your circuit (peak
     /// resident memory minus [`partition_bytes`](super::budget::partition_bytes), over its constraints) and set it.
     pub synthesis_bytes_per_constraint: usize,
+    /// Whether circuit partitions ([`Partition::circuit`](super::Partition::circuit)) take the
+    /// witness path: the first of a circuit type and shape is synthesized in full and records
+    /// its compiled circuit, the next ones are synthesized witness-only (see
+    /// [`crate::compiled`]); same proof bytes. Default: on, unless `CUZK_WITNESS_PATH=0`.
+    pub witness_path: bool,
+    /// A directory to keep compiled circuits in across restarts
+    /// ([`CompiledCircuits::with_dir`](crate::compiled::CompiledCircuits::with_dir)). Default
+    /// `None`: in memory only.
+    pub compiled_dir: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for EngineConfig {
@@ -74,6 +84,8 @@ impl std::fmt::Debug for EngineConfig {
             .field("pool_allocator", &self.pool_allocator.as_ref().map(|a| a.name()))
             .field("pool_reuse_factor", &self.pool_reuse_factor)
             .field("synthesis_bytes_per_constraint", &self.synthesis_bytes_per_constraint)
+            .field("witness_path", &self.witness_path)
+            .field("compiled_dir", &self.compiled_dir)
             .finish()
     }
 }
@@ -90,6 +102,8 @@ impl Default for EngineConfig {
             pool_allocator: None,
             pool_reuse_factor: 1.0,
             synthesis_bytes_per_constraint: 0,
+            witness_path: crate::prover::witness_path_default(),
+            compiled_dir: None,
         }
     }
 }

@@ -5,8 +5,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::budget::{params_hint, partition_bytes, pool_requests, synthesis_bytes, Budget};
+use super::budget::{params_hint, partition_bytes, pool_requests, synthesis_bytes, witness_partition_bytes, Budget};
 use super::state::{Deferred, Shared, State};
+use crate::assignment::CapacityHint;
 use crate::error::Error;
 
 impl Shared {
@@ -62,11 +63,11 @@ impl Shared {
                 }
             };
             let synth_bytes = synthesis_bytes(hint, self.synthesis_per_constraint);
-            let need = partition_bytes(hint, self.reuse_factor).saturating_add(synth_bytes);
+            let (pool_need, requests) = self.estimate(next.circuit_type, &job.params, hint);
+            let need = pool_need.saturating_add(synth_bytes);
             let own_params = state.params.get(&job.params.id()).map_or(0, |e| e.host_bytes);
             // Room beside what is reserved and the idle pool bytes neither it nor a partition
             // in synthesis (which may not have checked out yet) would reuse.
-            let requests = pool_requests(hint);
             let claims: Vec<usize> = state
                 .synthesis_requests
                 .iter()
@@ -138,6 +139,26 @@ impl Shared {
         }
     }
 
+    /// What a partition of `circuit_type` proved with `params` reserves in pool and heap
+    /// bytes, and the byte sizes of the pool checkouts its synthesis makes: a witness-path
+    /// partition's when its type and shape has a compiled circuit in memory (and the path is
+    /// on), else a full synthesis' sized by `hint`. (A witness refused by its compiled circuit
+    /// is synthesized in full past this reservation; its true-up charges what it holds.)
+    fn estimate(
+        &self,
+        circuit_type: &'static str,
+        params: &crate::Parameters,
+        hint: CapacityHint,
+    ) -> (usize, [usize; 4]) {
+        match self.synth_prover.witness_estimate(circuit_type, params) {
+            Some(est) => {
+                let proof = self.witness_proof_requests(&est.circuit);
+                (witness_partition_bytes(&est, proof, self.reuse_factor), est.requests)
+            }
+            None => (partition_bytes(hint, self.reuse_factor), pool_requests(hint)),
+        }
+    }
+
     /// The pool request sizes of the pending partitions (each circuit type and domain once):
     /// the "current sizes" an idle buffer must fit to be kept under pressure.
     pub(super) fn pending_requests(&self, st: &State) -> Vec<usize> {
@@ -153,7 +174,13 @@ impl Shared {
                     .hints
                     .get(p.circuit_type, Some(domain))
                     .unwrap_or_else(|| params_hint(&job.params));
-                out.extend(pool_requests(hint));
+                match self.synth_prover.witness_estimate(p.circuit_type, &job.params) {
+                    Some(est) => {
+                        out.extend(est.requests);
+                        out.extend(self.witness_proof_requests(&est.circuit));
+                    }
+                    None => out.extend(pool_requests(hint)),
+                }
             }
         }
         out.sort_unstable();

@@ -17,11 +17,12 @@ use super::pacer::{Pacer, PacerMode};
 use super::state::{secs, Counters, JobEntry, Pending, Ready, Shared, State, WorkerBooks};
 use super::stats::{EngineStats, ParamSetStats, WorkerStats};
 use crate::assignment::{CapacityHint, CapacityHints, ProvingAssignment};
+use crate::compiled::CompiledCircuits;
 use crate::error::{Error, Result};
 use crate::params::Parameters;
 use crate::pool::{PinnedPool, PoolConfig, PoolStats, WhenFull};
 use crate::proof::Proof;
-use crate::prover::Prover;
+use crate::prover::{Prover, Synthesis};
 
 /// The proving engine: see the [module docs](crate::engine).
 pub struct Engine {
@@ -75,6 +76,8 @@ impl Engine {
             pool_allocator,
             pool_reuse_factor,
             synthesis_bytes_per_constraint,
+            witness_path,
+            compiled_dir,
         } = config;
         if synthesis_workers == 0 || gpu_workers_per_backend == 0 || backends.is_empty() {
             return Err(Error::InvalidArgument(format!(
@@ -110,7 +113,10 @@ impl Engine {
             Some(a) => PinnedPool::with_backend(a, pool_config),
             None => PinnedPool::best_available(pool_config),
         };
-        let base = Prover::new().with_pool(pool.clone());
+        let mut base = Prover::new().with_pool(pool.clone()).with_witness_path(witness_path);
+        if let Some(dir) = compiled_dir {
+            base = base.with_compiled_dir(dir);
+        }
         let mut provers = Vec::with_capacity(gpu_workers);
         let mut workers = Vec::with_capacity(gpu_workers);
         let mut backend_provers = Vec::with_capacity(backends.len());
@@ -159,6 +165,7 @@ impl Engine {
                 gpu_requests: Vec::new(),
                 resident: vec![HashSet::new(); backends.len()],
                 evict_epoch: vec![0; backends.len()],
+                compiled_charged: 0,
             }),
             dispatch_cv: Condvar::new(),
             gpu_cv: Condvar::new(),
@@ -298,14 +305,13 @@ impl Engine {
                     synthesize,
                 }),
                 PartitionKind::Synthesized(assignment) => {
-                    let assignment = *assignment;
                     let reserved = assignment_bytes(&assignment);
                     st.budget.force_reserve(reserved);
                     st.ready.push(Ready {
                         job: id,
                         index,
                         priority,
-                        assignment,
+                        work: Synthesis::Full(assignment),
                         params: params.clone(),
                         r: entry.r[index],
                         s: entry.s[index],
@@ -453,6 +459,12 @@ impl Engine {
         &self.shared.hints
     }
 
+    /// The compiled circuits the engine's witness path records and uses (charged to the
+    /// budget once each: [`EngineStats::compiled_bytes`]).
+    pub fn compiled_circuits(&self) -> &CompiledCircuits {
+        self.shared.synth_prover.compiled_circuits()
+    }
+
     /// A snapshot of the engine's state.
     pub fn stats(&self) -> EngineStats {
         let st = self.shared.state.lock();
@@ -508,6 +520,9 @@ impl Engine {
         let stats = EngineStats {
             params: params.into_iter().map(|(_, p)| p).collect(),
             synthesis_reserved: st.synthesis_reserved,
+            compiled_bytes: st.compiled_charged,
+            compiled_circuits: self.shared.synth_prover.compiled_circuits().len(),
+            witness: self.shared.synth_prover.witness_stats(),
             params_sets: st.params.len(),
             params_host_bytes: st.params.values().map(|e| e.host_bytes).sum(),
             params_device_bytes,

@@ -13,10 +13,11 @@ use crate::assignment::ProvingAssignment;
 use crate::error::{Error, Result};
 use crate::params::Parameters;
 use crate::proof::Proof;
-use crate::prover::Prover;
+use crate::prover::{Prover, Synthesis};
 
-/// Synthesizes one circuit with a prover, sized for the parameters.
-pub(crate) type SynthesizeFn = Box<dyn FnOnce(&Prover, &Parameters) -> Result<ProvingAssignment> + Send>;
+/// Synthesizes one circuit with a prover, sized for the parameters, by the witness path's
+/// policy (an assignment, or a witness of a compiled circuit).
+pub(crate) type SynthesizeFn = Box<dyn FnOnce(&Prover, &Parameters) -> Result<Synthesis> + Send>;
 
 /// What a partition starts as.
 pub(crate) enum PartitionKind {
@@ -47,13 +48,17 @@ impl fmt::Debug for Partition {
 }
 
 impl Partition {
-    /// A circuit, synthesized by one of the engine's synthesis workers when dispatched.
-    pub fn circuit<C: Circuit<Scalar> + Send + 'static>(circuit: C) -> Self {
+    /// A circuit, synthesized by one of the engine's synthesis workers when dispatched: by the
+    /// witness path's policy (see [`Prover::prove_with_randomness`]) when the engine's
+    /// [`witness_path`](super::EngineConfig::witness_path) is on — witness-only once its type
+    /// and shape has a compiled circuit, the first of a type and shape recording it — else in
+    /// full.
+    pub fn circuit<C: Circuit<Scalar> + Clone + Send + 'static>(circuit: C) -> Self {
         Self {
             kind: PartitionKind::Circuit {
                 circuit_type: std::any::type_name::<C>(),
                 synthesize: Box::new(move |prover: &Prover, params: &Parameters| {
-                    prover.synthesize_for(circuit, params)
+                    prover.synthesize_planned(circuit, params)
                 }),
             },
         }
@@ -118,7 +123,7 @@ impl Job {
     }
 
     /// A job of circuits (see [`Job::new`]).
-    pub fn from_circuits<C: Circuit<Scalar> + Send + 'static>(params: Parameters, circuits: Vec<C>) -> Self {
+    pub fn from_circuits<C: Circuit<Scalar> + Clone + Send + 'static>(params: Parameters, circuits: Vec<C>) -> Self {
         Self::new(params, circuits.into_iter().map(Partition::circuit).collect())
     }
 

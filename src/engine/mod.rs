@@ -17,6 +17,11 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Circuit partitions take the witness path by default ([`crate::compiled`], "Who uses it"):
+//! the first of a circuit type and shape is synthesized in full and records its compiled
+//! circuit; later ones hold only a compact witness until their proof
+//! ([`EngineConfig::witness_path`], [`EngineStats::witness`]).
+//!
 //! [`Job`], [`JobHandle`] and [`Progress`] are in [`job`]; [`EngineConfig`] and
 //! [`EngineStats`] configure and report it.
 //!

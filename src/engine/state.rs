@@ -13,12 +13,13 @@ use super::budget::Budget;
 use super::job::{JobShared, SynthesizeFn};
 use super::pacer::Pacer;
 use super::param_cache::ParamEntry;
-use crate::assignment::{CapacityHints, ProvingAssignment};
+use crate::assignment::CapacityHints;
+use crate::compiled::CompiledCircuit;
 use crate::error::{panic_message, Error, Result};
 use crate::params::Parameters;
 use crate::pool::PinnedPool;
 use crate::proof::Proof;
-use crate::prover::Prover;
+use crate::prover::{Prover, Synthesis};
 
 /// Smoothing factor of the engine's moving averages of synthesis and GPU time (the pacer
 /// keeps its own EMA of GPU time with its own factor).
@@ -36,7 +37,8 @@ pub(super) struct Ready {
     pub(super) job: u64,
     pub(super) index: usize,
     pub(super) priority: i32,
-    pub(super) assignment: ProvingAssignment,
+    /// An assignment, or a checked witness of a compiled circuit.
+    pub(super) work: Synthesis,
     pub(super) params: Parameters,
     pub(super) r: Scalar,
     pub(super) s: Scalar,
@@ -135,6 +137,8 @@ pub(super) struct State {
     pub(super) resident: Vec<HashSet<u64>>,
     /// Per backend: evictions so far (a proof that started before one does not mark its set).
     pub(super) evict_epoch: Vec<u64>,
+    /// Bytes of the compiled circuits the engine's prover holds, charged to the budget once.
+    pub(super) compiled_charged: usize,
 }
 
 /// Notifications to make once the engine's lock is released (callbacks may call back into
@@ -189,6 +193,27 @@ pub(super) fn secs(x: Option<f64>) -> Option<Duration> {
 pub(super) fn unless_panic<T>(what: impl FnOnce() -> String, f: impl FnOnce() -> Result<T>) -> Result<T> {
     catch_unwind(AssertUnwindSafe(f))
         .unwrap_or_else(|p| Err(Error::Panicked(format!("{}: {}", what(), panic_message(&*p)))))
+}
+
+impl Shared {
+    /// The pool checkouts (bytes) proving one witness of `circuit` takes on the engine's
+    /// backend that takes the most (a witness partition may go to any GPU worker).
+    pub(super) fn witness_proof_requests(&self, circuit: &CompiledCircuit) -> [usize; 4] {
+        self.backend_provers
+            .iter()
+            .map(|p| p.witness_pool_requests(circuit))
+            .max_by_key(|r| r.iter().fold(0usize, |a, &b| a.saturating_add(b)))
+            .unwrap_or_default()
+    }
+
+    /// Charges the budget for the compiled circuits the engine's prover holds now (recorded or
+    /// loaded by a synthesis), each once: the charge follows the cache's bytes.
+    pub(super) fn charge_compiled(&self, st: &mut State) {
+        let now = self.synth_prover.compiled_circuits().byte_size();
+        if now != st.compiled_charged {
+            st.compiled_charged = st.budget.adjust(st.compiled_charged, now);
+        }
+    }
 }
 
 impl State {

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::pacer::PacerState;
 use crate::pool::PoolStats;
+use crate::prover::WitnessStats;
 
 /// One GPU worker's share of the work.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,6 +79,15 @@ pub struct EngineStats {
     /// Of `budget_used`: bytes reserved for circuits' own memory while they synthesize
     /// ([`EngineConfig::synthesis_bytes_per_constraint`](super::EngineConfig::synthesis_bytes_per_constraint)).
     pub synthesis_reserved: usize,
+    /// Of `budget_used`: the bytes of the compiled circuits the engine holds (recorded or
+    /// loaded by its witness path), each once, for the life of the engine.
+    pub compiled_bytes: usize,
+    /// Compiled circuits the engine holds.
+    pub compiled_circuits: usize,
+    /// What the witness path did, counted per synthesis of a circuit partition (and of the
+    /// engine's [`prover`](super::Engine::prover)): partitions synthesized witness-only and in
+    /// full, compiled circuits recorded, fallbacks to full synthesis.
+    pub witness: WitnessStats,
     /// Parameter sets the engine holds.
     pub params_sets: usize,
     /// Per set the engine holds, least recently used first.

@@ -5,12 +5,12 @@ use std::time::Instant;
 
 use blstrs::Scalar;
 
-use super::budget::assignment_bytes;
+use super::budget::synthesis_held_bytes;
 use super::job::Canceller;
 use super::state::{ema, unless_panic, Deferred, Pending, Ready, Shared, State};
 use crate::error::Error;
 use crate::params::Parameters;
-use crate::prover::Prover;
+use crate::prover::{Prover, Synthesis};
 
 impl Shared {
     pub(super) fn synthesize(
@@ -38,14 +38,24 @@ impl Shared {
             st.synthesis_requests.swap_remove(i);
         }
         st.synthesis_ema = ema(st.synthesis_ema, elapsed);
+        // A recording (or a file loaded) during this synthesis: its bytes enter the budget.
+        self.charge_compiled(&mut st);
         let alive = st.jobs.get(&id).is_some_and(|j| j.error.is_none()) && !st.shutdown;
         // A clone of the parameters not handed on is dropped before the job's waiter wakes, so
         // the engine's cache knows who else holds the set.
         let mut leftover = None;
         match result {
-            Ok(assignment) if alive => {
-                let held = assignment_bytes(&assignment);
+            Ok(work) if alive => {
+                let proof_requests = match &work {
+                    Synthesis::Witness { circuit, .. } => self.witness_proof_requests(circuit),
+                    Synthesis::Full(_) => [0; 4],
+                };
+                let held = synthesis_held_bytes(&work, proof_requests, self.reuse_factor);
                 let reserved = st.budget.adjust(reserved, held);
+                let path = match &work {
+                    Synthesis::Full(_) => "in full",
+                    Synthesis::Witness { .. } => "witness-only",
+                };
                 st.pacer.on_synthesis_done(now);
                 let job = st.jobs.get_mut(&id).expect("alive job exists");
                 job.synthesis_time += elapsed;
@@ -56,21 +66,21 @@ impl Shared {
                     params,
                     r: job.r[index],
                     s: job.s[index],
-                    assignment,
+                    work,
                     reserved,
                     paced: true,
                 };
                 log::debug!(
-                    "engine: job {id} partition {index} synthesized in {:.1} ms ({held} bytes)",
+                    "engine: job {id} partition {index} synthesized {path} in {:.1} ms ({held} bytes)",
                     elapsed.as_secs_f64() * 1e3
                 );
                 st.ready.push(item);
                 self.gpu_cv.notify_one();
             }
-            Ok(assignment) => {
+            Ok(work) => {
                 leftover = Some(params);
                 st.pacer.on_synthesis_failed(now);
-                drop(assignment); // buffers back before the budget says they are free
+                drop(work); // buffers back before the budget says they are free
                 st.budget.release(reserved);
                 st.counters.dropped += 1;
                 st.note_unproved(id, &mut deferred);
@@ -116,8 +126,14 @@ impl Shared {
             }
             st.on_gpu += 1;
             st.workers[worker].since = Some(Instant::now());
-            let a = &item.assignment;
-            let abc = [a.a.capacity(), a.b.capacity(), a.c.capacity(), 0].map(|n| n * std::mem::size_of::<Scalar>());
+            // The pool sizes its proof gives back or checks out: a/b/c, or what the witness's
+            // evaluation takes.
+            let abc = match &item.work {
+                Synthesis::Full(a) => {
+                    [a.a.capacity(), a.b.capacity(), a.c.capacity(), 0].map(|n| n * std::mem::size_of::<Scalar>())
+                }
+                Synthesis::Witness { circuit, .. } => prover.witness_pool_requests(circuit),
+            };
             st.gpu_requests.push(abc);
             let backend = st.workers[worker].backend;
             let epoch = st.evict_epoch[backend];
@@ -127,7 +143,7 @@ impl Shared {
             let Ready {
                 job: id,
                 index,
-                assignment,
+                work,
                 params,
                 r,
                 s,
@@ -135,10 +151,10 @@ impl Shared {
                 ..
             } = item;
             let start = Instant::now();
-            // The assignment is dropped inside (its buffers back to the pool) on every path.
+            // The work is dropped inside (its buffers back to the pool) on every path.
             let result = unless_panic(
                 || format!("proving partition {index} on {}", prover.backend_name()),
-                || prover.prove_synthesized(vec![assignment], &params, &[r], &[s]),
+                || prover.prove_syntheses(vec![work], &params, &[r], &[s]),
             );
             let elapsed = start.elapsed();
 

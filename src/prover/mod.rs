@@ -10,7 +10,11 @@ pub mod cpu;
 pub mod cuda;
 pub mod kernel_contract;
 pub mod msm_plan;
+mod policy;
 pub(crate) mod witness;
+
+pub use policy::WitnessStats;
+pub(crate) use policy::{witness_path_default, Synthesis, WitnessEstimate};
 
 use std::fmt;
 use std::sync::Arc;
@@ -117,6 +121,17 @@ pub trait Backend: Send + Sync {
         timings: &mut Timings,
     ) -> Result<Commitments> {
         witness::evaluate_on_host(self, circuit, witness, params, pool, timings)
+    }
+
+    /// The byte sizes of the pool checkouts [`Backend::witness_commitments`] makes for one
+    /// proof of `circuit` (zeros for none): the engine's budget reserves them for every
+    /// witness partition. The default's: a, b, c and the expanded aux, evaluated on the host
+    /// ([`CompiledCircuit::assignment`]). A backend that evaluates a, b, c on the device
+    /// returns what it still takes from the pool there.
+    fn witness_pool_requests(&self, circuit: &CompiledCircuit) -> [usize; 4] {
+        let scalars = |n: usize| n.max(1).saturating_mul(std::mem::size_of::<Scalar>());
+        let abc = scalars(circuit.num_constraints());
+        [abc, abc, abc, scalars(circuit.num_aux())]
     }
 }
 
@@ -253,6 +268,13 @@ impl Backend for Fallback {
             None => cpu::CpuBackend.witness_commitments(circuit, witness, params, pool, timings),
         }
     }
+
+    fn witness_pool_requests(&self, circuit: &CompiledCircuit) -> [usize; 4] {
+        match self.usable() {
+            Some(b) => b.witness_pool_requests(circuit),
+            None => cpu::CpuBackend.witness_pool_requests(circuit),
+        }
+    }
 }
 
 /// Where the time of a `prove` went, summed over the proofs of a batch.
@@ -310,15 +332,19 @@ impl fmt::Display for Timings {
     }
 }
 
-/// A prover: a backend, an optional pinned pool for a/b/c, and a capacity-hint cache so
-/// every synthesis after the first of a circuit type allocates once, at the right size.
-/// Cheap to clone; clones share the backend (and its device-resident parameters), the pool
-/// and the hints.
+/// A prover: a backend, an optional pinned pool for a/b/c, a capacity-hint cache so every
+/// synthesis after the first of a circuit type allocates once, at the right size, and the
+/// witness path: compiled circuits by type and shape, so that every synthesis after the first
+/// of a type and shape computes only its witness ([`Prover::with_witness_path`]).
+/// Cheap to clone; clones share the backend (and its device-resident parameters), the pool,
+/// the hints and the compiled circuits.
 #[derive(Clone)]
 pub struct Prover {
     backend: Arc<dyn Backend>,
     pool: Option<PinnedPool>,
     hints: CapacityHints,
+    witness: policy::WitnessPath,
+    witness_on: bool,
 }
 
 impl fmt::Debug for Prover {
@@ -326,6 +352,8 @@ impl fmt::Debug for Prover {
         f.debug_struct("Prover")
             .field("backend", &self.backend.name())
             .field("pool", &self.pool)
+            .field("witness_path", &self.witness_on)
+            .field("compiled_circuits", &self.witness.compiled.len())
             .finish()
     }
 }
@@ -338,12 +366,15 @@ impl Default for Prover {
 
 impl Prover {
     /// A prover on the [`BackendChoice::Auto`] backend (the GPU in a `cuda` build that finds
-    /// one, else the CPU), with no pool (a/b/c on the heap).
+    /// one, else the CPU), with no pool (a/b/c on the heap), the witness path on (unless
+    /// `CUZK_WITNESS_PATH=0`) and its compiled circuits in memory only.
     pub fn new() -> Self {
         Self {
             backend: auto_backend(),
             pool: None,
             hints: CapacityHints::default(),
+            witness: policy::WitnessPath::default(),
+            witness_on: witness_path_default(),
         }
     }
 
@@ -476,7 +507,7 @@ impl Prover {
     /// See [`Prover::prove_with_randomness`].
     pub fn prove<C, R>(&self, circuits: Vec<C>, params: &Parameters, rng: &mut R) -> Result<Vec<Proof>>
     where
-        C: Circuit<Scalar> + Send,
+        C: Circuit<Scalar> + Clone + Send,
         R: RngCore,
     {
         let r: Vec<Scalar> = (0..circuits.len()).map(|_| Scalar::random(&mut *rng)).collect();
@@ -484,7 +515,13 @@ impl Prover {
         self.prove_with_randomness(circuits, params, &r, &s)
     }
 
-    /// Proves a batch of circuits with the given r and s per proof.
+    /// Proves a batch of circuits with the given r and s per proof. The circuits are
+    /// synthesized in parallel, each by the witness path's policy
+    /// ([`Prover::with_witness_path`]): witness-only when a compiled circuit of its type and
+    /// the parameters' shape exists (a clone of the circuit is synthesized, so that a witness
+    /// the compiled circuit refuses can fall back to full synthesis), else in full — the first
+    /// of a new type and shape recording its compiled circuit, the others of the batch in full.
+    /// The bytes are the same by either path.
     ///
     /// # Errors
     /// An empty batch, r/s of the wrong length, a synthesis error, a circuit that does not
@@ -497,7 +534,7 @@ impl Prover {
         s: &[Scalar],
     ) -> Result<Vec<Proof>>
     where
-        C: Circuit<Scalar> + Send,
+        C: Circuit<Scalar> + Clone + Send,
     {
         self.prove_timed(circuits, params, r, s).map(|(proofs, _)| proofs)
     }
@@ -514,16 +551,16 @@ impl Prover {
         s: &[Scalar],
     ) -> Result<(Vec<Proof>, Timings)>
     where
-        C: Circuit<Scalar> + Send,
+        C: Circuit<Scalar> + Clone + Send,
     {
         check_batch(circuits.len(), r, s)?;
         let start = Instant::now();
-        let assignments = circuits
+        let work = circuits
             .into_par_iter()
-            .map(|c| self.synthesize_for(c, params))
+            .map(|c| self.synthesize_planned(c, params))
             .collect::<Result<Vec<_>>>()?;
         let synthesis = start.elapsed();
-        let (proofs, mut t) = self.prove_synthesized(assignments, params, r, s)?;
+        let (proofs, mut t) = self.prove_syntheses(work, params, r, s)?;
         t.synthesis = synthesis;
         t.total = start.elapsed();
         Ok((proofs, t))
@@ -671,7 +708,7 @@ pub(crate) fn randomize(params: &Parameters, c: &Commitments, r: Scalar, s: Scal
 /// See [`Prover::prove_with_randomness`].
 pub fn prove<C, R>(circuits: Vec<C>, params: &Parameters, rng: &mut R) -> Result<Vec<Proof>>
 where
-    C: Circuit<Scalar> + Send,
+    C: Circuit<Scalar> + Clone + Send,
     R: RngCore,
 {
     Prover::new().prove(circuits, params, rng)
@@ -683,7 +720,7 @@ where
 /// See [`Prover::prove_with_randomness`].
 pub fn prove_with_randomness<C>(circuits: Vec<C>, params: &Parameters, r: &[Scalar], s: &[Scalar]) -> Result<Vec<Proof>>
 where
-    C: Circuit<Scalar> + Send,
+    C: Circuit<Scalar> + Clone + Send,
 {
     Prover::new().prove_with_randomness(circuits, params, r, s)
 }

@@ -1,0 +1,503 @@
+//! Which path a circuit takes through [`Prover::prove`] and the engine: witness-only against
+//! the compiled circuit of its type and shape, or full synthesis — recording the first of a
+//! type and shape, so that the next ones take the witness path.
+//!
+//! The policy, per circuit (`Prover::synthesize_planned`):
+//! 1. The witness path off ([`Prover::with_witness_path`], `CUZK_WITNESS_PATH=0`): full
+//!    synthesis, nothing recorded.
+//! 2. A compiled circuit for (`type_name::<C>()`, [`CircuitShape::of_params`]) in the cache
+//!    (memory, else its file), fitting the parameters: witness-only synthesis of a clone of the
+//!    circuit ([`WitnessCs`], not a witness generator, so that every constraint is counted),
+//!    checked against it ([`CompiledCircuit::check`]). A witness it refuses — or one the
+//!    witness system cannot serve — is a **fallback**: warned, counted, and the circuit is
+//!    synthesized in full. Never a wrong proof.
+//! 3. None: full synthesis. The first to claim the type and shape records while it
+//!    synthesizes (no extra pass) and puts the result in the cache (and its file); others that
+//!    start meanwhile synthesize in full without recording. A stale or corrupt file is
+//!    refused (warned, counted) and recorded again; a recording that fails is warned and not
+//!    tried again for that type and shape by this prover (and its clones).
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use bellpepper_core::Circuit;
+use blstrs::Scalar;
+use parking_lot::Mutex;
+use rayon::prelude::*;
+
+use super::witness::check_compiled;
+use super::{check_assignment, check_batch, randomize, Prover, Timings};
+use crate::assignment::ProvingAssignment;
+use crate::compiled::{CircuitShape, CompiledCircuit, CompiledCircuits, Witness, WitnessCs};
+use crate::error::{Error, Result};
+use crate::params::Parameters;
+use crate::proof::Proof;
+
+/// What the witness path did, counted per synthesis by a prover and its clones
+/// ([`Prover::witness_stats`]; the engine reports its provers' in
+/// [`EngineStats::witness`](crate::engine::EngineStats::witness)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WitnessStats {
+    /// Compiled circuits recorded (during a full synthesis) and kept.
+    pub recorded: u64,
+    /// Circuits synthesized witness-only and accepted by their compiled circuit.
+    pub witness: u64,
+    /// Circuits synthesized in full: the recording ones, the fallbacks, those that started
+    /// while their type and shape was being recorded, and every one with the path off.
+    pub full: u64,
+    /// Witnesses refused (another structure: [`Error::WitnessMismatch`]; or a circuit the
+    /// witness system cannot serve), each then synthesized in full.
+    pub fallbacks: u64,
+    /// Recordings that failed ([`Error::Recording`]): the synthesis was proved as usual, the
+    /// type and shape is not recorded again.
+    pub recording_failures: u64,
+    /// Compiled circuits refused before use: a stale, corrupt or unreadable file, or a circuit
+    /// that does not fit the parameters. Recorded again.
+    pub compiled_refused: u64,
+}
+
+/// A circuit type's name and the shape of the parameters it is proved with.
+type Key = (&'static str, CircuitShape);
+
+/// What the last witness of a type and shape looked like: how the next one is sized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WitnessHint {
+    /// Aux values that were not 0 or 1.
+    pub(crate) others: usize,
+    /// Whether the witness was stored dense (few bits).
+    pub(crate) dense: bool,
+}
+
+impl WitnessHint {
+    /// Before any witness: an eighth of aux not bits, compact.
+    fn default_for(shape: CircuitShape) -> Self {
+        Self {
+            others: crate::compiled::default_others(shape.aux),
+            dense: false,
+        }
+    }
+
+    /// Room for the values that are not bits: the last count and a margin (witnesses of one
+    /// structure differ in how many values happen to be 0 or 1).
+    fn others_capacity(&self) -> usize {
+        self.others.saturating_add(self.others / 64).saturating_add(1 << 10)
+    }
+
+    fn of_aux(aux: &[Scalar]) -> Self {
+        let bits = aux.par_iter().filter(|v| crate::compiled::bit_of(v).is_some()).count();
+        Self {
+            others: aux.len() - bits,
+            dense: (bits as u128) * 100 < u128::from(crate::compiled::DEFAULT_DENSE_BELOW_PERCENT) * aux.len() as u128,
+        }
+    }
+
+    fn of_witness(w: &Witness) -> Self {
+        Self {
+            others: w.num_aux() - w.num_bits(),
+            dense: !w.is_compact(),
+        }
+    }
+}
+
+/// The byte sizes of the pool checkouts a witness synthesis of `shape` sized by `hint` makes:
+/// the two bitmaps, the values that are not bits, and the dense copy when it ends dense
+/// (made while the compact form is still held).
+pub(crate) fn witness_requests(shape: CircuitShape, hint: WitnessHint) -> [usize; 4] {
+    let words = crate::compiled::bitmap_words(shape.aux);
+    [
+        words.saturating_mul(8),
+        words.saturating_mul(8),
+        hint.others_capacity().saturating_mul(32),
+        if hint.dense {
+            shape.aux.max(1).saturating_mul(32)
+        } else {
+            0
+        },
+    ]
+}
+
+/// Heap bytes a witness of `shape` holds beside its pool buffers: the inputs and the index of
+/// the bitmap words.
+pub(crate) fn witness_heap_bytes(shape: CircuitShape) -> usize {
+    shape
+        .inputs
+        .saturating_mul(32)
+        .saturating_add(crate::compiled::bitmap_words(shape.aux).saturating_mul(4))
+}
+
+/// How a witness-path partition of a type and shape is estimated before its synthesis.
+#[derive(Debug, Clone)]
+pub(crate) struct WitnessEstimate {
+    pub(crate) circuit: Arc<CompiledCircuit>,
+    /// The synthesis' pool checkouts ([`witness_requests`]).
+    pub(crate) requests: [usize; 4],
+    /// Its heap bytes ([`witness_heap_bytes`]).
+    pub(crate) heap: usize,
+}
+
+/// What synthesis made of a circuit: an assignment, or a checked witness of a compiled
+/// circuit.
+#[derive(Debug)]
+pub(crate) enum Synthesis {
+    /// Full synthesis (a/b/c in pool buffers).
+    Full(Box<ProvingAssignment>),
+    /// Witness-only, checked against `circuit` (and `circuit` against the parameters).
+    Witness {
+        circuit: Arc<CompiledCircuit>,
+        witness: Witness,
+    },
+}
+
+/// The witness path's state, shared by a prover's clones: the compiled circuits and the books.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct WitnessPath {
+    pub(crate) compiled: CompiledCircuits,
+    books: Arc<Mutex<Books>>,
+}
+
+#[derive(Debug, Default)]
+struct Books {
+    /// Types and shapes being recorded now.
+    recording: HashSet<Key>,
+    /// Types and shapes whose recording failed: not tried again.
+    unrecordable: HashSet<Key>,
+    /// Types and shapes whose file was refused: the directory is not read for them again
+    /// (the next recording replaces the file).
+    refused_files: HashSet<Key>,
+    hints: HashMap<Key, WitnessHint>,
+    stats: WitnessStats,
+}
+
+impl WitnessPath {
+    pub(crate) fn with_cache(compiled: CompiledCircuits) -> Self {
+        Self {
+            compiled,
+            books: Default::default(),
+        }
+    }
+
+    fn count(&self, f: impl FnOnce(&mut WitnessStats)) {
+        f(&mut self.books.lock().stats);
+    }
+
+    fn hint(&self, key: &Key) -> WitnessHint {
+        self.books
+            .lock()
+            .hints
+            .get(key)
+            .copied()
+            .unwrap_or_else(|| WitnessHint::default_for(key.1))
+    }
+
+    fn set_hint(&self, key: Key, hint: WitnessHint) {
+        self.books.lock().hints.insert(key, hint);
+    }
+}
+
+/// Releases a claim to record a type and shape, however the recording ends.
+struct RecordingClaim<'a> {
+    path: &'a WitnessPath,
+    key: Key,
+}
+
+impl Drop for RecordingClaim<'_> {
+    fn drop(&mut self) {
+        self.path.books.lock().recording.remove(&self.key);
+    }
+}
+
+/// Whether the witness path is on by default: yes, unless `CUZK_WITNESS_PATH` says `0`,
+/// `off` or `false` (read once per process).
+pub(crate) fn witness_path_default() -> bool {
+    static DEFAULT: OnceLock<bool> = OnceLock::new();
+    *DEFAULT.get_or_init(|| {
+        let Some(v) = std::env::var_os("CUZK_WITNESS_PATH") else {
+            return true;
+        };
+        let v = v.to_string_lossy().trim().to_ascii_lowercase();
+        match v.as_str() {
+            "" | "1" | "on" | "true" => true,
+            "0" | "off" | "false" => {
+                log::info!("cuzk: the witness path is off by default (CUZK_WITNESS_PATH={v})");
+                false
+            }
+            _ => {
+                log::warn!("cuzk: CUZK_WITNESS_PATH={v:?} is not 0/1/on/off/true/false; the witness path stays on");
+                true
+            }
+        }
+    })
+}
+
+/// Whether a failed witness synthesis (or check) falls back to full synthesis: the witness
+/// belongs to another structure, or the witness system cannot serve the circuit. The
+/// circuit's own errors and out-of-memory are returned as they are (full synthesis would meet
+/// them too).
+fn falls_back(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::WitnessMismatch(_) | Error::Unsupported(_) | Error::InvalidArgument(_)
+    )
+}
+
+impl Prover {
+    /// Turns the witness path on or off for this prover (not its clones): with it on (the
+    /// default, unless `CUZK_WITNESS_PATH=0`), [`Prover::prove`] and its siblings synthesize
+    /// a circuit witness-only when a compiled circuit of its type and shape exists, and record
+    /// one during the first full synthesis of a type and shape (see
+    /// [`crate::compiled`]). Off: every circuit is synthesized in full and nothing is
+    /// recorded. Proofs are the same bytes either way.
+    pub fn with_witness_path(mut self, on: bool) -> Self {
+        self.witness_on = on;
+        self
+    }
+
+    /// Whether the witness path is on ([`Prover::with_witness_path`]).
+    pub fn witness_path(&self) -> bool {
+        self.witness_on
+    }
+
+    /// Keeps compiled circuits in `dir` too (a new cache, [`CompiledCircuits::with_dir`]):
+    /// recorded ones are saved there, and a type and shape not in memory is looked for there
+    /// first, so a restart does not record again. A stale or corrupt file is refused and
+    /// recorded again (the new recording replaces it).
+    pub fn with_compiled_dir(self, dir: impl Into<PathBuf>) -> Self {
+        self.with_compiled_circuits(CompiledCircuits::with_dir(dir))
+    }
+
+    /// Uses `cache` for compiled circuits (shared with whoever else holds a clone of it); the
+    /// witness path's books (hints, statistics) start afresh.
+    pub fn with_compiled_circuits(mut self, cache: CompiledCircuits) -> Self {
+        self.witness = WitnessPath::with_cache(cache);
+        self
+    }
+
+    /// The compiled circuits this prover (and its clones) use and record.
+    pub fn compiled_circuits(&self) -> &CompiledCircuits {
+        &self.witness.compiled
+    }
+
+    /// What the witness path did so far, this prover and its clones together.
+    pub fn witness_stats(&self) -> WitnessStats {
+        self.witness.books.lock().stats
+    }
+
+    /// Synthesizes `circuit` for `params` by the policy of the module docs.
+    pub(crate) fn synthesize_planned<C: Circuit<Scalar> + Clone>(
+        &self,
+        circuit: C,
+        params: &Parameters,
+    ) -> Result<Synthesis> {
+        if !self.witness_on {
+            let a = self.synthesize_for(circuit, params)?;
+            self.witness.count(|s| s.full += 1);
+            return Ok(Synthesis::Full(Box::new(a)));
+        }
+        let key: Key = (std::any::type_name::<C>(), CircuitShape::of_params(params));
+        if let Some(compiled) = self.compiled_for(&key, params) {
+            match self.witness_of(circuit.clone(), &compiled, &key) {
+                Ok(witness) => {
+                    self.witness.count(|s| s.witness += 1);
+                    return Ok(Synthesis::Witness {
+                        circuit: compiled,
+                        witness,
+                    });
+                }
+                Err(e) if falls_back(&e) => {
+                    log::warn!("{}: witness refused ({e}); synthesizing in full", key.0);
+                    self.witness.count(|s| s.fallbacks += 1);
+                }
+                Err(e) => return Err(e),
+            }
+        } else if let Some(claim) = self.claim_recording(key) {
+            return self.record(circuit, params, claim);
+        }
+        let a = self.synthesize_for(circuit, params)?;
+        self.witness.count(|s| s.full += 1);
+        Ok(Synthesis::Full(Box::new(a)))
+    }
+
+    /// The compiled circuit of `key` if there is a usable one (in memory, else in its file),
+    /// fitting `params`.
+    fn compiled_for(&self, key: &Key, params: &Parameters) -> Option<Arc<CompiledCircuit>> {
+        let cache = &self.witness.compiled;
+        let skip_file = self.witness.books.lock().refused_files.contains(key);
+        let found = if skip_file {
+            Ok(cache.get_in_memory(key.0, key.1))
+        } else {
+            cache.get(key.0, key.1)
+        };
+        let compiled = match found {
+            Ok(c) => c?,
+            Err(e) => {
+                log::warn!("{}: compiled circuit refused ({e}); recording it again", key.0);
+                let mut books = self.witness.books.lock();
+                books.refused_files.insert(*key);
+                books.stats.compiled_refused += 1;
+                return None;
+            }
+        };
+        if let Err(e) = check_compiled(&compiled, params) {
+            log::warn!("{}: compiled circuit refused ({e}); recording it again", key.0);
+            self.witness.count(|s| s.compiled_refused += 1);
+            return None;
+        }
+        Some(compiled)
+    }
+
+    /// Witness-only synthesis of `circuit` (into the pool, sized by the last witness of its
+    /// type and shape), checked against `compiled`.
+    fn witness_of<C: Circuit<Scalar>>(&self, circuit: C, compiled: &CompiledCircuit, key: &Key) -> Result<Witness> {
+        let cs = match &self.pool {
+            Some(pool) => WitnessCs::in_pool_sized(pool, key.1.aux, self.witness.hint(key).others_capacity())?,
+            None => WitnessCs::new(),
+        };
+        let witness = cs.without_generator().synthesize(circuit)?;
+        compiled.check(&witness)?;
+        self.witness.set_hint(*key, WitnessHint::of_witness(&witness));
+        Ok(witness)
+    }
+
+    /// Claims the recording of `key` unless it is under way or failed before.
+    fn claim_recording(&self, key: Key) -> Option<RecordingClaim<'_>> {
+        let mut books = self.witness.books.lock();
+        if books.unrecordable.contains(&key) || !books.recording.insert(key) {
+            return None;
+        }
+        Some(RecordingClaim {
+            path: &self.witness,
+            key,
+        })
+    }
+
+    /// Full synthesis of `circuit` that records its A, B, C; the compiled circuit goes into the
+    /// cache when it fits `params`.
+    fn record<C: Circuit<Scalar>>(
+        &self,
+        circuit: C,
+        params: &Parameters,
+        claim: RecordingClaim<'_>,
+    ) -> Result<Synthesis> {
+        let key = claim.key;
+        let start = Instant::now();
+        let cs = match &self.pool {
+            Some(pool) => ProvingAssignment::new_with_pinned(pool, self.hints.get(key.0, Some(params.domain_size())))?,
+            None => ProvingAssignment::new_heap(),
+        };
+        let mut cs = cs.with_recording();
+        cs.start()?;
+        circuit.synthesize(&mut cs)?;
+        cs.finish()?;
+        self.hints.record(key.0, cs.capacity_hint());
+        self.witness.count(|s| s.full += 1);
+        match cs.take_compiled(key.0) {
+            Ok(compiled) => match check_compiled(&compiled, params) {
+                Ok(()) => {
+                    log::info!(
+                        "{}: compiled circuit recorded ({} constraints, {} MiB) in {:.1} ms",
+                        key.0,
+                        compiled.num_constraints(),
+                        compiled.byte_size() >> 20,
+                        start.elapsed().as_secs_f64() * 1e3
+                    );
+                    self.witness.set_hint(key, WitnessHint::of_aux(cs.aux_assignment()));
+                    if let Err(e) = self.witness.compiled.insert(Arc::new(compiled)) {
+                        log::warn!("{}: compiled circuit kept in memory only: {e}", key.0);
+                    }
+                    let mut books = self.witness.books.lock();
+                    books.refused_files.remove(&key);
+                    books.stats.recorded += 1;
+                }
+                // The proof of this assignment fails the same check with its own message.
+                Err(e) => log::warn!("{}: recorded circuit not kept: {e}", key.0),
+            },
+            Err(e) => {
+                log::warn!("{}: {e}; this type and shape is proved by full synthesis", key.0);
+                let mut books = self.witness.books.lock();
+                books.unrecordable.insert(key);
+                books.stats.recording_failures += 1;
+            }
+        }
+        drop(claim);
+        Ok(Synthesis::Full(Box::new(cs)))
+    }
+
+    /// How a witness-path partition of `circuit_type` proved with `params` will be sized, when
+    /// the path is on and its compiled circuit is in memory (no file is read: the engine asks
+    /// under its lock).
+    pub(crate) fn witness_estimate(&self, circuit_type: &'static str, params: &Parameters) -> Option<WitnessEstimate> {
+        if !self.witness_on {
+            return None;
+        }
+        let key: Key = (circuit_type, CircuitShape::of_params(params));
+        let circuit = self.witness.compiled.get_in_memory(key.0, key.1)?;
+        Some(WitnessEstimate {
+            circuit,
+            requests: witness_requests(key.1, self.witness.hint(&key)),
+            heap: witness_heap_bytes(key.1),
+        })
+    }
+
+    /// The pool checkouts (bytes) this prover's backend makes to prove one witness of `circuit`
+    /// ([`Backend::witness_pool_requests`](super::Backend::witness_pool_requests)).
+    pub(crate) fn witness_pool_requests(&self, circuit: &CompiledCircuit) -> [usize; 4] {
+        self.backend.witness_pool_requests(circuit)
+    }
+
+    /// Proves what synthesis made, with the given r and s per proof: assignments as
+    /// [`Prover::prove_synthesized`] does, witnesses as [`Prover::prove_witnesses`] does. Every
+    /// item is checked first; every buffer is back in its pool when it returns.
+    pub(crate) fn prove_syntheses(
+        &self,
+        mut work: Vec<Synthesis>,
+        params: &Parameters,
+        r: &[Scalar],
+        s: &[Scalar],
+    ) -> Result<(Vec<Proof>, Timings)> {
+        let start = Instant::now();
+        check_batch(work.len(), r, s)?;
+        for (i, item) in work.iter().enumerate() {
+            let checked = match item {
+                Synthesis::Full(a) => check_assignment(a, params),
+                Synthesis::Witness { circuit, witness } => {
+                    check_compiled(circuit, params).and_then(|()| circuit.check(witness))
+                }
+            };
+            checked.map_err(|e| match e {
+                Error::CircuitMismatch(m) => Error::CircuitMismatch(format!("circuit {i}: {m}")),
+                Error::WitnessMismatch(m) => Error::WitnessMismatch(format!("witness {i}: {m}")),
+                other => other,
+            })?;
+        }
+        let backend = &self.backend;
+        let mut t = Timings::default();
+        let mut proofs = Vec::with_capacity(work.len());
+        let n = work.len();
+        // Each item is dropped (its buffers back to the pool) once proved; on an error the
+        // rest go back when `work` is dropped.
+        for (i, item) in work.drain(..).enumerate() {
+            let one = Instant::now();
+            let (c, path) = match item {
+                Synthesis::Full(mut a) => (backend.commitments(&mut a, params, &mut t)?, "full"),
+                Synthesis::Witness { circuit, witness } => (
+                    backend.witness_commitments(&circuit, &witness, params, self.pool.as_ref(), &mut t)?,
+                    "witness",
+                ),
+            };
+            let tail = Instant::now();
+            proofs.push(randomize(params, &c, r[i], s[i]));
+            t.tail += tail.elapsed();
+            log::info!(
+                "proof {}/{n} ({} constraints, {path} path) on {} in {:.1} ms",
+                i + 1,
+                params.domain_size(),
+                backend.name(),
+                one.elapsed().as_secs_f64() * 1e3
+            );
+        }
+        t.total = start.elapsed();
+        Ok((proofs, t))
+    }
+}
