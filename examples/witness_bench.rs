@@ -220,7 +220,6 @@ fn gpu_row(
     runs: u64,
 ) -> Vec<String> {
     use blstrs::Scalar;
-    use ff::Field;
     use std::sync::Arc;
     let backend = Arc::new(cuzk::prover::cuda::CudaBackend::new(0).unwrap_or_else(|e| fail(e)));
     let pool = PinnedPool::cuda(0, cuzk::pool::PinMode::default(), PoolConfig::default()).unwrap_or_else(|e| fail(e));
@@ -247,7 +246,7 @@ fn gpu_row(
             full_t.push(start.elapsed());
             full_h.push(t.h);
         }
-        full_bytes = p[0].to_bytes();
+        full_bytes = p[0].to_bytes().to_vec();
         let start = Instant::now();
         let (p, t) = gpu
             .prove_witnesses(compiled, std::slice::from_ref(witness), &params, &[r], &[s])
@@ -256,7 +255,7 @@ fn gpu_row(
             wit_t.push(start.elapsed());
             wit_h.push(t.h);
         }
-        wit_bytes = p[0].to_bytes();
+        wit_bytes = p[0].to_bytes().to_vec();
     }
     let ev = backend.witness_evaluations();
     if ev.on_host > 0 {
