@@ -44,7 +44,7 @@
 // The version of this ABI: bumped on any incompatible change of a function, type or
 // constant in `cuzk.h`. Compare it with `cuzk_abi_version()` to catch a header that does
 // not match the linked library.
-#define CUZK_ABI_VERSION 1
+#define CUZK_ABI_VERSION 2
 
 // Bytes of one proof (bellperson's encoding: compressed A ‖ B ‖ C).
 #define CUZK_PROOF_BYTES 192
@@ -106,6 +106,22 @@ typedef enum cuzk_status {
   // partition alone, with its parameters' host bytes, is larger than the budget — also one
   // submitted synthesized already).
   CUZK_STATUS_BUDGET_EXHAUSTED = 71,
+  // A compiled-circuit file (the witness path's recorded constraints) could not be opened,
+  // mapped or written: the message names it.
+  CUZK_STATUS_COMPILED_IO = 80,
+  // A compiled-circuit file was written in another format version: record the circuit
+  // again (which replaces the file).
+  CUZK_STATUS_COMPILED_STALE = 81,
+  // A compiled-circuit file is not one, is truncated or fails its checksum: the message
+  // names the file and what is wrong.
+  CUZK_STATUS_COMPILED_CORRUPT = 82,
+  // A witness does not belong to the compiled circuit it was to be evaluated with (its type,
+  // sizes or structure differ): the message names what. The default proving path falls back
+  // to full synthesis instead; this status comes from explicit witness calls.
+  CUZK_STATUS_WITNESS_MISMATCH = 83,
+  // Recording a circuit's constraints during synthesis failed (the synthesis itself is
+  // unaffected).
+  CUZK_STATUS_RECORDING = 84,
   // An error this version of the ABI has no code for (see the message).
   CUZK_STATUS_UNKNOWN = 99,
 } cuzk_status;
@@ -267,6 +283,12 @@ typedef struct cuzk_engine_config {
   uint32_t pacer_depth;
   // The pool's memory.
   enum cuzk_pool_memory memory;
+  // Nonzero: circuit partitions (the Filecoin calls' jobs) are synthesized in full, nothing
+  // is recorded. 0: the default — the witness path (the first partition of a circuit type
+  // and shape records its constraints, later ones compute only a compact witness; same
+  // bytes), unless the environment has `CUZK_WITNESS_PATH=0`. Jobs of assignments arrive
+  // synthesized either way.
+  uint32_t witness_path_off;
 } cuzk_engine_config;
 
 // A job's progress callback: `user_data` as given to `cuzk_job_on_progress`, the job's id
@@ -380,6 +402,17 @@ typedef struct cuzk_engine_statistics {
   uint64_t uptime_ns;
   // The engine's pool.
   struct cuzk_pool_statistics pool;
+  // Circuit partitions synthesized witness-only (the witness path).
+  uint64_t witness_partitions;
+  // Circuit partitions synthesized in full (the first of a type and shape, which records,
+  // and fallbacks included).
+  uint64_t full_partitions;
+  // Compiled circuits recorded.
+  uint64_t compiled_recorded;
+  // Witnesses refused by their compiled circuit and synthesized in full instead.
+  uint64_t witness_fallbacks;
+  // Of `budget_used`: the bytes of the compiled circuits the engine holds, each once.
+  uint64_t compiled_bytes;
 } cuzk_engine_statistics;
 
 // Bytes the library allocated and hands to the caller (proof bytes): `len` bytes at `data`

@@ -72,6 +72,13 @@ const (
 	// The engine's (cuzk_engine_*, cuzk_job_*): a cancelled job, a budget that stayed full.
 	StatusCancelled       Status = C.CUZK_STATUS_CANCELLED
 	StatusBudgetExhausted Status = C.CUZK_STATUS_BUDGET_EXHAUSTED
+	// The witness path's: a compiled-circuit file unreadable, of another format version, or
+	// corrupt; a witness of another structure; a recording that failed.
+	StatusCompiledIO      Status = C.CUZK_STATUS_COMPILED_IO
+	StatusCompiledStale   Status = C.CUZK_STATUS_COMPILED_STALE
+	StatusCompiledCorrupt Status = C.CUZK_STATUS_COMPILED_CORRUPT
+	StatusWitnessMismatch Status = C.CUZK_STATUS_WITNESS_MISMATCH
+	StatusRecording       Status = C.CUZK_STATUS_RECORDING
 )
 
 var statusNames = map[Status]string{
@@ -84,6 +91,9 @@ var statusNames = map[Status]string{
 	StatusMalformedProof: "malformed proof", StatusCuda: "CUDA error",
 	StatusDeviceLost: "GPU lost", StatusNoGPU: "no GPU", StatusUnknown: "unknown error",
 	StatusCancelled: "cancelled", StatusBudgetExhausted: "memory budget exhausted",
+	StatusCompiledIO: "compiled circuit file I/O", StatusCompiledStale: "compiled circuit file stale",
+	StatusCompiledCorrupt: "compiled circuit file corrupt", StatusWitnessMismatch: "witness mismatch",
+	StatusRecording: "recording failed",
 }
 
 func (s Status) String() string {

@@ -69,6 +69,11 @@ type EngineConfig struct {
 	PacerDepth int
 	// Memory is the memory the engine's pool hands out.
 	Memory PoolMemory
+	// WitnessPathOff synthesizes circuit partitions (the Filecoin calls' jobs) in full, with
+	// nothing recorded. Off by default: the witness path (the first partition of a circuit
+	// type and shape records its constraints, later ones compute only a compact witness; the
+	// same bytes), unless the environment has CUZK_WITNESS_PATH=0.
+	WitnessPathOff bool
 }
 
 // DefaultEngineConfig is the library's default configuration (cuzk_engine_config_default).
@@ -85,6 +90,7 @@ func DefaultEngineConfig() EngineConfig {
 		Pacer:                PacerMode(c.pacer),
 		PacerDepth:           int(c.pacer_depth),
 		Memory:               PoolMemory(c.memory),
+		WitnessPathOff:       c.witness_path_off != 0,
 	}
 }
 
@@ -137,6 +143,9 @@ func (cfg EngineConfig) cConfig() (C.struct_cuzk_engine_config, error) {
 	c.budget_timeout_ms = C.uint64_t(ms)
 	c.pacer = C.enum_cuzk_pacer_mode(cfg.Pacer)
 	c.memory = C.enum_cuzk_pool_memory(cfg.Memory)
+	if cfg.WitnessPathOff {
+		c.witness_path_off = 1
+	}
 	return c, nil
 }
 
@@ -295,6 +304,10 @@ type EngineStats struct {
 	Uptime time.Duration
 	// The engine's pool.
 	Pool PoolStats
+	// Circuit partitions synthesized witness-only and in full (the recording ones and the
+	// fallbacks included); compiled circuits recorded; witnesses refused and synthesized in
+	// full instead; the compiled circuits' bytes (in BudgetUsed).
+	WitnessPartitions, FullPartitions, CompiledRecorded, WitnessFallbacks, CompiledBytes uint64
 }
 
 // Stats returns a snapshot of the engine's queues, budget, pacer, GPU workers and pool.
@@ -327,8 +340,11 @@ func (eng *Engine) Stats() (EngineStats, error) {
 		GPUBusyFraction:   float64(s.gpu_busy_fraction),
 		PacerDispatchRate: float64(s.pacer_dispatch_rate),
 		PacerTargetDepth:  u(s.pacer_target_depth), PacerInFlightCap: u(s.pacer_in_flight_cap),
-		Uptime: d(s.uptime_ns),
-		Pool:   poolStatsFrom(&s.pool),
+		Uptime:            d(s.uptime_ns),
+		Pool:              poolStatsFrom(&s.pool),
+		WitnessPartitions: u(s.witness_partitions), FullPartitions: u(s.full_partitions),
+		CompiledRecorded: u(s.compiled_recorded), WitnessFallbacks: u(s.witness_fallbacks),
+		CompiledBytes: u(s.compiled_bytes),
 	}, nil
 }
 

@@ -60,6 +60,12 @@ pub struct cuzk_engine_config {
     pub pacer_depth: u32,
     /// The pool's memory.
     pub memory: cuzk_pool_memory,
+    /// Nonzero: circuit partitions (the Filecoin calls' jobs) are synthesized in full, nothing
+    /// is recorded. 0: the default — the witness path (the first partition of a circuit type
+    /// and shape records its constraints, later ones compute only a compact witness; same
+    /// bytes), unless the environment has `CUZK_WITNESS_PATH=0`. Jobs of assignments arrive
+    /// synthesized either way.
+    pub witness_path_off: u32,
 }
 
 /// A snapshot of an engine. Times are nanoseconds (0: not known yet).
@@ -132,6 +138,17 @@ pub struct cuzk_engine_statistics {
     pub uptime_ns: u64,
     /// The engine's pool.
     pub pool: cuzk_pool_statistics,
+    /// Circuit partitions synthesized witness-only (the witness path).
+    pub witness_partitions: u64,
+    /// Circuit partitions synthesized in full (the first of a type and shape, which records,
+    /// and fallbacks included).
+    pub full_partitions: u64,
+    /// Compiled circuits recorded.
+    pub compiled_recorded: u64,
+    /// Witnesses refused by their compiled circuit and synthesized in full instead.
+    pub witness_fallbacks: u64,
+    /// Of `budget_used`: the bytes of the compiled circuits the engine holds, each once.
+    pub compiled_bytes: u64,
 }
 
 /// An engine. Opaque; thread-safe (submit, stats and job calls from any thread).
@@ -169,6 +186,7 @@ fn default_config() -> cuzk_engine_config {
         pacer: cuzk_pacer_mode::Pi,
         pacer_depth: 0,
         memory: cuzk_pool_memory::BestAvailable,
+        witness_path_off: 0,
     }
 }
 
@@ -211,6 +229,7 @@ fn engine_config(c: &cuzk_engine_config) -> EngineConfig {
             cuzk_pool_memory::Heap => Some(Box::new(HeapAllocator)),
             cuzk_pool_memory::BestAvailable => None,
         },
+        witness_path: c.witness_path_off == 0 && default.witness_path,
         ..default
     }
 }
@@ -556,9 +575,28 @@ pub unsafe extern "C" fn cuzk_engine_stats(
             pacer_in_flight_cap: n(s.pacer.in_flight_cap),
             uptime_ns: ns(Some(s.uptime)),
             pool: s.pool.into(),
+            witness_partitions: s.witness.witness,
+            full_partitions: s.witness.full,
+            compiled_recorded: s.witness.recorded,
+            witness_fallbacks: s.witness.fallbacks,
+            compiled_bytes: n(s.compiled_bytes),
         };
         // SAFETY: non-NULL, writable per the contract.
         unsafe { out.write(stats) };
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_witness_path_is_the_default_unless_the_config_turns_it_off() {
+        let mut c = default_config();
+        assert_eq!(c.witness_path_off, 0);
+        assert_eq!(engine_config(&c).witness_path, EngineConfig::default().witness_path);
+        c.witness_path_off = 1;
+        assert!(!engine_config(&c).witness_path);
+    }
 }

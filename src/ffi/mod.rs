@@ -42,7 +42,7 @@ pub use self::strings::cuzk_string_free;
 /// The version of this ABI: bumped on any incompatible change of a function, type or
 /// constant in `cuzk.h`. Compare it with `cuzk_abi_version()` to catch a header that does
 /// not match the linked library.
-pub const CUZK_ABI_VERSION: u32 = 1;
+pub const CUZK_ABI_VERSION: u32 = 2;
 
 /// The ABI version the library implements (`CUZK_ABI_VERSION` of its header). Thread-safe.
 #[no_mangle]

@@ -59,6 +59,22 @@ pub enum cuzk_status {
     /// partition alone, with its parameters' host bytes, is larger than the budget — also one
     /// submitted synthesized already).
     BudgetExhausted = 71,
+    /// A compiled-circuit file (the witness path's recorded constraints) could not be opened,
+    /// mapped or written: the message names it.
+    CompiledIo = 80,
+    /// A compiled-circuit file was written in another format version: record the circuit
+    /// again (which replaces the file).
+    CompiledStale = 81,
+    /// A compiled-circuit file is not one, is truncated or fails its checksum: the message
+    /// names the file and what is wrong.
+    CompiledCorrupt = 82,
+    /// A witness does not belong to the compiled circuit it was to be evaluated with (its type,
+    /// sizes or structure differ): the message names what. The default proving path falls back
+    /// to full synthesis instead; this status comes from explicit witness calls.
+    WitnessMismatch = 83,
+    /// Recording a circuit's constraints during synthesis failed (the synthesis itself is
+    /// unaffected).
+    Recording = 84,
     /// An error this version of the ABI has no code for (see the message).
     Unknown = 99,
 }
@@ -86,6 +102,11 @@ impl cuzk_status {
             Error::Cancelled(_) => Self::Cancelled,
             Error::BudgetExhausted { .. } => Self::BudgetExhausted,
             Error::Panicked(_) => Self::Panic,
+            Error::CompiledIo { .. } => Self::CompiledIo,
+            Error::CompiledStale { .. } => Self::CompiledStale,
+            Error::CompiledCorrupt { .. } => Self::CompiledCorrupt,
+            Error::WitnessMismatch(_) => Self::WitnessMismatch,
+            Error::Recording(_) => Self::Recording,
             #[allow(unreachable_patterns)]
             _ => Self::Unknown,
         }
@@ -140,6 +161,54 @@ impl AbiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_witness_paths_errors_have_statuses_of_their_own() {
+        let io = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let path = std::path::PathBuf::from("x.r1cs");
+        let cases = [
+            (
+                Error::CompiledIo {
+                    path: path.clone(),
+                    source: io,
+                },
+                cuzk_status::CompiledIo,
+            ),
+            (
+                Error::CompiledStale {
+                    path: path.clone(),
+                    found: 0,
+                    expected: 1,
+                },
+                cuzk_status::CompiledStale,
+            ),
+            (
+                Error::CompiledCorrupt {
+                    path,
+                    reason: "checksum".into(),
+                },
+                cuzk_status::CompiledCorrupt,
+            ),
+            (Error::WitnessMismatch("aux".into()), cuzk_status::WitnessMismatch),
+            (Error::Recording("x".into()), cuzk_status::Recording),
+        ];
+        for (e, status) in cases {
+            assert_eq!(cuzk_status::of(&e), status, "{e}");
+            assert_ne!(status, cuzk_status::Unknown);
+        }
+        // The values are the ABI's: appended, never renumbered.
+        assert_eq!(
+            [
+                cuzk_status::CompiledIo as i32,
+                cuzk_status::CompiledStale as i32,
+                cuzk_status::CompiledCorrupt as i32,
+                cuzk_status::WitnessMismatch as i32,
+                cuzk_status::Recording as i32,
+                cuzk_status::Unknown as i32,
+            ],
+            [80, 81, 82, 83, 84, 99]
+        );
+    }
 
     #[test]
     fn a_filecoin_parameter_file_error_has_the_status_of_what_is_wrong_with_it() {
