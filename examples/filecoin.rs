@@ -1,6 +1,7 @@
 //! Filecoin proofs of 2 KiB sectors, proved by cuzk and by filecoin-proofs itself (bellperson
 //! on the CPU), each checked by filecoin-proofs' verifier; prints where cuzk's time goes
-//! (circuit building, synthesis, proving per partition) against filecoin-proofs' total.
+//! (public inputs, the engine's synthesis and proving, verification) against filecoin-proofs'
+//! total. cuzk proves on its process-wide Filecoin engine (`CUZK_FILECOIN_*` configure it).
 //!
 //!     cargo run --release --features filecoin --example filecoin -- --kinds porep,snap,winning,window
 //!     cargo run --release --features cuda,filecoin --example filecoin     # on the GPU machine
@@ -20,8 +21,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
-use cuzk::filecoin::{self, Output, ParamsKind, RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
-use cuzk::Prover;
+use cuzk::engine::Engine;
+use cuzk::filecoin::{
+    self, Options, Output, ParamsKind, ProofJob, RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof,
+};
 use filecoin_proofs_api::seal::{self as api_seal, SealPreCommitPhase2Output};
 use filecoin_proofs_api::{post as api_post, update as api_update};
 use filecoin_proofs_api::{PieceInfo, PrivateReplicaInfo, PublicReplicaInfo, SectorId, UnpaddedBytesAmount};
@@ -85,11 +88,11 @@ fn main() {
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch).unwrap_or_else(|e| fail(&format!("{}: {e}", scratch.display())));
 
-    let prover = Prover::new();
+    let engine = ok("the Filecoin engine", filecoin::engine());
     println!("cuzk filecoin: 2 KiB sectors; machine: {}", support::machine());
     println!(
         "cuzk backend: {}; filecoin-proofs: bellperson on the CPU",
-        prover.backend_name()
+        engine.stats().workers.first().map_or("none", |w| w.backend_name)
     );
     println!(
         "parameters: {}",
@@ -104,41 +107,29 @@ fn main() {
     let mut rows = Vec::new();
     for kind in &kinds {
         let row = match kind {
-            Kind::Porep => porep(&prover, &sectors[0], runs),
-            Kind::Snap => snap(&prover, &sectors[1], &scratch, runs),
-            Kind::Winning => winning(&prover, &sectors[0], runs),
-            Kind::Window => window(&prover, &sectors, runs),
+            Kind::Porep => porep(engine, &sectors[0], runs),
+            Kind::Snap => snap(engine, &sectors[1], &scratch, runs),
+            Kind::Winning => winning(engine, &sectors[0], runs),
+            Kind::Window => window(engine, &sectors, runs),
         };
         rows.push(row);
     }
 
     println!();
     println!(
-        "{:<8} {:>5} {:>9} {:>10} {:>9} {:>10} {:>24} {:>10} {:>11} {:>11} {:>7}",
-        "kind",
-        "parts",
-        "domain",
-        "load ms",
-        "circ ms",
-        "synth ms",
-        "prove ms per partition",
-        "verify ms",
-        "cuzk ms",
-        "fil-prf ms",
-        "speedup"
+        "{:<8} {:>5} {:>9} {:>10} {:>10} {:>10} {:>10} {:>11} {:>11} {:>7}",
+        "kind", "parts", "domain", "load ms", "inputs ms", "engine ms", "verify ms", "cuzk ms", "fil-prf ms", "speedup"
     );
     for r in &rows {
         let rep = &r.cuzk.report;
-        let per: Vec<String> = rep.prove.iter().map(|d| format!("{:.0}", ms(*d))).collect();
         println!(
-            "{:<8} {:>5} {:>9} {:>10.0} {:>9.0} {:>10.0} {:>24} {:>10.1} {:>11.0} {:>11.0} {:>6.1}x",
+            "{:<8} {:>5} {:>9} {:>10.0} {:>10.1} {:>10.0} {:>10.1} {:>11.0} {:>11.0} {:>6.1}x",
             r.kind,
             rep.partitions,
             rep.domain_size,
             ms(r.cold_load),
             ms(rep.circuits),
-            ms(rep.synthesis),
-            per.join(" / "),
+            ms(rep.proving),
             ms(rep.verify),
             ms(rep.total),
             ms(r.fil),
@@ -147,7 +138,8 @@ fn main() {
     }
     println!(
         "\ncuzk ms: the best of {runs} runs (parameters already loaded); load ms: the first run's \
-         parameter load. fil-prf ms: filecoin-proofs' own call, best of {runs}."
+         parameter load; engine ms: synthesis and proving on the engine (circuits built as each \
+         synthesis starts). fil-prf ms: filecoin-proofs' own call, best of {runs}."
     );
 }
 
@@ -339,7 +331,7 @@ fn seal(dir: &Path, sector_id: u64, rng: &mut impl Rng) -> Sealed {
 
 // --- the four kinds -----------------------------------------------------------------------
 
-fn porep(prover: &Prover, s: &Sealed, runs: usize) -> Row {
+fn porep(engine: &Engine, s: &Sealed, runs: usize) -> Row {
     ensure_params(ParamsKind::Seal(SEAL));
     let seed = [4u8; 32];
     let pc2 = SealPreCommitPhase2Output {
@@ -367,7 +359,8 @@ fn porep(prover: &Prover, s: &Sealed, runs: usize) -> Row {
         || {
             ok(
                 "cuzk C2",
-                filecoin::seal_commit_phase2_with_rng(&json, prover_id(), s.sector_id, prover, &mut rand::rngs::OsRng),
+                filecoin::submit_seal_commit_phase2(&json, prover_id(), s.sector_id, Options::default().on(engine))
+                    .and_then(ProofJob::wait),
             )
         },
         || {
@@ -393,7 +386,7 @@ fn porep(prover: &Prover, s: &Sealed, runs: usize) -> Row {
     )
 }
 
-fn snap(prover: &Prover, key: &Sealed, scratch: &Path, runs: usize) -> Row {
+fn snap(engine: &Engine, key: &Sealed, scratch: &Path, runs: usize) -> Row {
     ensure_params(ParamsKind::Update(UPDATE));
     let dir = scratch.join("update");
     let new_cache = dir.join("cache");
@@ -441,15 +434,15 @@ fn snap(prover: &Prover, key: &Sealed, scratch: &Path, runs: usize) -> Row {
         || {
             ok(
                 "cuzk SnapDeals",
-                filecoin::generate_empty_sector_update_proof_with_vanilla_rng(
+                filecoin::submit_empty_sector_update_proof_with_vanilla(
                     UPDATE,
                     &bytes,
                     old,
                     enc.comm_r_new,
                     enc.comm_d_new,
-                    prover,
-                    &mut rand::rngs::OsRng,
-                ),
+                    Options::default().on(engine),
+                )
+                .and_then(ProofJob::wait),
             )
         },
         || {
@@ -496,7 +489,7 @@ fn vanilla_proofs(
     (vanilla, public)
 }
 
-fn winning(prover: &Prover, s: &Sealed, runs: usize) -> Row {
+fn winning(engine: &Engine, s: &Sealed, runs: usize) -> Row {
     ensure_params(ParamsKind::PoSt(WINNING));
     let randomness = [3u8; 32];
     let (vanilla, public) = vanilla_proofs(WINNING, &randomness, &[s]);
@@ -506,14 +499,14 @@ fn winning(prover: &Prover, s: &Sealed, runs: usize) -> Row {
         || {
             ok(
                 "cuzk Winning PoSt",
-                filecoin::generate_winning_post_with_vanilla_rng(
+                filecoin::submit_winning_post_with_vanilla(
                     WINNING,
                     &randomness,
                     prover_id(),
                     &vanilla,
-                    prover,
-                    &mut rand::rngs::OsRng,
-                ),
+                    Options::default().on(engine),
+                )
+                .and_then(ProofJob::wait),
             )
         },
         || {
@@ -527,7 +520,7 @@ fn winning(prover: &Prover, s: &Sealed, runs: usize) -> Row {
     )
 }
 
-fn window(prover: &Prover, sectors: &[Sealed], runs: usize) -> Row {
+fn window(engine: &Engine, sectors: &[Sealed], runs: usize) -> Row {
     ensure_params(ParamsKind::PoSt(WINDOW));
     let randomness = [11u8; 32];
     let refs: Vec<&Sealed> = sectors.iter().collect();
@@ -538,14 +531,14 @@ fn window(prover: &Prover, sectors: &[Sealed], runs: usize) -> Row {
         || {
             ok(
                 "cuzk Window PoSt",
-                filecoin::generate_window_post_with_vanilla_rng(
+                filecoin::submit_window_post_with_vanilla(
                     WINDOW,
                     &randomness,
                     prover_id(),
                     &vanilla,
-                    prover,
-                    &mut rand::rngs::OsRng,
-                ),
+                    Options::default().on(engine),
+                )
+                .and_then(ProofJob::wait),
             )
         },
         || {

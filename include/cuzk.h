@@ -44,7 +44,22 @@
 // The version of this ABI: bumped on any incompatible change of a function, type or
 // constant in `cuzk.h`. Compare it with `cuzk_abi_version()` to catch a header that does
 // not match the linked library.
-#define CUZK_ABI_VERSION 2
+#define CUZK_ABI_VERSION 3
+
+// The `priority` argument that means "the proof kind's priority" (`CUZK_PRIORITY_*`).
+#define CUZK_PRIORITY_DEFAULT INT32_MIN
+
+// Winning PoSt's default engine priority (it must land within an epoch: first).
+#define CUZK_PRIORITY_WINNING_POST 300
+
+// Window PoSt's default engine priority.
+#define CUZK_PRIORITY_WINDOW_POST 200
+
+// PoRep commit phase 2's default engine priority.
+#define CUZK_PRIORITY_SEAL_COMMIT 100
+
+// SnapDeals' default engine priority.
+#define CUZK_PRIORITY_SNAP_DEALS 100
 
 // Bytes of one proof (bellperson's encoding: compressed A ‖ B ‖ C).
 #define CUZK_PROOF_BYTES 192
@@ -190,6 +205,11 @@ typedef struct cuzk_buffer cuzk_buffer;
 
 // An engine. Opaque; thread-safe (submit, stats and job calls from any thread).
 typedef struct cuzk_engine cuzk_engine;
+
+// A Filecoin proof submitted to an engine. Opaque; thread-safe: `cuzk_filecoin_job_cancel` and
+// `cuzk_filecoin_job_progress` reach it while another thread blocks in
+// `cuzk_filecoin_job_wait`.
+typedef struct cuzk_filecoin_job cuzk_filecoin_job;
 
 // A job submitted to an engine. Opaque; thread-safe.
 typedef struct cuzk_job cuzk_job;
@@ -742,17 +762,19 @@ enum cuzk_status cuzk_filecoin_prover_id(uint64_t miner_id, uint8_t *out, char *
 
 // PoRep commit phase 2, as filecoin-ffi's `seal_commit_phase2`: `phase1_output` is the
 // commit-phase-1 output as filecoin-ffi returns it (filecoin-proofs-api's JSON; it names its
-// registered seal proof), `prover_id` 32 bytes (see `cuzk_filecoin_prover_id`). On success
-// `*out` holds the proof bytes (192 per partition, in order; free with `cuzk_bytes_free`).
-// `prover` may be NULL (then an `Auto` prover: the GPU when there is one). Parameters come
+// registered seal proof), `prover_id` 32 bytes (see `cuzk_filecoin_prover_id`). Blocks; on
+// success `*out` holds the proof bytes (192 per partition, in order; free with
+// `cuzk_bytes_free`). `engine` and `priority`: see the header's Filecoin notes (NULL and
+// `CUZK_PRIORITY_DEFAULT`: the process-wide engine, the kind's priority). Parameters come
 // from filecoin-proofs' cache (`FIL_PROOFS_PARAMETER_CACHE`); a missing or truncated file
 // fails with `CUZK_STATUS_PARAMS_IO` / `CUZK_STATUS_PARAMS_TRUNCATED` and a message naming
 // it. Thread-safe.
 //
 // # Safety
-// `prover` NULL or live; `phase1_output` `phase1_output_len` readable bytes; `prover_id` 32
+// `engine` NULL or live; `phase1_output` `phase1_output_len` readable bytes; `prover_id` 32
 // readable bytes; `out` writable; `err` NULL or writable.
-enum cuzk_status cuzk_filecoin_seal_commit_phase2(const struct cuzk_prover *prover,
+enum cuzk_status cuzk_filecoin_seal_commit_phase2(const struct cuzk_engine *engine,
+                                                  int32_t priority,
                                                   const uint8_t *phase1_output,
                                                   size_t phase1_output_len,
                                                   uint64_t sector_id,
@@ -760,17 +782,33 @@ enum cuzk_status cuzk_filecoin_seal_commit_phase2(const struct cuzk_prover *prov
                                                   struct cuzk_bytes *out,
                                                   char **err);
 
+// `cuzk_filecoin_seal_commit_phase2` without blocking: on success `*out` holds the job
+// (`cuzk_filecoin_job_wait` gives the bytes; free it with `cuzk_filecoin_job_free`). Inputs
+// are checked and the parameters loaded before it returns. Thread-safe.
+//
+// # Safety
+// As `cuzk_filecoin_seal_commit_phase2`.
+enum cuzk_status cuzk_filecoin_submit_seal_commit_phase2(const struct cuzk_engine *engine,
+                                                         int32_t priority,
+                                                         const uint8_t *phase1_output,
+                                                         size_t phase1_output_len,
+                                                         uint64_t sector_id,
+                                                         const uint8_t *prover_id,
+                                                         struct cuzk_filecoin_job **out,
+                                                         char **err);
+
 // SnapDeals: the empty-sector-update proof from its vanilla partition proofs, as
 // filecoin-ffi's `generate_empty_sector_update_proof_with_vanilla`: `update_proof` is an
 // `abi.RegisteredUpdateProof` value (0 = 2 KiB ... 3 = 32 GiB, 4 = 64 GiB); `vanilla_proofs`
 // the `n` partition proofs filecoin-ffi's `generate_empty_sector_update_partition_proofs`
-// returns, in order; the commitments 32 bytes each. On success `*out` holds the proof bytes.
-// `prover` may be NULL. Thread-safe.
+// returns, in order; the commitments 32 bytes each. Blocks; on success `*out` holds the proof
+// bytes. `engine`, `priority`: as for `cuzk_filecoin_seal_commit_phase2`. Thread-safe.
 //
 // # Safety
-// `prover` NULL or live; `vanilla_proofs` `n` slices of readable bytes; the commitments 32
+// `engine` NULL or live; `vanilla_proofs` `n` slices of readable bytes; the commitments 32
 // readable bytes each; `out` writable; `err` NULL or writable.
-enum cuzk_status cuzk_filecoin_snap_prove(const struct cuzk_prover *prover,
+enum cuzk_status cuzk_filecoin_snap_prove(const struct cuzk_engine *engine,
+                                          int32_t priority,
                                           uint64_t update_proof,
                                           const struct cuzk_byte_slice *vanilla_proofs,
                                           size_t n,
@@ -780,17 +818,78 @@ enum cuzk_status cuzk_filecoin_snap_prove(const struct cuzk_prover *prover,
                                           struct cuzk_bytes *out,
                                           char **err);
 
-// Window PoSt from vanilla proofs, as filecoin-ffi's `generate_window_post_with_vanilla`:
-// `post_proof` an `abi.RegisteredPoStProof` Window value (5..=9, or 10..=14 for the V1_1
-// ones); `randomness` and `prover_id` 32 bytes each; `vanilla_proofs` the `n` per-sector
-// vanilla proofs (filecoin-ffi's `generate_single_vanilla_proof`), in sector order. On
-// success `*out` holds the proof bytes (192 per partition, in order). `prover` may be NULL.
+// `cuzk_filecoin_snap_prove` without blocking: on success `*out` holds the job. Thread-safe.
+//
+// # Safety
+// As `cuzk_filecoin_snap_prove`.
+enum cuzk_status cuzk_filecoin_submit_snap_prove(const struct cuzk_engine *engine,
+                                                 int32_t priority,
+                                                 uint64_t update_proof,
+                                                 const struct cuzk_byte_slice *vanilla_proofs,
+                                                 size_t n,
+                                                 const uint8_t *comm_r_old,
+                                                 const uint8_t *comm_r_new,
+                                                 const uint8_t *comm_d_new,
+                                                 struct cuzk_filecoin_job **out,
+                                                 char **err);
+
+// The SnapDeals proof as Curio's `GenerateUpdateProofWithVanilla(proofType, key, sealed,
+// unsealed cid.Cid, vproofs)` asks for it: the commitments as binary CIDs (Go's
+// `cid.Cid.Bytes()`): `key` the sector key's CommR and `sealed` the updated replica's
+// (codec fil-commitment-sealed 0xf102, multihash poseidon-bls12_381-a2-fc1 0xb401),
+// `unsealed` the new data's CommD (fil-commitment-unsealed 0xf101, sha2-256-trunc254-padded
+// 0x1012), each with a 32-byte digest. Any other CID is `CUZK_STATUS_INVALID_ARGUMENT` with a
+// message naming the CID and the problem. Otherwise as `cuzk_filecoin_snap_prove`.
 // Thread-safe.
 //
 // # Safety
-// `prover` NULL or live; `randomness`, `prover_id` 32 readable bytes each; `vanilla_proofs`
+// `engine` NULL or live; `vanilla_proofs` `n` slices of readable bytes; each CID `*_len`
+// readable bytes; `out` writable; `err` NULL or writable.
+enum cuzk_status cuzk_filecoin_snap_prove_cids(const struct cuzk_engine *engine,
+                                               int32_t priority,
+                                               uint64_t update_proof,
+                                               const struct cuzk_byte_slice *vanilla_proofs,
+                                               size_t n,
+                                               const uint8_t *key,
+                                               size_t key_len,
+                                               const uint8_t *sealed,
+                                               size_t sealed_len,
+                                               const uint8_t *unsealed,
+                                               size_t unsealed_len,
+                                               struct cuzk_bytes *out,
+                                               char **err);
+
+// `cuzk_filecoin_snap_prove_cids` without blocking: on success `*out` holds the job.
+// Thread-safe.
+//
+// # Safety
+// As `cuzk_filecoin_snap_prove_cids`.
+enum cuzk_status cuzk_filecoin_submit_snap_prove_cids(const struct cuzk_engine *engine,
+                                                      int32_t priority,
+                                                      uint64_t update_proof,
+                                                      const struct cuzk_byte_slice *vanilla_proofs,
+                                                      size_t n,
+                                                      const uint8_t *key,
+                                                      size_t key_len,
+                                                      const uint8_t *sealed,
+                                                      size_t sealed_len,
+                                                      const uint8_t *unsealed,
+                                                      size_t unsealed_len,
+                                                      struct cuzk_filecoin_job **out,
+                                                      char **err);
+
+// Window PoSt from vanilla proofs, as filecoin-ffi's `generate_window_post_with_vanilla`:
+// `post_proof` an `abi.RegisteredPoStProof` Window value (5..=9, or 10..=14 for the V1_1
+// ones); `randomness` and `prover_id` 32 bytes each; `vanilla_proofs` the `n` per-sector
+// vanilla proofs (filecoin-ffi's `generate_single_vanilla_proof`), in sector order. Blocks;
+// on success `*out` holds the proof bytes (192 per partition, in order). `engine`,
+// `priority`: as for `cuzk_filecoin_seal_commit_phase2`. Thread-safe.
+//
+// # Safety
+// `engine` NULL or live; `randomness`, `prover_id` 32 readable bytes each; `vanilla_proofs`
 // `n` slices of readable bytes; `out` writable; `err` NULL or writable.
-enum cuzk_status cuzk_filecoin_window_post(const struct cuzk_prover *prover,
+enum cuzk_status cuzk_filecoin_window_post(const struct cuzk_engine *engine,
+                                           int32_t priority,
                                            uint64_t post_proof,
                                            const uint8_t *randomness,
                                            const uint8_t *prover_id,
@@ -799,13 +898,67 @@ enum cuzk_status cuzk_filecoin_window_post(const struct cuzk_prover *prover,
                                            struct cuzk_bytes *out,
                                            char **err);
 
+// `cuzk_filecoin_window_post` without blocking: on success `*out` holds the job. Thread-safe.
+//
+// # Safety
+// As `cuzk_filecoin_window_post`.
+enum cuzk_status cuzk_filecoin_submit_window_post(const struct cuzk_engine *engine,
+                                                  int32_t priority,
+                                                  uint64_t post_proof,
+                                                  const uint8_t *randomness,
+                                                  const uint8_t *prover_id,
+                                                  const struct cuzk_byte_slice *vanilla_proofs,
+                                                  size_t n,
+                                                  struct cuzk_filecoin_job **out,
+                                                  char **err);
+
+// One partition of a Window PoSt, as filecoin-ffi's
+// `generate_single_partition_window_post_with_vanilla` (Curio's
+// `GenerateSinglePartitionWindowPoStWithVanilla`): `vanilla_proofs` are the `n` vanilla
+// proofs of that partition's sectors only, in sector order (at most the partition's sector
+// count), `partition_index` its index in the deadline (below 3000). Blocks; on success
+// `*out` holds the partition's 192-byte proof (filecoin-ffi's `PartitionProof` bytes; the
+// partitions' proofs concatenated in index order are the Window PoSt, as filecoin-proofs'
+// `merge_window_post_partition_proofs` makes it). Otherwise as `cuzk_filecoin_window_post`.
+// Thread-safe.
+//
+// # Safety
+// As `cuzk_filecoin_window_post`.
+enum cuzk_status cuzk_filecoin_window_post_partition(const struct cuzk_engine *engine,
+                                                     int32_t priority,
+                                                     uint64_t post_proof,
+                                                     const uint8_t *randomness,
+                                                     const uint8_t *prover_id,
+                                                     const struct cuzk_byte_slice *vanilla_proofs,
+                                                     size_t n,
+                                                     uint64_t partition_index,
+                                                     struct cuzk_bytes *out,
+                                                     char **err);
+
+// `cuzk_filecoin_window_post_partition` without blocking: on success `*out` holds the job.
+// Thread-safe.
+//
+// # Safety
+// As `cuzk_filecoin_window_post`.
+enum cuzk_status cuzk_filecoin_submit_window_post_partition(const struct cuzk_engine *engine,
+                                                            int32_t priority,
+                                                            uint64_t post_proof,
+                                                            const uint8_t *randomness,
+                                                            const uint8_t *prover_id,
+                                                            const struct cuzk_byte_slice *vanilla_proofs,
+                                                            size_t n,
+                                                            uint64_t partition_index,
+                                                            struct cuzk_filecoin_job **out,
+                                                            char **err);
+
 // Winning PoSt from vanilla proofs, as filecoin-ffi's `generate_winning_post_with_vanilla`:
 // `post_proof` an `abi.RegisteredPoStProof` Winning value (0..=4); the rest as for
 // `cuzk_filecoin_window_post`. Thread-safe.
 //
 // # Safety
 // As `cuzk_filecoin_window_post`.
-enum cuzk_status cuzk_filecoin_winning_post(const struct cuzk_prover *prover,
+enum cuzk_status cuzk_filecoin_winning_post(const struct cuzk_engine *engine,
+                                            int32_t priority,
                                             uint64_t post_proof,
                                             const uint8_t *randomness,
                                             const uint8_t *prover_id,
@@ -813,6 +966,72 @@ enum cuzk_status cuzk_filecoin_winning_post(const struct cuzk_prover *prover,
                                             size_t n,
                                             struct cuzk_bytes *out,
                                             char **err);
+
+// `cuzk_filecoin_winning_post` without blocking: on success `*out` holds the job.
+// Thread-safe.
+//
+// # Safety
+// As `cuzk_filecoin_window_post`.
+enum cuzk_status cuzk_filecoin_submit_winning_post(const struct cuzk_engine *engine,
+                                                   int32_t priority,
+                                                   uint64_t post_proof,
+                                                   const uint8_t *randomness,
+                                                   const uint8_t *prover_id,
+                                                   const struct cuzk_byte_slice *vanilla_proofs,
+                                                   size_t n,
+                                                   struct cuzk_filecoin_job **out,
+                                                   char **err);
+
+// Blocks until the job is over, checks its proofs against the parameters' verifying key, and
+// writes the proof bytes to `*out` (192 per partition, in order; free with
+// `cuzk_bytes_free`); or returns why it failed (`CUZK_STATUS_CANCELLED` after
+// `cuzk_filecoin_job_cancel`, a partition's error, ...). The result can be taken once: a
+// second call is `CUZK_STATUS_INVALID_ARGUMENT`. Thread-safe.
+//
+// # Safety
+// `job` live; `out` writable; `err` NULL or writable.
+enum cuzk_status cuzk_filecoin_job_wait(const struct cuzk_filecoin_job *job,
+                                        struct cuzk_bytes *out,
+                                        char **err);
+
+// Cancels the job: its partitions not yet on a GPU are dropped; `cuzk_filecoin_job_wait`
+// then returns `CUZK_STATUS_CANCELLED`. Returns whether it was still running (false for NULL
+// or a job already over). Thread-safe.
+//
+// # Safety
+// `job` NULL or live.
+bool cuzk_filecoin_job_cancel(const struct cuzk_filecoin_job *job);
+
+// The job's progress: `*done` partitions proved of `*total`, `*finished` whether the engine
+// is done with it (`cuzk_filecoin_job_wait` then only verifies). Also while another thread
+// waits, and after. Thread-safe.
+//
+// # Safety
+// `job` live; `done`, `total`, `finished` writable; `err` NULL or writable.
+enum cuzk_status cuzk_filecoin_job_progress(const struct cuzk_filecoin_job *job,
+                                            uint64_t *done,
+                                            uint64_t *total,
+                                            bool *finished,
+                                            char **err);
+
+// Frees a job handle; a job not yet over is cancelled first (nobody can take its proof any
+// more). NULL is accepted. Not to be called while another thread uses the handle.
+//
+// # Safety
+// `job` is NULL or from a `cuzk_filecoin_submit_*` call, not freed before.
+void cuzk_filecoin_job_free(struct cuzk_filecoin_job *job);
+
+// Configures the process-wide Filecoin engine (the one the proof calls use when their
+// `engine` is NULL), which starts with it at the first such proof; without this call it
+// starts from `cuzk_engine_config_default()`'s values with a budget of three quarters of the
+// host's memory, changed by the environment variables `CUZK_FILECOIN_GPUS` (`cpu`, `auto`,
+// or device numbers `0,1`), `CUZK_FILECOIN_BUDGET` (bytes or `96GiB`) and
+// `CUZK_FILECOIN_SYNTHESIS_THREADS`. Fails with `CUZK_STATUS_INVALID_ARGUMENT` once the
+// engine has started. Thread-safe.
+//
+// # Safety
+// `config` live; `err` NULL or writable.
+enum cuzk_status cuzk_filecoin_configure(const struct cuzk_engine_config *config, char **err);
 
 // Sends the library's log records up to `max_level` to `callback` with `user_data`; a NULL
 // `callback` stops forwarding. Replaces any previous callback: once this returns, the old

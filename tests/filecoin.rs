@@ -1,8 +1,9 @@
 //! Filecoin proofs through cuzk, checked by filecoin-proofs' own verifiers: 2 KiB sectors are
 //! sealed with filecoin-proofs (through filecoin-proofs-api, as filecoin-ffi calls it), their
-//! vanilla proofs made there, the SNARKs made by `cuzk::filecoin`, and the bytes verified with
-//! `verify_seal`, `verify_empty_sector_update_proof`, `verify_window_post` and
-//! `verify_winning_post`.
+//! vanilla proofs made there, the SNARKs made by `cuzk::filecoin` (on its process-wide engine,
+//! or on an engine of the test's), and the bytes verified with `verify_seal`,
+//! `verify_empty_sector_update_proof`, `verify_window_post` (also over single partitions merged
+//! as filecoin-proofs merges them) and `verify_winning_post`.
 //!
 //! Parameters: filecoin-proofs' parameter cache in `<target>/tmp/filecoin-proof-parameters`
 //! (unless `FIL_PROOFS_PARAMETER_CACHE` is set), filled on first use by filecoin-proofs' own
@@ -22,8 +23,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, Once, OnceLock};
 
 use blstrs::Scalar;
-use cuzk::filecoin::{self, ParamsKind, RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
-use cuzk::{BackendChoice, Error, Prover};
+use cuzk::engine::{Engine, EngineBackend, EngineConfig, PacerMode};
+use cuzk::filecoin::{
+    self, CommitmentKind, Options, ParamsKind, RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof,
+};
+use cuzk::prover::cpu::CpuBackend;
+use cuzk::prover::{Backend, Commitments, Timings};
+use cuzk::{Error, HeapAllocator, Parameters, ProvingAssignment};
 use ff::Field;
 use filecoin_proofs_api::seal::{self as api_seal, SealPreCommitPhase2Output};
 use filecoin_proofs_api::{post as api_post, update as api_update};
@@ -59,10 +65,6 @@ fn init() {
             std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
         }
     });
-}
-
-fn prover() -> Prover {
-    Prover::new().with_backend(BackendChoice::Auto).expect("Auto backend")
 }
 
 fn prover_id() -> [u8; 32] {
@@ -307,16 +309,13 @@ fn winning_post_verifies_with_filecoin_proofs_and_rejects_other_randomness() {
     ensure_params(ParamsKind::PoSt(WINNING));
     let randomness = [3u8; 32];
     let (vanilla, public) = winning_vanilla(&randomness);
-    let out = filecoin::generate_winning_post_with_vanilla_rng(
-        WINNING,
-        &randomness,
-        prover_id(),
-        &vanilla,
-        &prover(),
-        &mut rand::rngs::OsRng,
-    )
-    .unwrap();
+    let out =
+        filecoin::submit_winning_post_with_vanilla(WINNING, &randomness, prover_id(), &vanilla, Options::default())
+            .unwrap()
+            .wait()
+            .unwrap();
     eprintln!("winning PoSt: {:?}", out.report);
+    assert_eq!(out.report.priority, filecoin::PRIORITY_WINNING_POST);
     assert_eq!(out.proof.len(), 192);
     assert!(api_post::verify_winning_post(&randomness, &out.proof, &public, prover_id()).unwrap());
     write_go_fixture(&randomness, &vanilla);
@@ -341,14 +340,16 @@ fn winning_post_bytes_equal_bellpersons_with_the_same_r_and_s() {
     let randomness = [5u8; 32];
     let (vanilla, _) = winning_vanilla(&randomness);
     let seed = [9u8; 32];
-    let cuzk = filecoin::generate_winning_post_with_vanilla_rng(
+    let mut rng = ChaCha20Rng::from_seed(seed);
+    let cuzk = filecoin::submit_winning_post_with_vanilla(
         WINNING,
         &randomness,
         prover_id(),
         &vanilla,
-        &prover(),
-        &mut ChaCha20Rng::from_seed(seed),
+        Options::default().with_rng(&mut rng),
     )
+    .unwrap()
+    .wait()
     .unwrap();
 
     // The same circuits, built the way filecoin-proofs' generate_winning_post_with_vanilla
@@ -402,28 +403,26 @@ fn winning_post_bytes_equal_bellpersons_with_the_same_r_and_s() {
 #[test]
 fn winning_post_refuses_a_window_proof_type_and_garbage() {
     init();
-    let err = filecoin::generate_winning_post_with_vanilla(WINDOW, &[1; 32], prover_id(), &[vec![0u8; 8]], &prover())
-        .unwrap_err();
+    let err = filecoin::generate_winning_post_with_vanilla(WINDOW, &[1; 32], prover_id(), &[vec![0u8; 8]]).unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
-    let err = filecoin::generate_winning_post_with_vanilla(WINNING, &[1; 32], prover_id(), &[vec![1u8; 8]], &prover())
-        .unwrap_err();
+    let err =
+        filecoin::generate_winning_post_with_vanilla(WINNING, &[1; 32], prover_id(), &[vec![1u8; 8]]).unwrap_err();
     assert!(
         matches!(err, Error::InvalidArgument(ref m) if m.contains("bincode")),
         "{err}"
     );
-    let err = filecoin::generate_winning_post_with_vanilla(WINNING, &[1; 32], prover_id(), &[], &prover()).unwrap_err();
+    let err = filecoin::generate_winning_post_with_vanilla(WINNING, &[1; 32], prover_id(), &[]).unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
 }
 
 // ---------------------------------------------------------------------------------------------
 // Window PoSt
 
-#[test]
-fn window_post_of_three_sectors_in_two_partitions_verifies_with_filecoin_proofs() {
-    ensure_params(ParamsKind::PoSt(WINDOW));
-    let randomness = [11u8; 32];
+/// The Window PoSt inputs of the three shared sectors: their vanilla proofs (in sector order)
+/// and public replica infos.
+fn window_vanilla(randomness: &[u8; 32]) -> (Vec<Vec<u8>>, BTreeMap<SectorId, PublicReplicaInfo>) {
     let ids: Vec<SectorId> = sectors().iter().map(|s| SectorId::from(s.sector_id)).collect();
-    let challenges = api_post::generate_fallback_sector_challenges(WINDOW, &randomness, &ids, prover_id()).unwrap();
+    let challenges = api_post::generate_fallback_sector_challenges(WINDOW, randomness, &ids, prover_id()).unwrap();
     let mut vanilla = Vec::new();
     let mut public = BTreeMap::new();
     for s in sectors() {
@@ -432,17 +431,21 @@ fn window_post_of_three_sectors_in_two_partitions_verifies_with_filecoin_proofs(
             .push(api_post::generate_single_vanilla_proof(WINDOW, id, &s.private(WINDOW), &challenges[&id]).unwrap());
         public.insert(id, PublicReplicaInfo::new(WINDOW, s.comm_r()));
     }
-    let out = filecoin::generate_window_post_with_vanilla_rng(
-        WINDOW,
-        &randomness,
-        prover_id(),
-        &vanilla,
-        &prover(),
-        &mut rand::rngs::OsRng,
-    )
-    .unwrap();
+    (vanilla, public)
+}
+
+#[test]
+fn window_post_of_three_sectors_in_two_partitions_verifies_with_filecoin_proofs() {
+    ensure_params(ParamsKind::PoSt(WINDOW));
+    let randomness = [11u8; 32];
+    let (vanilla, public) = window_vanilla(&randomness);
+    let out = filecoin::submit_window_post_with_vanilla(WINDOW, &randomness, prover_id(), &vanilla, Options::default())
+        .unwrap()
+        .wait()
+        .unwrap();
     eprintln!("window PoSt: {:?}", out.report);
     assert_eq!(out.report.partitions, 2, "2 sectors per 2 KiB partition");
+    assert_eq!(out.report.priority, filecoin::PRIORITY_WINDOW_POST);
     assert_eq!(out.proof.len(), 2 * 192);
     assert!(api_post::verify_window_post(&randomness, &[(WINDOW, &out.proof)], &public, prover_id()).unwrap());
 
@@ -453,6 +456,255 @@ fn window_post_of_three_sectors_in_two_partitions_verifies_with_filecoin_proofs(
     // Nor under other randomness.
     let other = [12u8; 32];
     assert!(!api_post::verify_window_post(&other, &[(WINDOW, &out.proof)], &public, prover_id()).unwrap_or(false));
+}
+
+/// Curio's GenerateSinglePartitionWindowPoStWithVanilla: each partition proved on its own from
+/// its sectors' vanilla proofs only (partition 1 is the third sector alone), the partition
+/// proofs merged as filecoin-proofs merges them, the result verified by `verify_window_post`.
+#[test]
+fn single_partition_window_posts_merge_into_a_window_post_filecoin_proofs_verifies() {
+    ensure_params(ParamsKind::PoSt(WINDOW));
+    let randomness = [13u8; 32];
+    let (vanilla, public) = window_vanilla(&randomness);
+    let per_partition = WINDOW.as_v1_config().sector_count;
+    assert_eq!(per_partition, 2);
+    // Submitted together from two threads: both in flight on the engine at once.
+    let partitions: Vec<Vec<u8>> = std::thread::scope(|scope| {
+        let jobs: Vec<_> = vanilla
+            .chunks(per_partition)
+            .enumerate()
+            .map(|(k, chunk)| {
+                let randomness = &randomness;
+                scope.spawn(move || {
+                    filecoin::generate_single_partition_window_post_with_vanilla(
+                        WINDOW,
+                        randomness,
+                        prover_id(),
+                        chunk,
+                        k,
+                    )
+                    .unwrap()
+                })
+            })
+            .collect();
+        jobs.into_iter().map(|j| j.join().unwrap()).collect()
+    });
+    assert!(partitions.iter().all(|p| p.len() == 192));
+    let merged = api_post::merge_window_post_partition_proofs(
+        WINDOW,
+        partitions
+            .iter()
+            .cloned()
+            .map(filecoin_proofs_api::PartitionSnarkProof)
+            .collect(),
+    )
+    .unwrap();
+    assert!(api_post::verify_window_post(&randomness, &[(WINDOW, &merged)], &public, prover_id()).unwrap());
+    // In the wrong order they are not a Window PoSt.
+    let mut swapped = partitions[1].clone();
+    swapped.extend_from_slice(&partitions[0]);
+    assert!(!api_post::verify_window_post(&randomness, &[(WINDOW, &swapped)], &public, prover_id()).unwrap_or(false));
+
+    // Partition 0's sectors given as partition 1: checked as partition 1 before it is returned
+    // (a 2 KiB V1_2 challenge does not depend on the index, so it proves, and is the same
+    // circuit); more sectors than a partition holds, or a Winning type, are refused.
+    let err =
+        filecoin::generate_single_partition_window_post_with_vanilla(WINDOW, &randomness, prover_id(), &vanilla, 0)
+            .unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidArgument(ref m) if m.contains("at most 2 sectors")),
+        "{err}"
+    );
+    let err = filecoin::generate_single_partition_window_post_with_vanilla(
+        WINNING,
+        &randomness,
+        prover_id(),
+        &vanilla[..1],
+        0,
+    )
+    .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    let err = filecoin::generate_single_partition_window_post_with_vanilla(
+        WINDOW,
+        &randomness,
+        prover_id(),
+        &vanilla[..1],
+        filecoin::MAX_PARTITIONS_PER_DEADLINE,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidArgument(ref m) if m.contains("partition index")),
+        "{err}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Jobs: submit, progress, cancel, on an engine of the test's
+
+/// The CPU backend, every proof held until the gate opens.
+struct GatedBackend {
+    open: std::sync::Mutex<bool>,
+    cv: std::sync::Condvar,
+}
+
+impl Backend for GatedBackend {
+    fn name(&self) -> &'static str {
+        "gated-cpu"
+    }
+
+    fn commitments(
+        &self,
+        a: &mut ProvingAssignment,
+        params: &Parameters,
+        t: &mut Timings,
+    ) -> cuzk::Result<Commitments> {
+        let open = self.open.lock().unwrap();
+        let (open, _) = self
+            .cv
+            .wait_timeout_while(open, std::time::Duration::from_secs(120), |open| !*open)
+            .unwrap();
+        if !*open {
+            return Err(Error::InvalidArgument("gate never opened".into()));
+        }
+        drop(open);
+        CpuBackend.commitments(a, params, t)
+    }
+}
+
+#[test]
+fn a_submitted_winning_post_can_be_watched_cancelled_and_proved() {
+    ensure_params(ParamsKind::PoSt(WINNING));
+    let randomness = [17u8; 32];
+    let (vanilla, public) = winning_vanilla(&randomness);
+    let gate = std::sync::Arc::new(GatedBackend {
+        open: std::sync::Mutex::new(false),
+        cv: std::sync::Condvar::new(),
+    });
+    let engine = Engine::new(EngineConfig {
+        synthesis_workers: 1,
+        pacer: PacerMode::BoundedQueue { depth: 4 },
+        backends: vec![EngineBackend::Custom(gate.clone())],
+        pool_allocator: Some(Box::new(HeapAllocator)),
+        ..EngineConfig::default()
+    })
+    .unwrap();
+    let submit = |priority: Option<i32>| {
+        let options = Options {
+            priority,
+            ..Options::default().on(&engine)
+        };
+        filecoin::submit_winning_post_with_vanilla(WINNING, &randomness, prover_id(), &vanilla, options).unwrap()
+    };
+    // Held on the gated GPU: running, nothing done; cancelled, its wait says so.
+    let job = submit(None);
+    assert_eq!(
+        (job.kind(), job.priority()),
+        (filecoin::ProofKind::WinningPoSt, filecoin::PRIORITY_WINNING_POST)
+    );
+    let p = job.progress();
+    assert_eq!((p.done, p.total, p.finished), (0, 1, false));
+    assert!(job.cancel());
+    {
+        *gate.open.lock().unwrap() = true;
+        gate.cv.notify_all();
+    }
+    let err = job.wait().unwrap_err();
+    assert!(matches!(err, Error::Cancelled(_)), "{err}");
+    // Submitted again, at a priority of the caller's: proved and verified.
+    let job = submit(Some(7));
+    let out = job.wait().unwrap();
+    assert_eq!(out.report.priority, 7);
+    assert_eq!(out.report.backend, "gated-cpu");
+    assert!(api_post::verify_winning_post(&randomness, &out.proof, &public, prover_id()).unwrap());
+    let stats = engine.stats();
+    assert_eq!((stats.jobs_done, stats.jobs_failed), (1, 1), "{stats:#?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Commitment CIDs (Curio's GenerateUpdateProofWithVanilla takes cid.Cid)
+
+fn varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// `commcid.ReplicaCommitmentV1ToCID(comm).Bytes()`.
+fn sealed_cid(comm: &[u8; 32]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for v in [1, 0xf102, 0xb401, 32] {
+        varint(&mut out, v);
+    }
+    out.extend_from_slice(comm);
+    out
+}
+
+/// `commcid.DataCommitmentV1ToCID(comm).Bytes()`.
+fn unsealed_cid(comm: &[u8; 32]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for v in [1, 0xf101, 0x1012, 32] {
+        varint(&mut out, v);
+    }
+    out.extend_from_slice(comm);
+    out
+}
+
+#[test]
+fn update_proofs_take_commitment_cids_and_refuse_others_by_name() {
+    init();
+    let comm = [5u8; 32];
+    assert_eq!(
+        filecoin::commitment_from_cid(&sealed_cid(&comm), CommitmentKind::Sealed, "sealed").unwrap(),
+        comm
+    );
+    assert_eq!(
+        filecoin::commitment_from_cid(&unsealed_cid(&comm), CommitmentKind::Unsealed, "unsealed").unwrap(),
+        comm
+    );
+    let (sealed, unsealed) = (sealed_cid(&comm), unsealed_cid(&comm));
+    // Good CIDs reach the next check (no vanilla proofs for a one-partition update).
+    let err = filecoin::generate_update_proof_with_vanilla(UPDATE, &sealed, &sealed, &unsealed, &[]).unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidArgument(ref m) if m.contains("has 1 update partitions")),
+        "{err}"
+    );
+    // Each CID in the wrong place, or malformed, is refused naming it and the problem.
+    type Case<'a> = (&'a [u8], &'a [u8], &'a [u8], &'a str);
+    let cases: [Case; 4] = [
+        (
+            &unsealed,
+            &sealed,
+            &unsealed,
+            "key (the sector key's CommR): not a Sealed commitment CID: codec 0xf101",
+        ),
+        (
+            &sealed,
+            &unsealed,
+            &unsealed,
+            "sealed (the new CommR): not a Sealed commitment CID: codec 0xf101",
+        ),
+        (
+            &sealed,
+            &sealed,
+            &sealed,
+            "unsealed (the new CommD): not a Unsealed commitment CID: codec 0xf102",
+        ),
+        (
+            &sealed,
+            &sealed[..10],
+            &unsealed,
+            "sealed (the new CommR): not a Sealed commitment CID: the digest is truncated",
+        ),
+    ];
+    for (key, new_sealed, new_unsealed, want) in cases {
+        let err = filecoin::generate_update_proof_with_vanilla(UPDATE, key, new_sealed, new_unsealed, &[]).unwrap_err();
+        assert!(
+            matches!(err, Error::InvalidArgument(ref m) if m.contains(want)),
+            "{want}: {err}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -500,17 +752,33 @@ fn snap_deals_update_verifies_with_filecoin_proofs_and_rejects_another_comm_r() 
     )
     .unwrap();
     let vanilla: Vec<Vec<u8>> = vanilla.into_iter().map(|p| p.0).collect();
-    let out = filecoin::generate_empty_sector_update_proof_with_vanilla_rng(
+    let mut rng = ChaCha20Rng::from_seed([22; 32]);
+    let out = filecoin::submit_empty_sector_update_proof_with_vanilla(
         UPDATE,
         &vanilla,
         comm_r_old,
         encoded.comm_r_new,
         encoded.comm_d_new,
-        &prover(),
-        &mut rand::rngs::OsRng,
+        Options::default().with_rng(&mut rng),
     )
+    .unwrap()
+    .wait()
     .unwrap();
     eprintln!("SnapDeals: {:?}", out.report);
+    // From Curio's CIDs (cid.Cid.Bytes()), with the same r and s: the same bytes.
+    let mut rng = ChaCha20Rng::from_seed([22; 32]);
+    let from_cids = filecoin::submit_update_proof_with_vanilla(
+        UPDATE,
+        &sealed_cid(&comm_r_old),
+        &sealed_cid(&encoded.comm_r_new),
+        &unsealed_cid(&encoded.comm_d_new),
+        &vanilla,
+        Options::default().with_rng(&mut rng),
+    )
+    .unwrap()
+    .wait()
+    .unwrap();
+    assert_eq!(from_cids.proof, out.proof);
     assert_eq!(out.proof.len(), vanilla.len() * 192);
     assert!(api_update::verify_empty_sector_update_proof(
         UPDATE,
@@ -537,7 +805,6 @@ fn snap_deals_update_verifies_with_filecoin_proofs_and_rejects_another_comm_r() 
         comm_r_old,
         encoded.comm_r_new,
         encoded.comm_d_new,
-        &prover(),
     )
     .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
@@ -550,18 +817,18 @@ fn snap_deals_update_verifies_with_filecoin_proofs_and_rejects_another_comm_r() 
 fn c2_refuses_another_sector_number_or_miner_and_bad_json_before_proving() {
     let s = &sectors()[0];
     let json = c1_json(s, [4; 32]);
-    let err = filecoin::seal_commit_phase2(&json, prover_id(), s.sector_id + 1, &prover()).unwrap_err();
+    let err = filecoin::seal_commit_phase2(&json, prover_id(), s.sector_id + 1).unwrap_err();
     assert!(
         matches!(err, Error::InvalidArgument(ref m) if m.contains("replica id")),
         "{err}"
     );
     let other = filecoin::prover_id_from_miner_id(MINER + 1);
-    let err = filecoin::seal_commit_phase2(&json, other, s.sector_id, &prover()).unwrap_err();
+    let err = filecoin::seal_commit_phase2(&json, other, s.sector_id).unwrap_err();
     assert!(
         matches!(err, Error::InvalidArgument(ref m) if m.contains("replica id")),
         "{err}"
     );
-    let err = filecoin::seal_commit_phase2(&json[..json.len() / 2], prover_id(), s.sector_id, &prover()).unwrap_err();
+    let err = filecoin::seal_commit_phase2(&json[..json.len() / 2], prover_id(), s.sector_id).unwrap_err();
     assert!(
         matches!(err, Error::InvalidArgument(ref m) if m.contains("JSON")),
         "{err}"
@@ -571,7 +838,7 @@ fn c2_refuses_another_sector_number_or_miner_and_bad_json_before_proving() {
     let path = filecoin::parameter_path(ParamsKind::Seal(SEAL)).unwrap();
     let _guard = PARAMS_LOCK.lock().unwrap_or_else(|p| p.into_inner());
     if !path.exists() {
-        let err = filecoin::seal_commit_phase2(&json, prover_id(), s.sector_id, &prover()).unwrap_err();
+        let err = filecoin::seal_commit_phase2(&json, prover_id(), s.sector_id).unwrap_err();
         assert!(
             matches!(err, Error::FilecoinParams { path: ref p, .. } if *p == path),
             "{err}"
@@ -594,7 +861,9 @@ fn c2_verifies_with_filecoin_proofs_and_rejects_another_seed_or_comm_r() {
     let s = &sectors()[0];
     let seed = [4u8; 32];
     let json = c1_json(s, seed);
-    let out = filecoin::seal_commit_phase2_with_rng(&json, prover_id(), s.sector_id, &prover(), &mut rand::rngs::OsRng)
+    let out = filecoin::submit_seal_commit_phase2(&json, prover_id(), s.sector_id, Options::default())
+        .unwrap()
+        .wait()
         .unwrap();
     eprintln!("PoRep C2: {:?}", out.report);
     assert_eq!(out.proof.len(), usize::from(SEAL.partitions()) * 192);
@@ -617,14 +886,12 @@ fn c2_bytes_equal_bellpersons_with_the_same_r_and_s() {
     let seed = [6u8; 32];
     let json = c1_json(s, seed);
     let rng_seed = [8u8; 32];
-    let cuzk = filecoin::seal_commit_phase2_with_rng(
-        &json,
-        prover_id(),
-        s.sector_id,
-        &prover(),
-        &mut ChaCha20Rng::from_seed(rng_seed),
-    )
-    .unwrap();
+    let mut rng = ChaCha20Rng::from_seed(rng_seed);
+    let cuzk =
+        filecoin::submit_seal_commit_phase2(&json, prover_id(), s.sector_id, Options::default().with_rng(&mut rng))
+            .unwrap()
+            .wait()
+            .unwrap();
 
     // filecoin-proofs' circuits for the same C1 output, proved by bellperson with the same r, s.
     let c1: filecoin_proofs_api::seal::SealCommitPhase1Output = serde_json::from_slice(&json).unwrap();

@@ -9,23 +9,35 @@ import (
 
 // curioFFIDirect is the proving part of Curio's ffidirect.FFI (lib/ffiselect/ffidirect: the
 // methods ffiselect calls by name in a child process bound to one GPU), written over this
-// package's types where Curio has go-state-types' abi.X and proof.PoStProof. A Curio adapter
-// (README.md) is then conversions only. Two differences, both on purpose:
-//   - GenerateUpdateProofWithVanilla takes the three commitments as 32-byte values where
-//     Curio passes cid.Cid (key, sealed, unsealed); the adapter takes each CID's digest.
-//   - GenerateSinglePartitionWindowPoStWithVanilla(proofType RegisteredPoStProof, minerID
-//     ActorID, randomness PoStRandomness, proofs [][]byte, partitionIndex uint)
-//     (*PartitionProof, error) is not here: the C ABI has no single-partition Window PoSt
-//     yet (cuzk_filecoin_window_post proves a whole Window PoSt). It joins this interface
-//     when the ABI has it.
+// package's types where Curio has go-state-types' abi.X, proof.PoStProof and filecoin-ffi's
+// PartitionProof, and the CIDs as their bytes (cid.Cid.Bytes()). A Curio adapter (README.md)
+// is then conversions only.
 type curioFFIDirect interface {
 	SealCommitPhase2(phase1Output []byte, sectorNum SectorNumber, minerID ActorID) ([]byte, error)
+	GenerateSinglePartitionWindowPoStWithVanilla(proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte, partitionIndex uint) (*PartitionProof, error)
 	GenerateWinningPoStWithVanilla(proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte) ([]PoStProof, error)
 	GenerateUpdateProofWithVanilla(proofType RegisteredUpdateProof, key, sealed, unsealed []byte, vproofs [][]byte) ([]byte, error)
 }
 
-// A *Prover (nil: the Auto prover) has Curio's method set.
-var _ curioFFIDirect = (*Prover)(nil)
+// An *Engine (nil: the process-wide Filecoin engine) has Curio's method set.
+var _ curioFFIDirect = (*Engine)(nil)
+
+// commitmentCID is the binary CID go-fil-commcid makes of a 32-byte commitment: version 1, the
+// codec, the multihash code and length (unsigned varints), the digest.
+func commitmentCID(codec, hash uint64, comm []byte) []byte {
+	var out []byte
+	for _, v := range []uint64{1, codec, hash, uint64(len(comm))} {
+		for v >= 0x80 {
+			out = append(out, byte(v)|0x80)
+			v >>= 7
+		}
+		out = append(out, byte(v))
+	}
+	return append(out, comm...)
+}
+
+func sealedCID(comm []byte) []byte   { return commitmentCID(0xf102, 0xb401, comm) }
+func unsealedCID(comm []byte) []byte { return commitmentCID(0xf101, 0x1012, comm) }
 
 // The go-state-types definitions, as stand-ins (the package has no go-state-types): each
 // conversion the README's adapter makes must compile against them.
@@ -165,23 +177,26 @@ func TestFilecoinProofTypeValuesMeanTheSameToTheLibrary(t *testing.T) {
 	// count.
 	c := make([]byte, 32)
 	for v, partitions := range []int{1, 4, 16, 16, 16} {
-		_, err := GenerateUpdateProofWithVanilla(RegisteredUpdateProof(v), c, c, c, nil)
+		_, err := GenerateUpdateProofWithVanilla(RegisteredUpdateProof(v), sealedCID(c), sealedCID(c), unsealedCID(c), nil)
 		if want := fmt.Sprintf("has %d update partitions", partitions); status(err) != StatusInvalidArgument || !strings.Contains(err.Error(), want) {
 			t.Errorf("update proof type %d with no vanilla proofs: %v; want %q", v, err, want)
 		}
 	}
-	if _, err := GenerateUpdateProofWithVanilla(RegisteredUpdateProof_StackedDrg64GiBV1+1, c, c, c, nil); status(err) != StatusInvalidArgument {
+	if _, err := GenerateUpdateProofWithVanilla(RegisteredUpdateProof_StackedDrg64GiBV1+1, sealedCID(c), sealedCID(c), unsealedCID(c), nil); status(err) != StatusInvalidArgument {
 		t.Errorf("update proof type 5: %v", err)
 	}
 }
 
-// Each call of the method set reaches the library through the interface (the Winning PoSt
-// proves in TestFilecoinWinningPoStProves, through the same interface).
+// Each call of the method set reaches the library through the interface, on the process-wide
+// Filecoin engine and on an engine of the test's (the Winning PoSt proves in
+// TestFilecoinWinningPoStProves, through the same interface).
 func TestFilecoinCurioMethodSetReachesTheLibrary(t *testing.T) {
-	prover, err := NewProver(CPU, 0, nil)
+	cfg := DefaultEngineConfig()
+	cfg.Backend, cfg.Memory = CPU, Heap
+	eng, err := NewEngine(cfg)
 	must(t, err)
-	defer prover.Close()
-	for _, ffi := range []curioFFIDirect{(*Prover)(nil), prover} {
+	defer eng.Close()
+	for _, ffi := range []curioFFIDirect{(*Engine)(nil), eng} {
 		want := StatusUnsupported
 		if FilecoinAvailable() {
 			want = StatusInvalidArgument
@@ -190,12 +205,42 @@ func TestFilecoinCurioMethodSetReachesTheLibrary(t *testing.T) {
 		if _, err := ffi.SealCommitPhase2([]byte("not json"), 1, 1000); status(err) != want {
 			t.Errorf("SealCommitPhase2: %v; want status %v", err, want)
 		}
-		if _, err := ffi.GenerateUpdateProofWithVanilla(RegisteredUpdateProof_StackedDrg2KiBV1, c, c, c, nil); status(err) != want {
+		if _, err := ffi.GenerateUpdateProofWithVanilla(RegisteredUpdateProof_StackedDrg2KiBV1, sealedCID(c), sealedCID(c), unsealedCID(c), nil); status(err) != want {
 			t.Errorf("GenerateUpdateProofWithVanilla: %v; want status %v", err, want)
 		}
 		_, err := adaptWinning(ffi, abiRegisteredPoStProof(RegisteredPoStProof_StackedDrgWindow2KiBV1), 1000, make(abiPoStRandomness, 32), [][]byte{{1}})
 		if status(err) != want {
 			t.Errorf("GenerateWinningPoStWithVanilla with a Window type: %v; want status %v", err, want)
+		}
+		_, err = ffi.GenerateSinglePartitionWindowPoStWithVanilla(RegisteredPoStProof_StackedDrgWinning2KiBV1, 1000, make(PoStRandomness, 32), [][]byte{{1}}, 0)
+		if status(err) != want || (FilecoinAvailable() && !strings.Contains(err.Error(), "not a Window one")) {
+			t.Errorf("GenerateSinglePartitionWindowPoStWithVanilla with a Winning type: %v; want status %v", err, want)
+		}
+	}
+}
+
+// Curio passes cid.Cid values: a CID of the wrong codec, hash or length is refused with a
+// message naming the CID and the problem, before any proving.
+func TestFilecoinUpdateProofRefusesOtherCIDs(t *testing.T) {
+	if !FilecoinAvailable() {
+		t.Skip("the library was built without the filecoin feature")
+	}
+	c := make([]byte, 32)
+	s, u := sealedCID(c), unsealedCID(c)
+	cases := []struct {
+		key, sealed, unsealed []byte
+		want                  string
+	}{
+		{u, s, u, "key (the sector key's CommR): not a Sealed commitment CID: codec 0xf101"},
+		{s, s, s, "unsealed (the new CommD): not a Unsealed commitment CID: codec 0xf102"},
+		{s, commitmentCID(0xf102, 0x12, c), u, "sealed (the new CommR): not a Sealed commitment CID: multihash 0x12"},
+		{s, s, commitmentCID(0xf101, 0x1012, c[:31]), "a 31-byte digest"},
+		{c, s, u, "version 0"},
+	}
+	for _, tc := range cases {
+		_, err := GenerateUpdateProofWithVanilla(RegisteredUpdateProof_StackedDrg2KiBV1, tc.key, tc.sealed, tc.unsealed, nil)
+		if status(err) != StatusInvalidArgument || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v; want a refusal with %q", err, tc.want)
 		}
 	}
 }

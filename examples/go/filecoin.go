@@ -8,17 +8,25 @@ import "C"
 
 import (
 	"fmt"
+	"runtime"
 	"unsafe"
 )
 
 // Filecoin proofs (the library's `filecoin` feature): the functions below take the bytes
 // filecoin-ffi's functions of the same names take and return the bytes they return, proved by
-// cuzk. Parameters are read from filecoin-proofs' parameter cache (FIL_PROOFS_PARAMETER_CACHE,
-// default /var/tmp/filecoin-proof-parameters/) and kept loaded (and resident on the GPU) for
-// the life of the process. Each proof is checked against the parameters' verifying key
-// before it is returned. The argument and result types are go-state-types' (filecoin_types.go),
-// so these signatures are filecoin-ffi's up to the package of the types; the one difference is
-// GenerateUpdateProofWithVanilla's commitments (32 bytes each, not CIDs).
+// cuzk as jobs of an engine: the process-wide Filecoin engine (package-level functions, or a
+// nil *Engine; ConfigureFilecoin or the CUZK_FILECOIN_* variables configure it) or an Engine
+// of the caller's (its methods). Each kind has a priority (PriorityWinningPoSt >
+// PriorityWindowPoSt > PrioritySealCommit = PrioritySnapDeals): a Winning PoSt submitted
+// during a stream of PoRep C2 partitions goes to the GPU before the ones still waiting. The
+// Submit… forms return a *FilecoinJob at once (Wait, Cancel, Progress) and take a priority
+// (PriorityDefault: the kind's). Parameters are read from filecoin-proofs' parameter cache
+// (FIL_PROOFS_PARAMETER_CACHE, default /var/tmp/filecoin-proof-parameters/) and kept loaded
+// (and resident on the GPU) for the life of the process. Each proof is checked against the
+// parameters' verifying key before it is returned. The argument and result types are
+// go-state-types' (filecoin_types.go), so these signatures are filecoin-ffi's (and Curio's
+// ffidirect's) up to the package of the types: GenerateUpdateProofWithVanilla takes the
+// commitments as CID bytes (cid.Cid.Bytes()).
 
 // StatusFilecoin and StatusUnsupported are the statuses of the Filecoin functions: filecoin-proofs
 // refused the inputs, or the library was built without the `filecoin` feature.
@@ -30,6 +38,28 @@ const (
 func init() {
 	statusNames[StatusFilecoin] = "filecoin"
 	statusNames[StatusUnsupported] = "unsupported"
+}
+
+// Engine priorities of the Filecoin proof kinds (higher goes first), and PriorityDefault: "the
+// kind's" for a Submit… call.
+const (
+	PriorityDefault     int32 = C.CUZK_PRIORITY_DEFAULT
+	PriorityWinningPoSt int32 = C.CUZK_PRIORITY_WINNING_POST
+	PriorityWindowPoSt  int32 = C.CUZK_PRIORITY_WINDOW_POST
+	PrioritySealCommit  int32 = C.CUZK_PRIORITY_SEAL_COMMIT
+	PrioritySnapDeals   int32 = C.CUZK_PRIORITY_SNAP_DEALS
+)
+
+// ConfigureFilecoin sets the configuration of the process-wide Filecoin engine, which starts
+// with it at the first proof that uses it (the CUZK_FILECOIN_GPUS, CUZK_FILECOIN_BUDGET and
+// CUZK_FILECOIN_SYNTHESIS_THREADS variables are then not read). It fails with
+// StatusInvalidArgument once that engine has started.
+func ConfigureFilecoin(cfg EngineConfig) error {
+	c, err := cfg.cConfig()
+	if err != nil {
+		return err
+	}
+	return call(func(e **C.char) C.enum_cuzk_status { return C.cuzk_filecoin_configure(&c, e) })
 }
 
 // FilecoinAvailable says whether the linked library was built with the `filecoin` feature;
@@ -84,32 +114,47 @@ func check32(name string, b []byte) error {
 	return nil
 }
 
-// withProver runs f with p's C pointer, or NULL (an Auto prover) when p is nil.
-func withProver(p *Prover, f func(pp *C.struct_cuzk_prover) error) error {
-	if p == nil {
+// withEngine runs f with eng's C pointer, or NULL (the process-wide Filecoin engine) when eng
+// is nil.
+func withEngine(eng *Engine, f func(pe *C.struct_cuzk_engine) error) error {
+	if eng == nil {
 		return f(nil)
 	}
-	return p.h.use(func(ptr unsafe.Pointer) error { return f((*C.struct_cuzk_prover)(ptr)) })
+	return eng.h.use(func(ptr unsafe.Pointer) error { return f((*C.struct_cuzk_engine)(ptr)) })
 }
 
-// SealCommitPhase2 is filecoin-ffi's SealCommitPhase2 on an Auto prover (the GPU when the
-// library has CUDA and finds one): phase1Output is SealCommitPhase1's output (filecoin-ffi's
-// JSON), and the result the proof bytes (192 per partition).
-func SealCommitPhase2(phase1Output []byte, sectorNum SectorNumber, minerID ActorID) ([]byte, error) {
-	return (*Prover)(nil).SealCommitPhase2(phase1Output, sectorNum, minerID)
+// filecoinCall is one proof call: blocking (job == nil: the bytes land in out) or submitted.
+type filecoinCall struct {
+	out C.struct_cuzk_bytes
+	job *C.struct_cuzk_filecoin_job
 }
 
-// SealCommitPhase2 is the package-level SealCommitPhase2 on this prover (a nil *Prover means an
-// Auto prover).
-func (p *Prover) SealCommitPhase2(phase1Output []byte, sectorNum SectorNumber, minerID ActorID) ([]byte, error) {
-	proverID := ProverID(minerID)
-	c1 := cCopy(phase1Output)
-	defer C.free(c1)
+func (c *filecoinCall) result(err error, submit bool) ([]byte, *FilecoinJob, error) {
+	if err != nil {
+		return nil, nil, err
+	}
+	if submit {
+		j := &FilecoinJob{h: handle{ptr: unsafe.Pointer(c.job)}}
+		runtime.SetFinalizer(j, func(j *FilecoinJob) { j.Close() })
+		return nil, j, nil
+	}
+	return takeBytes(c.out), nil, nil
+}
+
+// FilecoinJob is a Filecoin proof submitted to an engine (a Submit… call). Safe for concurrent
+// use: Cancel and Progress may be called while another goroutine Waits. Close it when done (it
+// cancels a job not yet over, then waits for a Wait under way to return).
+type FilecoinJob struct{ h handle }
+
+// Wait blocks until the job is over and returns the proof bytes (192 per partition, in
+// order), checked against the parameters' verifying key; or why it failed (*Error:
+// StatusCancelled after Cancel, a partition's failure, ...). The result can be taken once: a
+// second Wait returns StatusInvalidArgument.
+func (j *FilecoinJob) Wait() ([]byte, error) {
 	var out C.struct_cuzk_bytes
-	err := withProver(p, func(pp *C.struct_cuzk_prover) error {
+	err := j.h.use(func(p unsafe.Pointer) error {
 		return call(func(e **C.char) C.enum_cuzk_status {
-			return C.cuzk_filecoin_seal_commit_phase2(pp, (*C.uint8_t)(c1), C.size_t(len(phase1Output)),
-				C.uint64_t(sectorNum), (*C.uint8_t)(unsafe.Pointer(&proverID[0])), &out, e)
+			return C.cuzk_filecoin_job_wait((*C.struct_cuzk_filecoin_job)(p), &out, e)
 		})
 	})
 	if err != nil {
@@ -118,20 +163,120 @@ func (p *Prover) SealCommitPhase2(phase1Output []byte, sectorNum SectorNumber, m
 	return takeBytes(out), nil
 }
 
-// GenerateUpdateProofWithVanilla is filecoin-ffi's FunctionsSectorUpdate.GenerateUpdateProofWithVanilla
-// on an Auto prover, with the commitments as 32-byte values instead of CIDs: commROld is the
-// sector key's CommR (filecoin-ffi's oldSealedCID, Curio's key), commRNew the updated
-// replica's (newSealedCID, sealed), commDNew the new data's CommD (unsealedCID, unsealed). A
-// CID's commitment is its multihash digest (go-fil-commcid: CIDToReplicaCommitmentV1 for the
-// sealed CIDs, CIDToDataCommitmentV1 for the unsealed one, which also check the codec and the
-// hash function). vanillaProofs are the partition proofs of GenerateUpdateVanillaProofs, in
-// order.
-func GenerateUpdateProofWithVanilla(proofType RegisteredUpdateProof, commROld, commRNew, commDNew []byte, vanillaProofs [][]byte) ([]byte, error) {
-	return (*Prover)(nil).GenerateUpdateProofWithVanilla(proofType, commROld, commRNew, commDNew, vanillaProofs)
+// Cancel cancels the job: its partitions not yet on a GPU are dropped, Wait then returns
+// StatusCancelled. It reports whether the job was still running.
+func (j *FilecoinJob) Cancel() bool {
+	running := false
+	_ = j.h.use(func(p unsafe.Pointer) error {
+		running = bool(C.cuzk_filecoin_job_cancel((*C.struct_cuzk_filecoin_job)(p)))
+		return nil
+	})
+	return running
 }
 
-// GenerateUpdateProofWithVanilla is the package-level function on this prover.
-func (p *Prover) GenerateUpdateProofWithVanilla(proofType RegisteredUpdateProof, commROld, commRNew, commDNew []byte, vanillaProofs [][]byte) ([]byte, error) {
+// Progress polls the job: partitions proved of Total, Finished once the engine is done with it
+// (Wait then only verifies).
+func (j *FilecoinJob) Progress() (JobProgress, error) {
+	var done, total C.uint64_t
+	var finished C.bool
+	err := j.h.use(func(p unsafe.Pointer) error {
+		return call(func(e **C.char) C.enum_cuzk_status {
+			return C.cuzk_filecoin_job_progress((*C.struct_cuzk_filecoin_job)(p), &done, &total, &finished, e)
+		})
+	})
+	return JobProgress{uint64(done), uint64(total), bool(finished)}, err
+}
+
+// Close cancels the job if it is not over, waits for a Wait under way to return, and frees
+// the handle. A second Close returns ErrClosed.
+func (j *FilecoinJob) Close() error {
+	runtime.SetFinalizer(j, nil)
+	j.Cancel()
+	return closeWith(&j.h, func(p unsafe.Pointer) { C.cuzk_filecoin_job_free((*C.struct_cuzk_filecoin_job)(p)) })
+}
+
+// SealCommitPhase2 is filecoin-ffi's SealCommitPhase2 on the process-wide Filecoin engine:
+// phase1Output is SealCommitPhase1's output (filecoin-ffi's JSON), and the result the proof
+// bytes (192 per partition).
+func SealCommitPhase2(phase1Output []byte, sectorNum SectorNumber, minerID ActorID) ([]byte, error) {
+	return (*Engine)(nil).SealCommitPhase2(phase1Output, sectorNum, minerID)
+}
+
+// SealCommitPhase2 is the package-level SealCommitPhase2 on this engine (nil: the
+// process-wide Filecoin engine).
+func (eng *Engine) SealCommitPhase2(phase1Output []byte, sectorNum SectorNumber, minerID ActorID) ([]byte, error) {
+	b, _, err := eng.sealCommitPhase2(false, PriorityDefault, phase1Output, sectorNum, minerID)
+	return b, err
+}
+
+// SubmitSealCommitPhase2 is SealCommitPhase2 without blocking, at priority (PriorityDefault:
+// PrioritySealCommit), on the process-wide Filecoin engine.
+func SubmitSealCommitPhase2(priority int32, phase1Output []byte, sectorNum SectorNumber, minerID ActorID) (*FilecoinJob, error) {
+	return (*Engine)(nil).SubmitSealCommitPhase2(priority, phase1Output, sectorNum, minerID)
+}
+
+// SubmitSealCommitPhase2 is the package-level SubmitSealCommitPhase2 on this engine.
+func (eng *Engine) SubmitSealCommitPhase2(priority int32, phase1Output []byte, sectorNum SectorNumber, minerID ActorID) (*FilecoinJob, error) {
+	_, j, err := eng.sealCommitPhase2(true, priority, phase1Output, sectorNum, minerID)
+	return j, err
+}
+
+func (eng *Engine) sealCommitPhase2(submit bool, priority int32, phase1Output []byte, sectorNum SectorNumber, minerID ActorID) ([]byte, *FilecoinJob, error) {
+	proverID := ProverID(minerID)
+	c1 := cCopy(phase1Output)
+	defer C.free(c1)
+	var c filecoinCall
+	err := withEngine(eng, func(pe *C.struct_cuzk_engine) error {
+		return call(func(e **C.char) C.enum_cuzk_status {
+			p, n, id := (*C.uint8_t)(c1), C.size_t(len(phase1Output)), (*C.uint8_t)(unsafe.Pointer(&proverID[0]))
+			if submit {
+				return C.cuzk_filecoin_submit_seal_commit_phase2(pe, C.int32_t(priority), p, n, C.uint64_t(sectorNum), id, &c.job, e)
+			}
+			return C.cuzk_filecoin_seal_commit_phase2(pe, C.int32_t(priority), p, n, C.uint64_t(sectorNum), id, &c.out, e)
+		})
+	})
+	return c.result(err, submit)
+}
+
+// GenerateUpdateProofWithVanilla is Curio's (and filecoin-ffi's)
+// FunctionsSectorUpdate.GenerateUpdateProofWithVanilla on the process-wide Filecoin engine,
+// with the CIDs as their bytes (cid.Cid.Bytes()): key is the sector key's CommR
+// (oldSealedCID), sealed the updated replica's (newSealedCID), both fil-commitment-sealed CIDs
+// (codec 0xf102, multihash poseidon-bls12_381-a2-fc1 0xb401); unsealed the new data's CommD, a
+// fil-commitment-unsealed CID (0xf101, sha2-256-trunc254-padded 0x1012). Any other CID is
+// refused (StatusInvalidArgument, naming the CID and the problem). vproofs are the partition
+// proofs of GenerateUpdateVanillaProofs, in order.
+func GenerateUpdateProofWithVanilla(proofType RegisteredUpdateProof, key, sealed, unsealed []byte, vproofs [][]byte) ([]byte, error) {
+	return (*Engine)(nil).GenerateUpdateProofWithVanilla(proofType, key, sealed, unsealed, vproofs)
+}
+
+// GenerateUpdateProofWithVanilla is the package-level function on this engine.
+func (eng *Engine) GenerateUpdateProofWithVanilla(proofType RegisteredUpdateProof, key, sealed, unsealed []byte, vproofs [][]byte) ([]byte, error) {
+	b, _, err := eng.update(false, PriorityDefault, proofType, [3][]byte{key, sealed, unsealed}, true, vproofs)
+	return b, err
+}
+
+// SubmitUpdateProofWithVanilla is GenerateUpdateProofWithVanilla without blocking, at priority
+// (PriorityDefault: PrioritySnapDeals), on the process-wide Filecoin engine.
+func SubmitUpdateProofWithVanilla(priority int32, proofType RegisteredUpdateProof, key, sealed, unsealed []byte, vproofs [][]byte) (*FilecoinJob, error) {
+	return (*Engine)(nil).SubmitUpdateProofWithVanilla(priority, proofType, key, sealed, unsealed, vproofs)
+}
+
+// SubmitUpdateProofWithVanilla is the package-level function on this engine.
+func (eng *Engine) SubmitUpdateProofWithVanilla(priority int32, proofType RegisteredUpdateProof, key, sealed, unsealed []byte, vproofs [][]byte) (*FilecoinJob, error) {
+	_, j, err := eng.update(true, priority, proofType, [3][]byte{key, sealed, unsealed}, true, vproofs)
+	return j, err
+}
+
+// GenerateUpdateProofWithCommitments is GenerateUpdateProofWithVanilla with the commitments
+// as their 32-byte values (a CID's multihash digest): commROld the sector key's CommR,
+// commRNew the updated replica's, commDNew the new data's CommD.
+func GenerateUpdateProofWithCommitments(proofType RegisteredUpdateProof, commROld, commRNew, commDNew []byte, vproofs [][]byte) ([]byte, error) {
+	return (*Engine)(nil).GenerateUpdateProofWithCommitments(proofType, commROld, commRNew, commDNew, vproofs)
+}
+
+// GenerateUpdateProofWithCommitments is the package-level function on this engine.
+func (eng *Engine) GenerateUpdateProofWithCommitments(proofType RegisteredUpdateProof, commROld, commRNew, commDNew []byte, vproofs [][]byte) ([]byte, error) {
 	for _, c := range []struct {
 		name string
 		b    []byte
@@ -140,57 +285,144 @@ func (p *Prover) GenerateUpdateProofWithVanilla(proofType RegisteredUpdateProof,
 			return nil, err
 		}
 	}
+	b, _, err := eng.update(false, PriorityDefault, proofType, [3][]byte{commROld, commRNew, commDNew}, false, vproofs)
+	return b, err
+}
+
+func (eng *Engine) update(submit bool, priority int32, proofType RegisteredUpdateProof, comms [3][]byte, cids bool, vproofs [][]byte) ([]byte, *FilecoinJob, error) {
 	if proofType < 0 {
-		return nil, &Error{StatusInvalidArgument, fmt.Sprintf("update proof type %d", proofType)}
+		return nil, nil, &Error{StatusInvalidArgument, fmt.Sprintf("update proof type %d", proofType)}
 	}
-	arr, free := cSlices(vanillaProofs)
+	arr, free := cSlices(vproofs)
 	defer free()
-	rOld, rNew, dNew := cCopy(commROld), cCopy(commRNew), cCopy(commDNew)
-	defer C.free(rOld)
-	defer C.free(rNew)
-	defer C.free(dNew)
-	var out C.struct_cuzk_bytes
-	err := withProver(p, func(pp *C.struct_cuzk_prover) error {
+	var cs [3]*C.uint8_t
+	for i, b := range comms {
+		p := cCopy(b)
+		defer C.free(p)
+		cs[i] = (*C.uint8_t)(p)
+	}
+	var c filecoinCall
+	err := withEngine(eng, func(pe *C.struct_cuzk_engine) error {
 		return call(func(e **C.char) C.enum_cuzk_status {
-			return C.cuzk_filecoin_snap_prove(pp, C.uint64_t(proofType), arr, C.size_t(len(vanillaProofs)),
-				(*C.uint8_t)(rOld), (*C.uint8_t)(rNew), (*C.uint8_t)(dNew), &out, e)
+			pr, typ, n := C.int32_t(priority), C.uint64_t(proofType), C.size_t(len(vproofs))
+			l0, l1, l2 := C.size_t(len(comms[0])), C.size_t(len(comms[1])), C.size_t(len(comms[2]))
+			switch {
+			case cids && submit:
+				return C.cuzk_filecoin_submit_snap_prove_cids(pe, pr, typ, arr, n, cs[0], l0, cs[1], l1, cs[2], l2, &c.job, e)
+			case cids:
+				return C.cuzk_filecoin_snap_prove_cids(pe, pr, typ, arr, n, cs[0], l0, cs[1], l1, cs[2], l2, &c.out, e)
+			case submit:
+				return C.cuzk_filecoin_submit_snap_prove(pe, pr, typ, arr, n, cs[0], cs[1], cs[2], &c.job, e)
+			default:
+				return C.cuzk_filecoin_snap_prove(pe, pr, typ, arr, n, cs[0], cs[1], cs[2], &c.out, e)
+			}
 		})
 	})
+	return c.result(err, submit)
+}
+
+// GenerateWinningPoStWithVanilla is filecoin-ffi's GenerateWinningPoStWithVanilla on the
+// process-wide Filecoin engine: randomness is the 32-byte abi.PoStRandomness, proofs the
+// vanilla proofs of the challenged sectors (GenerateSingleVanillaProof).
+func GenerateWinningPoStWithVanilla(proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte) ([]PoStProof, error) {
+	return (*Engine)(nil).GenerateWinningPoStWithVanilla(proofType, minerID, randomness, proofs)
+}
+
+// GenerateWinningPoStWithVanilla is the package-level function on this engine.
+func (eng *Engine) GenerateWinningPoStWithVanilla(proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte) ([]PoStProof, error) {
+	b, _, err := eng.post(postWinning, 0, false, PriorityDefault, proofType, minerID, randomness, proofs)
 	if err != nil {
 		return nil, err
 	}
-	return takeBytes(out), nil
+	return []PoStProof{{PoStProof: proofType, ProofBytes: b}}, nil
 }
 
-// GenerateWinningPoStWithVanilla is filecoin-ffi's GenerateWinningPoStWithVanilla on an Auto
-// prover: randomness is the 32-byte abi.PoStRandomness, proofs the vanilla proofs of the
-// challenged sectors (GenerateSingleVanillaProof).
-func GenerateWinningPoStWithVanilla(proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte) ([]PoStProof, error) {
-	return (*Prover)(nil).GenerateWinningPoStWithVanilla(proofType, minerID, randomness, proofs)
+// SubmitWinningPoStWithVanilla is GenerateWinningPoStWithVanilla without blocking, at
+// priority (PriorityDefault: PriorityWinningPoSt), on the process-wide Filecoin engine; its
+// Wait gives the proof bytes.
+func SubmitWinningPoStWithVanilla(priority int32, proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte) (*FilecoinJob, error) {
+	return (*Engine)(nil).SubmitWinningPoStWithVanilla(priority, proofType, minerID, randomness, proofs)
 }
 
-// GenerateWinningPoStWithVanilla is the package-level function on this prover.
-func (p *Prover) GenerateWinningPoStWithVanilla(proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte) ([]PoStProof, error) {
-	return p.post(false, proofType, minerID, randomness, proofs)
+// SubmitWinningPoStWithVanilla is the package-level function on this engine.
+func (eng *Engine) SubmitWinningPoStWithVanilla(priority int32, proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte) (*FilecoinJob, error) {
+	_, j, err := eng.post(postWinning, 0, true, priority, proofType, minerID, randomness, proofs)
+	return j, err
 }
 
-// GenerateWindowPoStWithVanilla is filecoin-ffi's GenerateWindowPoStWithVanilla on an Auto
-// prover: proofs are the vanilla proofs of the partition's sectors, in sector order.
+// GenerateWindowPoStWithVanilla is filecoin-ffi's GenerateWindowPoStWithVanilla on the
+// process-wide Filecoin engine: proofs are the vanilla proofs of the PoSt's sectors, in sector
+// order.
 func GenerateWindowPoStWithVanilla(proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte) ([]PoStProof, error) {
-	return (*Prover)(nil).GenerateWindowPoStWithVanilla(proofType, minerID, randomness, proofs)
+	return (*Engine)(nil).GenerateWindowPoStWithVanilla(proofType, minerID, randomness, proofs)
 }
 
-// GenerateWindowPoStWithVanilla is the package-level function on this prover.
-func (p *Prover) GenerateWindowPoStWithVanilla(proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte) ([]PoStProof, error) {
-	return p.post(true, proofType, minerID, randomness, proofs)
-}
-
-func (p *Prover) post(window bool, proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte) ([]PoStProof, error) {
-	if err := check32("randomness", randomness); err != nil {
+// GenerateWindowPoStWithVanilla is the package-level function on this engine.
+func (eng *Engine) GenerateWindowPoStWithVanilla(proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte) ([]PoStProof, error) {
+	b, _, err := eng.post(postWindow, 0, false, PriorityDefault, proofType, minerID, randomness, proofs)
+	if err != nil {
 		return nil, err
 	}
+	return []PoStProof{{PoStProof: proofType, ProofBytes: b}}, nil
+}
+
+// SubmitWindowPoStWithVanilla is GenerateWindowPoStWithVanilla without blocking, at priority
+// (PriorityDefault: PriorityWindowPoSt), on the process-wide Filecoin engine.
+func SubmitWindowPoStWithVanilla(priority int32, proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte) (*FilecoinJob, error) {
+	return (*Engine)(nil).SubmitWindowPoStWithVanilla(priority, proofType, minerID, randomness, proofs)
+}
+
+// SubmitWindowPoStWithVanilla is the package-level function on this engine.
+func (eng *Engine) SubmitWindowPoStWithVanilla(priority int32, proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte) (*FilecoinJob, error) {
+	_, j, err := eng.post(postWindow, 0, true, priority, proofType, minerID, randomness, proofs)
+	return j, err
+}
+
+// GenerateSinglePartitionWindowPoStWithVanilla is filecoin-ffi's (and Curio's)
+// GenerateSinglePartitionWindowPoStWithVanilla on the process-wide Filecoin engine: proofs are
+// the vanilla proofs of one partition's sectors only, in sector order, partitionIndex the
+// partition's index in the deadline. The partitions' ProofBytes concatenated in index order
+// are the Window PoSt (filecoin-proofs' merge_window_post_partition_proofs).
+func GenerateSinglePartitionWindowPoStWithVanilla(proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte, partitionIndex uint) (*PartitionProof, error) {
+	return (*Engine)(nil).GenerateSinglePartitionWindowPoStWithVanilla(proofType, minerID, randomness, proofs, partitionIndex)
+}
+
+// GenerateSinglePartitionWindowPoStWithVanilla is the package-level function on this engine.
+func (eng *Engine) GenerateSinglePartitionWindowPoStWithVanilla(proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte, partitionIndex uint) (*PartitionProof, error) {
+	b, _, err := eng.post(postWindowPartition, partitionIndex, false, PriorityDefault, proofType, minerID, randomness, proofs)
+	if err != nil {
+		return nil, err
+	}
+	return &PartitionProof{PoStProof: proofType, ProofBytes: b}, nil
+}
+
+// SubmitSinglePartitionWindowPoStWithVanilla is GenerateSinglePartitionWindowPoStWithVanilla
+// without blocking, at priority (PriorityDefault: PriorityWindowPoSt), on the process-wide
+// Filecoin engine; its Wait gives the partition's proof bytes.
+func SubmitSinglePartitionWindowPoStWithVanilla(priority int32, proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte, partitionIndex uint) (*FilecoinJob, error) {
+	return (*Engine)(nil).SubmitSinglePartitionWindowPoStWithVanilla(priority, proofType, minerID, randomness, proofs, partitionIndex)
+}
+
+// SubmitSinglePartitionWindowPoStWithVanilla is the package-level function on this engine.
+func (eng *Engine) SubmitSinglePartitionWindowPoStWithVanilla(priority int32, proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte, partitionIndex uint) (*FilecoinJob, error) {
+	_, j, err := eng.post(postWindowPartition, partitionIndex, true, priority, proofType, minerID, randomness, proofs)
+	return j, err
+}
+
+type postKind int
+
+const (
+	postWinning postKind = iota
+	postWindow
+	postWindowPartition
+)
+
+func (eng *Engine) post(kind postKind, partition uint, submit bool, priority int32, proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte) ([]byte, *FilecoinJob, error) {
+	if err := check32("randomness", randomness); err != nil {
+		return nil, nil, err
+	}
 	if proofType < 0 {
-		return nil, &Error{StatusInvalidArgument, fmt.Sprintf("PoSt proof type %d", proofType)}
+		return nil, nil, &Error{StatusInvalidArgument, fmt.Sprintf("PoSt proof type %d", proofType)}
 	}
 	proverID := ProverID(minerID)
 	arr, free := cSlices(proofs)
@@ -199,19 +431,26 @@ func (p *Prover) post(window bool, proofType RegisteredPoStProof, minerID ActorI
 	defer C.free(rnd)
 	pid := cCopy(proverID[:])
 	defer C.free(pid)
-	var out C.struct_cuzk_bytes
-	err := withProver(p, func(pp *C.struct_cuzk_prover) error {
+	var c filecoinCall
+	err := withEngine(eng, func(pe *C.struct_cuzk_engine) error {
 		return call(func(e **C.char) C.enum_cuzk_status {
-			typ, n := C.uint64_t(proofType), C.size_t(len(proofs))
-			r, id := (*C.uint8_t)(rnd), (*C.uint8_t)(pid)
-			if window {
-				return C.cuzk_filecoin_window_post(pp, typ, r, id, arr, n, &out, e)
+			pr, typ, n := C.int32_t(priority), C.uint64_t(proofType), C.size_t(len(proofs))
+			r, id, k := (*C.uint8_t)(rnd), (*C.uint8_t)(pid), C.uint64_t(partition)
+			switch {
+			case kind == postWinning && submit:
+				return C.cuzk_filecoin_submit_winning_post(pe, pr, typ, r, id, arr, n, &c.job, e)
+			case kind == postWinning:
+				return C.cuzk_filecoin_winning_post(pe, pr, typ, r, id, arr, n, &c.out, e)
+			case kind == postWindow && submit:
+				return C.cuzk_filecoin_submit_window_post(pe, pr, typ, r, id, arr, n, &c.job, e)
+			case kind == postWindow:
+				return C.cuzk_filecoin_window_post(pe, pr, typ, r, id, arr, n, &c.out, e)
+			case submit:
+				return C.cuzk_filecoin_submit_window_post_partition(pe, pr, typ, r, id, arr, n, k, &c.job, e)
+			default:
+				return C.cuzk_filecoin_window_post_partition(pe, pr, typ, r, id, arr, n, k, &c.out, e)
 			}
-			return C.cuzk_filecoin_winning_post(pp, typ, r, id, arr, n, &out, e)
 		})
 	})
-	if err != nil {
-		return nil, err
-	}
-	return []PoStProof{{PoStProof: proofType, ProofBytes: takeBytes(out)}}, nil
+	return c.result(err, submit)
 }

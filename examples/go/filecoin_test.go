@@ -36,9 +36,16 @@ func TestFilecoinWithoutTheFeatureIsUnsupported(t *testing.T) {
 		t.Fatalf("GenerateWinningPoStWithVanilla without the feature: %v", err)
 	}
 	c := make([]byte, 32)
-	_, err = GenerateUpdateProofWithVanilla(0, c, c, c, [][]byte{{1}})
+	_, err = GenerateUpdateProofWithVanilla(0, sealedCID(c), sealedCID(c), unsealedCID(c), [][]byte{{1}})
 	if status(err) != StatusUnsupported {
 		t.Fatalf("GenerateUpdateProofWithVanilla without the feature: %v", err)
+	}
+	job, err := SubmitWinningPoStWithVanilla(PriorityDefault, 0, 1000, make([]byte, 32), [][]byte{{1}})
+	if status(err) != StatusUnsupported || job != nil {
+		t.Fatalf("SubmitWinningPoStWithVanilla without the feature: %v", err)
+	}
+	if err := ConfigureFilecoin(DefaultEngineConfig()); status(err) != StatusUnsupported {
+		t.Fatalf("ConfigureFilecoin without the feature: %v", err)
 	}
 }
 
@@ -63,7 +70,7 @@ func TestFilecoinBadInputIsAnError(t *testing.T) {
 		t.Fatalf("unknown proof type: %v", err)
 	}
 	c := make([]byte, 32)
-	if _, err := GenerateUpdateProofWithVanilla(0, c, c, c[:5], nil); status(err) != StatusInvalidArgument {
+	if _, err := GenerateUpdateProofWithCommitments(0, c, c, c[:5], nil); status(err) != StatusInvalidArgument {
 		t.Fatalf("short commitment: %v", err)
 	}
 }
@@ -102,11 +109,8 @@ func TestFilecoinWinningPoStProves(t *testing.T) {
 		must(t, err)
 		vanilla = append(vanilla, b)
 	}
-	prover, err := NewProver(Auto, 0, nil)
-	must(t, err)
-	defer prover.Close()
-	// Called as Curio calls ffidirect (curio_test.go).
-	var ffi curioFFIDirect = prover
+	// Called as Curio calls ffidirect (curio_test.go), on the process-wide Filecoin engine.
+	var ffi curioFFIDirect = (*Engine)(nil)
 	proofs, err := ffi.GenerateWinningPoStWithVanilla(f.ProofType, f.Miner, randomness, vanilla)
 	must(t, err)
 	// The library checks every proof against the verifying key before returning it.
@@ -120,5 +124,37 @@ func TestFilecoinWinningPoStProves(t *testing.T) {
 	var e *Error
 	if !errors.As(err, &e) || e.Status != StatusInvalidArgument {
 		t.Fatalf("truncated vanilla proof: %v", err)
+	}
+
+	// Submitted: progress, then the same proof from Wait; at a priority of the caller's.
+	job, err := SubmitWinningPoStWithVanilla(PriorityDefault, f.ProofType, f.Miner, randomness, vanilla)
+	must(t, err)
+	b, err := job.Wait()
+	must(t, err)
+	if len(b) != ProofBytes {
+		t.Fatalf("submitted Winning PoSt: %d bytes", len(b))
+	}
+	if p, err := job.Progress(); err != nil || p != (JobProgress{Done: 1, Total: 1, Finished: true}) {
+		t.Fatalf("progress after Wait: %+v, %v", p, err)
+	}
+	if _, err := job.Wait(); status(err) != StatusInvalidArgument {
+		t.Fatalf("a second Wait: %v", err)
+	}
+	must(t, job.Close())
+	if job.Close() != ErrClosed {
+		t.Fatal("a second Close")
+	}
+	// Cancelled at once: Wait says so if the cancel came in time, else it gives the proof.
+	job, err = SubmitWinningPoStWithVanilla(PriorityWindowPoSt, f.ProofType, f.Miner, randomness, vanilla)
+	must(t, err)
+	defer job.Close()
+	cancelled := job.Cancel()
+	b, err = job.Wait()
+	if cancelled && status(err) != StatusCancelled || !cancelled && (err != nil || len(b) != ProofBytes) {
+		t.Fatalf("cancel returned %v, then Wait: %d bytes, %v", cancelled, len(b), err)
+	}
+	// The engine started: its configuration cannot change any more.
+	if err := ConfigureFilecoin(DefaultEngineConfig()); status(err) != StatusInvalidArgument {
+		t.Fatalf("ConfigureFilecoin after the first proof: %v", err)
 	}
 }

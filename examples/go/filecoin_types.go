@@ -64,6 +64,5 @@ type PoStProof struct {
 }
 
 // PartitionProof is filecoin-ffi's PartitionProof (`type PartitionProof proof.PoStProof`): the
-// proof of one Window PoSt partition. Nothing returns it yet: the single-partition Window PoSt
-// is not in the C ABI (see README.md).
+// proof of one Window PoSt partition, as GenerateSinglePartitionWindowPoStWithVanilla returns it.
 type PartitionProof PoStProof

@@ -154,7 +154,7 @@ pub struct cuzk_engine_statistics {
 /// An engine. Opaque; thread-safe (submit, stats and job calls from any thread).
 #[allow(non_camel_case_types)]
 pub struct cuzk_engine {
-    inner: Engine,
+    pub(super) inner: Engine,
 }
 
 /// A job submitted to an engine. Opaque; thread-safe.
@@ -190,7 +190,7 @@ fn default_config() -> cuzk_engine_config {
     }
 }
 
-fn engine_config(c: &cuzk_engine_config) -> EngineConfig {
+pub(super) fn engine_config(c: &cuzk_engine_config) -> EngineConfig {
     let default = EngineConfig::default();
     let nonzero = |v: u32, d: usize| if v == 0 { d } else { v as usize };
     let backends = match c.backend {

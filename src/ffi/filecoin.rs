@@ -1,6 +1,9 @@
-//! `cuzk_filecoin_*`: Filecoin proofs (PoRep C2, SnapDeals, Window and Winning PoSt) from the
-//! bytes filecoin-ffi takes, proved by cuzk; proof bytes come back in a `cuzk_bytes` the
-//! caller frees with `cuzk_bytes_free`.
+//! `cuzk_filecoin_*`: Filecoin proofs (PoRep C2, SnapDeals, Window PoSt whole or one partition,
+//! Winning PoSt) from the bytes filecoin-ffi takes, proved by cuzk as jobs of an engine (the
+//! process-wide Filecoin engine unless a call names one); proof bytes come back in a
+//! `cuzk_bytes` the caller frees with `cuzk_bytes_free`. Each proof has a blocking call and a
+//! `cuzk_filecoin_submit_*` twin that returns a `cuzk_filecoin_job` at once (see
+//! [`filecoin_job`](super::filecoin_job)).
 //!
 //! The functions exist in every build; a library built without the `filecoin` feature
 //! answers `CUZK_STATUS_UNSUPPORTED` (`cuzk_filecoin_available()` tells beforehand). Proof
@@ -9,11 +12,23 @@
 
 use std::ffi::c_char;
 
-use super::boundary::{call, call_value, call_void, slice, AbiResult, Out};
-use super::prover::cuzk_prover;
-use super::status::{cuzk_status, AbiError};
+use super::boundary::{call, call_value, call_void, slice, AbiResult};
+use super::engine::cuzk_engine;
 #[cfg(feature = "filecoin")]
-use crate::prover::Prover;
+use super::filecoin_job::deliver;
+use super::filecoin_job::{cuzk_filecoin_job, Deliver};
+use super::status::{cuzk_status, AbiError};
+
+/// The `priority` argument that means "the proof kind's priority" (`CUZK_PRIORITY_*`).
+pub const CUZK_PRIORITY_DEFAULT: i32 = i32::MIN;
+/// Winning PoSt's default engine priority (it must land within an epoch: first).
+pub const CUZK_PRIORITY_WINNING_POST: i32 = 300;
+/// Window PoSt's default engine priority.
+pub const CUZK_PRIORITY_WINDOW_POST: i32 = 200;
+/// PoRep commit phase 2's default engine priority.
+pub const CUZK_PRIORITY_SEAL_COMMIT: i32 = 100;
+/// SnapDeals' default engine priority.
+pub const CUZK_PRIORITY_SNAP_DEALS: i32 = 100;
 
 /// Bytes the library allocated and hands to the caller (proof bytes): `len` bytes at `data`
 /// (`data` is NULL when `len` is 0). Free with `cuzk_bytes_free`, once.
@@ -40,7 +55,7 @@ pub struct cuzk_byte_slice {
 
 impl cuzk_bytes {
     #[cfg_attr(not(feature = "filecoin"), allow(dead_code))]
-    fn from_vec(v: Vec<u8>) -> Self {
+    pub(super) fn from_vec(v: Vec<u8>) -> Self {
         let len = v.len();
         if len == 0 {
             return Self {
@@ -117,21 +132,8 @@ unsafe fn vanilla(p: *const cuzk_byte_slice, n: usize) -> AbiResult<Vec<Vec<u8>>
         .collect()
 }
 
-#[cfg(feature = "filecoin")]
-fn prover_of(p: *const cuzk_prover) -> Prover {
-    // SAFETY: NULL or a live prover per every entry point's contract.
-    match unsafe { p.as_ref() } {
-        Some(p) => p.inner.clone(),
-        None => {
-            // One process-wide Auto prover, so its capacity hints carry over between calls.
-            static DEFAULT: std::sync::OnceLock<Prover> = std::sync::OnceLock::new();
-            DEFAULT.get_or_init(Prover::new).clone()
-        }
-    }
-}
-
 #[cfg(not(feature = "filecoin"))]
-fn unsupported<T>() -> AbiResult<T> {
+pub(super) fn unsupported<T>() -> AbiResult<T> {
     Err(AbiError::Core(crate::error::Error::Unsupported(
         "cuzk was built without the `filecoin` feature (rebuild with `--features filecoin`)".into(),
     )))
@@ -187,21 +189,41 @@ fn update_type(v: u64) -> AbiResult<crate::filecoin::RegisteredUpdateProof> {
         })
 }
 
+/// The engine and priority every proof call takes first: `engine` NULL for the process-wide
+/// Filecoin engine (started at the first proof; `cuzk_filecoin_configure` configures it),
+/// `priority` `CUZK_PRIORITY_DEFAULT` for the proof kind's (`CUZK_PRIORITY_WINNING_POST` >
+/// `CUZK_PRIORITY_WINDOW_POST` > `CUZK_PRIORITY_SEAL_COMMIT` = `CUZK_PRIORITY_SNAP_DEALS`).
+///
+/// # Safety
+/// `engine` NULL or live for the call.
+#[cfg(feature = "filecoin")]
+unsafe fn options<'a>(engine: *const cuzk_engine, priority: i32) -> crate::filecoin::Options<'a> {
+    crate::filecoin::Options {
+        // SAFETY: NULL or live per the caller's contract.
+        engine: unsafe { engine.as_ref() }.map(|e| &e.inner),
+        priority: (priority != CUZK_PRIORITY_DEFAULT).then_some(priority),
+        rng: None,
+    }
+}
+
 /// PoRep commit phase 2, as filecoin-ffi's `seal_commit_phase2`: `phase1_output` is the
 /// commit-phase-1 output as filecoin-ffi returns it (filecoin-proofs-api's JSON; it names its
-/// registered seal proof), `prover_id` 32 bytes (see `cuzk_filecoin_prover_id`). On success
-/// `*out` holds the proof bytes (192 per partition, in order; free with `cuzk_bytes_free`).
-/// `prover` may be NULL (then an `Auto` prover: the GPU when there is one). Parameters come
+/// registered seal proof), `prover_id` 32 bytes (see `cuzk_filecoin_prover_id`). Blocks; on
+/// success `*out` holds the proof bytes (192 per partition, in order; free with
+/// `cuzk_bytes_free`). `engine` and `priority`: see the header's Filecoin notes (NULL and
+/// `CUZK_PRIORITY_DEFAULT`: the process-wide engine, the kind's priority). Parameters come
 /// from filecoin-proofs' cache (`FIL_PROOFS_PARAMETER_CACHE`); a missing or truncated file
 /// fails with `CUZK_STATUS_PARAMS_IO` / `CUZK_STATUS_PARAMS_TRUNCATED` and a message naming
 /// it. Thread-safe.
 ///
 /// # Safety
-/// `prover` NULL or live; `phase1_output` `phase1_output_len` readable bytes; `prover_id` 32
+/// `engine` NULL or live; `phase1_output` `phase1_output_len` readable bytes; `prover_id` 32
 /// readable bytes; `out` writable; `err` NULL or writable.
 #[no_mangle]
+#[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn cuzk_filecoin_seal_commit_phase2(
-    prover: *const cuzk_prover,
+    engine: *const cuzk_engine,
+    priority: i32,
     phase1_output: *const u8,
     phase1_output_len: usize,
     sector_id: u64,
@@ -210,38 +232,102 @@ pub unsafe extern "C" fn cuzk_filecoin_seal_commit_phase2(
     err: *mut *mut c_char,
 ) -> cuzk_status {
     call(err, || {
-        let out = Out::new(out, "out")?;
+        let how = Deliver::bytes(out)?;
         // SAFETY: per the contract.
-        let c1 = unsafe { slice(phase1_output, phase1_output_len, "phase1_output")? };
-        let prover_id = bytes32(prover_id, "prover_id")?;
-        #[cfg(feature = "filecoin")]
-        {
-            let proof = crate::filecoin::seal_commit_phase2(c1, prover_id, sector_id, &prover_of(prover))?;
-            // SAFETY: checked non-NULL, writable per the contract.
-            unsafe { out.write(cuzk_bytes::from_vec(proof)) };
-            Ok(())
-        }
-        #[cfg(not(feature = "filecoin"))]
-        {
-            let _ = (prover, c1, prover_id, sector_id, out);
-            unsupported()
+        unsafe {
+            seal(
+                engine,
+                priority,
+                phase1_output,
+                phase1_output_len,
+                sector_id,
+                prover_id,
+                how,
+            )
         }
     })
+}
+
+/// `cuzk_filecoin_seal_commit_phase2` without blocking: on success `*out` holds the job
+/// (`cuzk_filecoin_job_wait` gives the bytes; free it with `cuzk_filecoin_job_free`). Inputs
+/// are checked and the parameters loaded before it returns. Thread-safe.
+///
+/// # Safety
+/// As `cuzk_filecoin_seal_commit_phase2`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn cuzk_filecoin_submit_seal_commit_phase2(
+    engine: *const cuzk_engine,
+    priority: i32,
+    phase1_output: *const u8,
+    phase1_output_len: usize,
+    sector_id: u64,
+    prover_id: *const u8,
+    out: *mut *mut cuzk_filecoin_job,
+    err: *mut *mut c_char,
+) -> cuzk_status {
+    call(err, || {
+        let how = Deliver::job(out)?;
+        // SAFETY: per the contract.
+        unsafe {
+            seal(
+                engine,
+                priority,
+                phase1_output,
+                phase1_output_len,
+                sector_id,
+                prover_id,
+                how,
+            )
+        }
+    })
+}
+
+/// # Safety
+/// As the entry points'.
+unsafe fn seal(
+    engine: *const cuzk_engine,
+    priority: i32,
+    phase1_output: *const u8,
+    phase1_output_len: usize,
+    sector_id: u64,
+    prover_id: *const u8,
+    how: Deliver,
+) -> AbiResult {
+    // SAFETY: per the contract.
+    let c1 = unsafe { slice(phase1_output, phase1_output_len, "phase1_output")? };
+    let prover_id = bytes32(prover_id, "prover_id")?;
+    #[cfg(feature = "filecoin")]
+    {
+        // SAFETY: per the contract.
+        let options = unsafe { options(engine, priority) };
+        deliver(
+            how,
+            crate::filecoin::submit_seal_commit_phase2(c1, prover_id, sector_id, options),
+        )
+    }
+    #[cfg(not(feature = "filecoin"))]
+    {
+        let _ = (engine, priority, c1, prover_id, sector_id, how);
+        unsupported()
+    }
 }
 
 /// SnapDeals: the empty-sector-update proof from its vanilla partition proofs, as
 /// filecoin-ffi's `generate_empty_sector_update_proof_with_vanilla`: `update_proof` is an
 /// `abi.RegisteredUpdateProof` value (0 = 2 KiB ... 3 = 32 GiB, 4 = 64 GiB); `vanilla_proofs`
 /// the `n` partition proofs filecoin-ffi's `generate_empty_sector_update_partition_proofs`
-/// returns, in order; the commitments 32 bytes each. On success `*out` holds the proof bytes.
-/// `prover` may be NULL. Thread-safe.
+/// returns, in order; the commitments 32 bytes each. Blocks; on success `*out` holds the proof
+/// bytes. `engine`, `priority`: as for `cuzk_filecoin_seal_commit_phase2`. Thread-safe.
 ///
 /// # Safety
-/// `prover` NULL or live; `vanilla_proofs` `n` slices of readable bytes; the commitments 32
+/// `engine` NULL or live; `vanilla_proofs` `n` slices of readable bytes; the commitments 32
 /// readable bytes each; `out` writable; `err` NULL or writable.
 #[no_mangle]
+#[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn cuzk_filecoin_snap_prove(
-    prover: *const cuzk_prover,
+    engine: *const cuzk_engine,
+    priority: i32,
     update_proof: u64,
     vanilla_proofs: *const cuzk_byte_slice,
     n: usize,
@@ -252,83 +338,250 @@ pub unsafe extern "C" fn cuzk_filecoin_snap_prove(
     err: *mut *mut c_char,
 ) -> cuzk_status {
     call(err, || {
-        let out = Out::new(out, "out")?;
+        let how = Deliver::bytes(out)?;
+        let comms = [comm_r_old, comm_r_new, comm_d_new];
         // SAFETY: per the contract.
-        let proofs = unsafe { vanilla(vanilla_proofs, n)? };
-        let comms = [
-            bytes32(comm_r_old, "comm_r_old")?,
-            bytes32(comm_r_new, "comm_r_new")?,
-            bytes32(comm_d_new, "comm_d_new")?,
-        ];
-        #[cfg(feature = "filecoin")]
-        {
-            let proof = crate::filecoin::generate_empty_sector_update_proof_with_vanilla(
-                update_type(update_proof)?,
-                &proofs,
-                comms[0],
-                comms[1],
-                comms[2],
-                &prover_of(prover),
-            )?;
-            // SAFETY: checked non-NULL, writable per the contract.
-            unsafe { out.write(cuzk_bytes::from_vec(proof)) };
-            Ok(())
-        }
-        #[cfg(not(feature = "filecoin"))]
-        {
-            let _ = (prover, update_proof, proofs, comms, out);
-            unsupported()
+        unsafe {
+            snap(
+                engine,
+                priority,
+                update_proof,
+                vanilla_proofs,
+                n,
+                Comms::Raw(comms),
+                how,
+            )
         }
     })
 }
 
+/// `cuzk_filecoin_snap_prove` without blocking: on success `*out` holds the job. Thread-safe.
+///
+/// # Safety
+/// As `cuzk_filecoin_snap_prove`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn cuzk_filecoin_submit_snap_prove(
+    engine: *const cuzk_engine,
+    priority: i32,
+    update_proof: u64,
+    vanilla_proofs: *const cuzk_byte_slice,
+    n: usize,
+    comm_r_old: *const u8,
+    comm_r_new: *const u8,
+    comm_d_new: *const u8,
+    out: *mut *mut cuzk_filecoin_job,
+    err: *mut *mut c_char,
+) -> cuzk_status {
+    call(err, || {
+        let how = Deliver::job(out)?;
+        let comms = [comm_r_old, comm_r_new, comm_d_new];
+        // SAFETY: per the contract.
+        unsafe {
+            snap(
+                engine,
+                priority,
+                update_proof,
+                vanilla_proofs,
+                n,
+                Comms::Raw(comms),
+                how,
+            )
+        }
+    })
+}
+
+/// The SnapDeals proof as Curio's `GenerateUpdateProofWithVanilla(proofType, key, sealed,
+/// unsealed cid.Cid, vproofs)` asks for it: the commitments as binary CIDs (Go's
+/// `cid.Cid.Bytes()`): `key` the sector key's CommR and `sealed` the updated replica's
+/// (codec fil-commitment-sealed 0xf102, multihash poseidon-bls12_381-a2-fc1 0xb401),
+/// `unsealed` the new data's CommD (fil-commitment-unsealed 0xf101, sha2-256-trunc254-padded
+/// 0x1012), each with a 32-byte digest. Any other CID is `CUZK_STATUS_INVALID_ARGUMENT` with a
+/// message naming the CID and the problem. Otherwise as `cuzk_filecoin_snap_prove`.
+/// Thread-safe.
+///
+/// # Safety
+/// `engine` NULL or live; `vanilla_proofs` `n` slices of readable bytes; each CID `*_len`
+/// readable bytes; `out` writable; `err` NULL or writable.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn cuzk_filecoin_snap_prove_cids(
+    engine: *const cuzk_engine,
+    priority: i32,
+    update_proof: u64,
+    vanilla_proofs: *const cuzk_byte_slice,
+    n: usize,
+    key: *const u8,
+    key_len: usize,
+    sealed: *const u8,
+    sealed_len: usize,
+    unsealed: *const u8,
+    unsealed_len: usize,
+    out: *mut cuzk_bytes,
+    err: *mut *mut c_char,
+) -> cuzk_status {
+    call(err, || {
+        let how = Deliver::bytes(out)?;
+        let cids = [(key, key_len), (sealed, sealed_len), (unsealed, unsealed_len)];
+        // SAFETY: per the contract.
+        unsafe {
+            snap(
+                engine,
+                priority,
+                update_proof,
+                vanilla_proofs,
+                n,
+                Comms::Cids(cids),
+                how,
+            )
+        }
+    })
+}
+
+/// `cuzk_filecoin_snap_prove_cids` without blocking: on success `*out` holds the job.
+/// Thread-safe.
+///
+/// # Safety
+/// As `cuzk_filecoin_snap_prove_cids`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn cuzk_filecoin_submit_snap_prove_cids(
+    engine: *const cuzk_engine,
+    priority: i32,
+    update_proof: u64,
+    vanilla_proofs: *const cuzk_byte_slice,
+    n: usize,
+    key: *const u8,
+    key_len: usize,
+    sealed: *const u8,
+    sealed_len: usize,
+    unsealed: *const u8,
+    unsealed_len: usize,
+    out: *mut *mut cuzk_filecoin_job,
+    err: *mut *mut c_char,
+) -> cuzk_status {
+    call(err, || {
+        let how = Deliver::job(out)?;
+        let cids = [(key, key_len), (sealed, sealed_len), (unsealed, unsealed_len)];
+        // SAFETY: per the contract.
+        unsafe {
+            snap(
+                engine,
+                priority,
+                update_proof,
+                vanilla_proofs,
+                n,
+                Comms::Cids(cids),
+                how,
+            )
+        }
+    })
+}
+
+/// A SnapDeals proof's commitments as C passes them.
+enum Comms {
+    /// 32 bytes each: comm_r_old, comm_r_new, comm_d_new.
+    Raw([*const u8; 3]),
+    /// Binary CIDs with their lengths: key, sealed, unsealed.
+    Cids([(*const u8, usize); 3]),
+}
+
+/// # Safety
+/// As the entry points'.
+unsafe fn snap(
+    engine: *const cuzk_engine,
+    priority: i32,
+    update_proof: u64,
+    vanilla_proofs: *const cuzk_byte_slice,
+    n: usize,
+    comms: Comms,
+    how: Deliver,
+) -> AbiResult {
+    // SAFETY: per the contract.
+    let proofs = unsafe { vanilla(vanilla_proofs, n)? };
+    let comms = match comms {
+        Comms::Raw([r_old, r_new, d_new]) => Ok([
+            bytes32(r_old, "comm_r_old")?,
+            bytes32(r_new, "comm_r_new")?,
+            bytes32(d_new, "comm_d_new")?,
+        ]),
+        Comms::Cids([(k, kl), (s, sl), (u, ul)]) => {
+            // SAFETY: per the contract.
+            let cids = unsafe { [slice(k, kl, "key")?, slice(s, sl, "sealed")?, slice(u, ul, "unsealed")?] };
+            Err(cids)
+        }
+    };
+    #[cfg(feature = "filecoin")]
+    {
+        let typ = update_type(update_proof)?;
+        // SAFETY: per the contract.
+        let options = unsafe { options(engine, priority) };
+        let job = match comms {
+            Ok([r_old, r_new, d_new]) => crate::filecoin::submit_empty_sector_update_proof_with_vanilla(
+                typ, &proofs, r_old, r_new, d_new, options,
+            ),
+            Err([key, sealed, unsealed]) => {
+                crate::filecoin::submit_update_proof_with_vanilla(typ, key, sealed, unsealed, &proofs, options)
+            }
+        };
+        deliver(how, job)
+    }
+    #[cfg(not(feature = "filecoin"))]
+    {
+        let _ = (engine, priority, update_proof, proofs, comms, how);
+        unsupported()
+    }
+}
+
 /// Which PoSt.
-#[cfg(feature = "filecoin")]
 #[derive(Clone, Copy)]
+#[cfg_attr(not(feature = "filecoin"), allow(dead_code))]
 enum PoSt {
     Window,
+    /// One partition of a Window PoSt, at this index.
+    WindowPartition(u64),
     Winning,
 }
 
-/// The body both PoSt entry points share.
+/// The body every PoSt entry point shares.
 ///
 /// # Safety
 /// As the entry points'.
 #[allow(clippy::too_many_arguments)]
 unsafe fn post(
-    #[cfg(feature = "filecoin")] which: PoSt,
-    prover: *const cuzk_prover,
+    which: PoSt,
+    engine: *const cuzk_engine,
+    priority: i32,
     post_proof: u64,
     randomness: *const u8,
     prover_id: *const u8,
     vanilla_proofs: *const cuzk_byte_slice,
     n: usize,
-    out: *mut cuzk_bytes,
+    how: Deliver,
 ) -> AbiResult {
-    let out = Out::new(out, "out")?;
     let randomness = bytes32(randomness, "randomness")?;
     let prover_id = bytes32(prover_id, "prover_id")?;
     // SAFETY: per the contract.
     let proofs = unsafe { vanilla(vanilla_proofs, n)? };
     #[cfg(feature = "filecoin")]
     {
+        use crate::filecoin as fc;
         let typ = post_type(post_proof)?;
-        let prover = prover_of(prover);
-        let proof = match which {
-            PoSt::Window => {
-                crate::filecoin::generate_window_post_with_vanilla(typ, &randomness, prover_id, &proofs, &prover)?
+        // SAFETY: per the contract.
+        let options = unsafe { options(engine, priority) };
+        let job = match which {
+            PoSt::Window => fc::submit_window_post_with_vanilla(typ, &randomness, prover_id, &proofs, options),
+            PoSt::WindowPartition(k) => {
+                let k = usize::try_from(k).unwrap_or(usize::MAX);
+                fc::submit_single_partition_window_post_with_vanilla(typ, &randomness, prover_id, &proofs, k, options)
             }
-            PoSt::Winning => {
-                crate::filecoin::generate_winning_post_with_vanilla(typ, &randomness, prover_id, &proofs, &prover)?
-            }
+            PoSt::Winning => fc::submit_winning_post_with_vanilla(typ, &randomness, prover_id, &proofs, options),
         };
-        // SAFETY: checked non-NULL, writable per the contract.
-        unsafe { out.write(cuzk_bytes::from_vec(proof)) };
-        Ok(())
+        deliver(how, job)
     }
     #[cfg(not(feature = "filecoin"))]
     {
-        let _ = (prover, post_proof, randomness, prover_id, proofs, out);
+        let _ = (which, engine, priority, post_proof, randomness, prover_id, proofs, how);
         unsupported()
     }
 }
@@ -336,16 +589,18 @@ unsafe fn post(
 /// Window PoSt from vanilla proofs, as filecoin-ffi's `generate_window_post_with_vanilla`:
 /// `post_proof` an `abi.RegisteredPoStProof` Window value (5..=9, or 10..=14 for the V1_1
 /// ones); `randomness` and `prover_id` 32 bytes each; `vanilla_proofs` the `n` per-sector
-/// vanilla proofs (filecoin-ffi's `generate_single_vanilla_proof`), in sector order. On
-/// success `*out` holds the proof bytes (192 per partition, in order). `prover` may be NULL.
-/// Thread-safe.
+/// vanilla proofs (filecoin-ffi's `generate_single_vanilla_proof`), in sector order. Blocks;
+/// on success `*out` holds the proof bytes (192 per partition, in order). `engine`,
+/// `priority`: as for `cuzk_filecoin_seal_commit_phase2`. Thread-safe.
 ///
 /// # Safety
-/// `prover` NULL or live; `randomness`, `prover_id` 32 readable bytes each; `vanilla_proofs`
+/// `engine` NULL or live; `randomness`, `prover_id` 32 readable bytes each; `vanilla_proofs`
 /// `n` slices of readable bytes; `out` writable; `err` NULL or writable.
 #[no_mangle]
+#[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn cuzk_filecoin_window_post(
-    prover: *const cuzk_prover,
+    engine: *const cuzk_engine,
+    priority: i32,
     post_proof: u64,
     randomness: *const u8,
     prover_id: *const u8,
@@ -355,18 +610,140 @@ pub unsafe extern "C" fn cuzk_filecoin_window_post(
     err: *mut *mut c_char,
 ) -> cuzk_status {
     call(err, || {
+        let how = Deliver::bytes(out)?;
         // SAFETY: per the contract.
         unsafe {
             post(
-                #[cfg(feature = "filecoin")]
                 PoSt::Window,
-                prover,
+                engine,
+                priority,
                 post_proof,
                 randomness,
                 prover_id,
                 vanilla_proofs,
                 n,
-                out,
+                how,
+            )
+        }
+    })
+}
+
+/// `cuzk_filecoin_window_post` without blocking: on success `*out` holds the job. Thread-safe.
+///
+/// # Safety
+/// As `cuzk_filecoin_window_post`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn cuzk_filecoin_submit_window_post(
+    engine: *const cuzk_engine,
+    priority: i32,
+    post_proof: u64,
+    randomness: *const u8,
+    prover_id: *const u8,
+    vanilla_proofs: *const cuzk_byte_slice,
+    n: usize,
+    out: *mut *mut cuzk_filecoin_job,
+    err: *mut *mut c_char,
+) -> cuzk_status {
+    call(err, || {
+        let how = Deliver::job(out)?;
+        // SAFETY: per the contract.
+        unsafe {
+            post(
+                PoSt::Window,
+                engine,
+                priority,
+                post_proof,
+                randomness,
+                prover_id,
+                vanilla_proofs,
+                n,
+                how,
+            )
+        }
+    })
+}
+
+/// One partition of a Window PoSt, as filecoin-ffi's
+/// `generate_single_partition_window_post_with_vanilla` (Curio's
+/// `GenerateSinglePartitionWindowPoStWithVanilla`): `vanilla_proofs` are the `n` vanilla
+/// proofs of that partition's sectors only, in sector order (at most the partition's sector
+/// count), `partition_index` its index in the deadline (below 3000). Blocks; on success
+/// `*out` holds the partition's 192-byte proof (filecoin-ffi's `PartitionProof` bytes; the
+/// partitions' proofs concatenated in index order are the Window PoSt, as filecoin-proofs'
+/// `merge_window_post_partition_proofs` makes it). Otherwise as `cuzk_filecoin_window_post`.
+/// Thread-safe.
+///
+/// # Safety
+/// As `cuzk_filecoin_window_post`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn cuzk_filecoin_window_post_partition(
+    engine: *const cuzk_engine,
+    priority: i32,
+    post_proof: u64,
+    randomness: *const u8,
+    prover_id: *const u8,
+    vanilla_proofs: *const cuzk_byte_slice,
+    n: usize,
+    partition_index: u64,
+    out: *mut cuzk_bytes,
+    err: *mut *mut c_char,
+) -> cuzk_status {
+    call(err, || {
+        let how = Deliver::bytes(out)?;
+        let which = PoSt::WindowPartition(partition_index);
+        // SAFETY: per the contract.
+        unsafe {
+            post(
+                which,
+                engine,
+                priority,
+                post_proof,
+                randomness,
+                prover_id,
+                vanilla_proofs,
+                n,
+                how,
+            )
+        }
+    })
+}
+
+/// `cuzk_filecoin_window_post_partition` without blocking: on success `*out` holds the job.
+/// Thread-safe.
+///
+/// # Safety
+/// As `cuzk_filecoin_window_post`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn cuzk_filecoin_submit_window_post_partition(
+    engine: *const cuzk_engine,
+    priority: i32,
+    post_proof: u64,
+    randomness: *const u8,
+    prover_id: *const u8,
+    vanilla_proofs: *const cuzk_byte_slice,
+    n: usize,
+    partition_index: u64,
+    out: *mut *mut cuzk_filecoin_job,
+    err: *mut *mut c_char,
+) -> cuzk_status {
+    call(err, || {
+        let how = Deliver::job(out)?;
+        let which = PoSt::WindowPartition(partition_index);
+        // SAFETY: per the contract.
+        unsafe {
+            post(
+                which,
+                engine,
+                priority,
+                post_proof,
+                randomness,
+                prover_id,
+                vanilla_proofs,
+                n,
+                how,
             )
         }
     })
@@ -379,8 +756,10 @@ pub unsafe extern "C" fn cuzk_filecoin_window_post(
 /// # Safety
 /// As `cuzk_filecoin_window_post`.
 #[no_mangle]
+#[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn cuzk_filecoin_winning_post(
-    prover: *const cuzk_prover,
+    engine: *const cuzk_engine,
+    priority: i32,
     post_proof: u64,
     randomness: *const u8,
     prover_id: *const u8,
@@ -390,18 +769,56 @@ pub unsafe extern "C" fn cuzk_filecoin_winning_post(
     err: *mut *mut c_char,
 ) -> cuzk_status {
     call(err, || {
+        let how = Deliver::bytes(out)?;
         // SAFETY: per the contract.
         unsafe {
             post(
-                #[cfg(feature = "filecoin")]
                 PoSt::Winning,
-                prover,
+                engine,
+                priority,
                 post_proof,
                 randomness,
                 prover_id,
                 vanilla_proofs,
                 n,
-                out,
+                how,
+            )
+        }
+    })
+}
+
+/// `cuzk_filecoin_winning_post` without blocking: on success `*out` holds the job.
+/// Thread-safe.
+///
+/// # Safety
+/// As `cuzk_filecoin_window_post`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn cuzk_filecoin_submit_winning_post(
+    engine: *const cuzk_engine,
+    priority: i32,
+    post_proof: u64,
+    randomness: *const u8,
+    prover_id: *const u8,
+    vanilla_proofs: *const cuzk_byte_slice,
+    n: usize,
+    out: *mut *mut cuzk_filecoin_job,
+    err: *mut *mut c_char,
+) -> cuzk_status {
+    call(err, || {
+        let how = Deliver::job(out)?;
+        // SAFETY: per the contract.
+        unsafe {
+            post(
+                PoSt::Winning,
+                engine,
+                priority,
+                post_proof,
+                randomness,
+                prover_id,
+                vanilla_proofs,
+                n,
+                how,
             )
         }
     })
@@ -443,6 +860,7 @@ mod tests {
         let status = unsafe {
             cuzk_filecoin_seal_commit_phase2(
                 std::ptr::null(),
+                CUZK_PRIORITY_DEFAULT,
                 std::ptr::null(),
                 10,
                 1,
@@ -457,6 +875,7 @@ mod tests {
         let status = unsafe {
             cuzk_filecoin_seal_commit_phase2(
                 std::ptr::null(),
+                CUZK_PRIORITY_DEFAULT,
                 json.as_ptr(),
                 json.len(),
                 1,
@@ -476,6 +895,7 @@ mod tests {
         let status = unsafe {
             cuzk_filecoin_snap_prove(
                 std::ptr::null(),
+                CUZK_PRIORITY_DEFAULT,
                 77,
                 std::ptr::null(),
                 0,
@@ -491,6 +911,7 @@ mod tests {
         let status = unsafe {
             cuzk_filecoin_winning_post(
                 std::ptr::null(),
+                CUZK_PRIORITY_DEFAULT,
                 0,
                 std::ptr::null(),
                 id.as_ptr(),
@@ -503,5 +924,46 @@ mod tests {
         assert_eq!(status, cuzk_status::NullArgument);
         assert!(out.data.is_null(), "out is written only on success");
         assert_eq!(cuzk_filecoin_available(), cfg!(feature = "filecoin"));
+        // A bad CID is refused naming it (or the feature is off); no job is written.
+        let mut job: *mut cuzk_filecoin_job = std::ptr::null_mut();
+        let cid = [1u8, 0x55, 0x12, 0x20];
+        let mut msg: *mut c_char = std::ptr::null_mut();
+        // SAFETY: valid pointers and lengths; one update proof type (2 KiB).
+        let status = unsafe {
+            cuzk_filecoin_submit_snap_prove_cids(
+                std::ptr::null(),
+                CUZK_PRIORITY_DEFAULT,
+                0,
+                std::ptr::null(),
+                0,
+                cid.as_ptr(),
+                cid.len(),
+                cid.as_ptr(),
+                cid.len(),
+                cid.as_ptr(),
+                cid.len(),
+                &mut job,
+                &mut msg,
+            )
+        };
+        assert_eq!(status, expected);
+        assert!(job.is_null());
+        // SAFETY: the message the call wrote.
+        let text = unsafe { std::ffi::CStr::from_ptr(msg) }.to_string_lossy().into_owned();
+        // SAFETY: freed once.
+        unsafe { crate::ffi::cuzk_string_free(msg) };
+        if cfg!(feature = "filecoin") {
+            assert!(text.contains("key") && text.contains("codec 0x55"), "{text}");
+        }
+    }
+
+    #[cfg(feature = "filecoin")]
+    #[test]
+    fn the_priority_constants_are_the_librarys() {
+        use crate::filecoin as fc;
+        assert_eq!(CUZK_PRIORITY_WINNING_POST, fc::PRIORITY_WINNING_POST);
+        assert_eq!(CUZK_PRIORITY_WINDOW_POST, fc::PRIORITY_WINDOW_POST);
+        assert_eq!(CUZK_PRIORITY_SEAL_COMMIT, fc::PRIORITY_SEAL_COMMIT);
+        assert_eq!(CUZK_PRIORITY_SNAP_DEALS, fc::PRIORITY_SNAP_DEALS);
     }
 }

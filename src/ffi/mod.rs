@@ -18,7 +18,7 @@
 //!
 //! One module per handle kind: [`pool`], [`params`], [`assignment`] (with the R1CS route),
 //! [`prover`], [`engine`] (the proving engine and its jobs); [`filecoin`] (Filecoin proofs from filecoin-ffi's bytes; `CUZK_STATUS_UNSUPPORTED`
-//! without the `filecoin` feature); plus [`status`], [`scalar`], [`strings`], [`log`] and the panic boundary.
+//! without the `filecoin` feature) and [`filecoin_job`] (their submitted jobs); plus [`status`], [`scalar`], [`strings`], [`log`] and the panic boundary.
 //! All raw-pointer handling sits in `boundary`; the entry points only call it.
 
 mod boundary;
@@ -26,6 +26,7 @@ mod boundary;
 pub mod assignment;
 pub mod engine;
 pub mod filecoin;
+pub mod filecoin_job;
 pub mod log;
 pub mod params;
 pub mod pool;
@@ -42,7 +43,7 @@ pub use self::strings::cuzk_string_free;
 /// The version of this ABI: bumped on any incompatible change of a function, type or
 /// constant in `cuzk.h`. Compare it with `cuzk_abi_version()` to catch a header that does
 /// not match the linked library.
-pub const CUZK_ABI_VERSION: u32 = 2;
+pub const CUZK_ABI_VERSION: u32 = 3;
 
 /// The ABI version the library implements (`CUZK_ABI_VERSION` of its header). Thread-safe.
 #[no_mangle]

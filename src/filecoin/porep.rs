@@ -6,16 +6,16 @@ use std::time::Instant;
 use blstrs::Scalar;
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{DefaultPieceDomain, DefaultPieceHasher, PoRepConfig, SealCommitPhase1Output};
-use rand_core::{OsRng, RngCore};
 use storage_proofs_core::api_version::ApiFeature;
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCircuit, StackedCompound, StackedDrg};
 
-use super::{fil_err, params, prove_compound, Output, ProverId, Report};
+use super::job::{submit_compound, VerifyAs};
+use super::{fil_err, params, Options, ProofJob, ProofKind, ProverId, Report};
 use crate::error::{Error, Result};
-use crate::prover::Prover;
 
-/// Proves C2 from filecoin-ffi's bytes: `phase1_output` is the serde JSON of
+/// Proves C2 from filecoin-ffi's bytes on the process-wide engine, at
+/// [`PRIORITY_SEAL_COMMIT`](super::PRIORITY_SEAL_COMMIT): `phase1_output` is the serde JSON of
 /// filecoin-proofs-api's `SealCommitPhase1Output` (what filecoin-ffi's `seal_commit_phase1`
 /// returns and Curio stores; it names its registered proof). Returns the bytes
 /// filecoin-proofs-api's `seal_commit_phase2` returns: one 192-byte proof per partition.
@@ -25,28 +25,25 @@ use crate::prover::Prover;
 /// not match the output's replica id, or other inputs filecoin-proofs refuses;
 /// [`Error::FilecoinParams`] when the parameter file is missing or bad; [`Error::Filecoin`]
 /// for a non-interactive PoRep proof type (aggregated; not proved by cuzk) or a failure
-/// inside filecoin-proofs; the prover's own errors.
-pub fn seal_commit_phase2(
-    phase1_output: &[u8],
-    prover_id: ProverId,
-    sector_id: u64,
-    prover: &Prover,
-) -> Result<Vec<u8>> {
-    seal_commit_phase2_with_rng(phase1_output, prover_id, sector_id, prover, &mut OsRng).map(|o| o.proof)
+/// inside filecoin-proofs; the engine's errors ([`ProofJob::wait`]).
+pub fn seal_commit_phase2(phase1_output: &[u8], prover_id: ProverId, sector_id: u64) -> Result<Vec<u8>> {
+    submit_seal_commit_phase2(phase1_output, prover_id, sector_id, Options::default())?
+        .wait()
+        .map(|o| o.proof)
 }
 
-/// As [`seal_commit_phase2`], with r and s drawn from `rng` (all the r, then all the s, one
-/// per partition, as bellperson draws them) and the [`Report`] of where the time went.
+/// [`seal_commit_phase2`] without blocking: checks the inputs, loads the parameters, builds the
+/// circuits and submits them as one job to the engine of `options`; the [`ProofJob`] gives
+/// the bytes.
 ///
 /// # Errors
-/// As [`seal_commit_phase2`].
-pub fn seal_commit_phase2_with_rng(
+/// As [`seal_commit_phase2`], for what is checked before the job is submitted.
+pub fn submit_seal_commit_phase2(
     phase1_output: &[u8],
     prover_id: ProverId,
     sector_id: u64,
-    prover: &Prover,
-    rng: &mut dyn RngCore,
-) -> Result<Output> {
+    options: Options<'_>,
+) -> Result<ProofJob> {
     let start = Instant::now();
     let c1: filecoin_proofs_api::seal::SealCommitPhase1Output = serde_json::from_slice(phase1_output)
         .map_err(|e| Error::InvalidArgument(format!("commit phase 1 output is not filecoin-proofs-api's JSON: {e}")))?;
@@ -57,18 +54,16 @@ pub fn seal_commit_phase2_with_rng(
         )));
     }
     let config = c1.registered_proof.as_v1_config();
-    let mut out = super::with_registered_shape!(
+    super::with_registered_shape!(
         u64::from(config.sector_size),
         from_api,
         &config,
         c1,
         prover_id,
         sector_id,
-        prover,
-        rng
-    )?;
-    out.report.total = start.elapsed();
-    Ok(out)
+        options,
+        start
+    )
 }
 
 fn from_api<Tree: 'static + MerkleTreeTrait>(
@@ -76,9 +71,9 @@ fn from_api<Tree: 'static + MerkleTreeTrait>(
     c1: filecoin_proofs_api::seal::SealCommitPhase1Output,
     prover_id: ProverId,
     sector_id: u64,
-    prover: &Prover,
-    rng: &mut dyn RngCore,
-) -> Result<Output> {
+    options: Options<'_>,
+    start: Instant,
+) -> Result<ProofJob> {
     let filecoin_proofs_api::seal::SealCommitPhase1Output {
         vanilla_proofs,
         comm_r,
@@ -105,13 +100,13 @@ fn from_api<Tree: 'static + MerkleTreeTrait>(
         seed,
         ticket,
     };
-    seal_commit_phase2_typed(config, &c1, prover_id, sector_id, prover, rng)
+    submit_typed(config, &c1, prover_id, sector_id, options, start)
 }
 
 /// C2 from filecoin-proofs' own types, as its `seal_commit_phase2::<Tree>(porep_config,
 /// phase1_output, prover_id, sector_id)` takes them: the same checks, the circuit of each
-/// partition built by `StackedCompound::circuit` from the same public inputs, proved by
-/// `prover` with r, s from `rng`.
+/// partition built by `StackedCompound::circuit` from the same public inputs, submitted to
+/// the engine of `options`.
 ///
 /// `prover_id` and `sector_id` are checked against the output's replica id (filecoin-proofs
 /// checks them when it verifies the seal), so a wrong miner or sector number is an error here,
@@ -119,15 +114,31 @@ fn from_api<Tree: 'static + MerkleTreeTrait>(
 ///
 /// # Errors
 /// As [`seal_commit_phase2`].
-pub fn seal_commit_phase2_typed<Tree: 'static + MerkleTreeTrait>(
+pub fn submit_seal_commit_phase2_typed<Tree: 'static + MerkleTreeTrait>(
     porep_config: &PoRepConfig,
     phase1_output: &SealCommitPhase1Output<Tree>,
     prover_id: ProverId,
     sector_id: u64,
-    prover: &Prover,
-    rng: &mut dyn RngCore,
-) -> Result<Output> {
-    let start = Instant::now();
+    options: Options<'_>,
+) -> Result<ProofJob> {
+    submit_typed(
+        porep_config,
+        phase1_output,
+        prover_id,
+        sector_id,
+        options,
+        Instant::now(),
+    )
+}
+
+fn submit_typed<Tree: 'static + MerkleTreeTrait>(
+    porep_config: &PoRepConfig,
+    phase1_output: &SealCommitPhase1Output<Tree>,
+    prover_id: ProverId,
+    sector_id: u64,
+    options: Options<'_>,
+    start: Instant,
+) -> Result<ProofJob> {
     let SealCommitPhase1Output {
         vanilla_proofs,
         comm_d,
@@ -194,22 +205,24 @@ pub fn seal_commit_phase2_typed<Tree: 'static + MerkleTreeTrait>(
         params_load,
         ..Report::default()
     };
-    let mut out = prove_compound::<
+    submit_compound::<
         StackedDrg<'_, Tree, DefaultPieceHasher>,
         StackedCircuit<Tree, DefaultPieceHasher>,
         StackedCompound<Tree, DefaultPieceHasher>,
     >(
-        prover,
-        &loaded,
+        ProofKind::SealCommit,
+        loaded,
         &public_inputs,
-        None,
-        vanilla_proofs,
+        VerifyAs {
+            inputs: &public_inputs,
+            first_partition: 0,
+        },
+        vanilla_proofs.clone(),
         &pub_params,
-        rng,
+        options,
         report,
-    )?;
-    out.report.total = start.elapsed();
-    Ok(out)
+        start,
+    )
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -5,17 +5,21 @@ use std::time::Instant;
 
 use filecoin_hashers::Hasher;
 use filecoin_proofs::{FallbackPoStSectorProof, PoStConfig, PoStType};
-use rand_core::{OsRng, RngCore};
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_post::fallback::{self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector};
 
-use super::{fil_err, params, prove_compound, Output, ProverId, Report};
+use super::job::{submit_compound, VerifyAs};
+use super::{fil_err, params, Options, ProofJob, ProofKind, ProverId, Report};
 use crate::error::{Error, Result};
 use crate::filecoin::RegisteredPoStProof;
-use crate::prover::Prover;
 
-/// Proves a Window PoSt from the vanilla proofs of its sectors, as filecoin-proofs-api's
+/// The most partitions a deadline has (the miner actor's `MAX_PARTITIONS_PER_DEADLINE`): a
+/// single-partition Window PoSt's index is below it.
+pub const MAX_PARTITIONS_PER_DEADLINE: usize = 3000;
+
+/// Proves a Window PoSt from the vanilla proofs of its sectors on the process-wide engine, at
+/// [`PRIORITY_WINDOW_POST`](super::PRIORITY_WINDOW_POST), as filecoin-proofs-api's
 /// `post::generate_window_post_with_vanilla`: `vanilla_proofs` are the bincode bytes of
 /// `FallbackPoStSectorProof`s (what filecoin-ffi's `generate_single_vanilla_proof` returns),
 /// `randomness` the challenge seed. Returns the proof bytes (192 per partition, in order).
@@ -23,42 +27,103 @@ use crate::prover::Prover;
 /// # Errors
 /// [`Error::InvalidArgument`] for a Winning proof type, no vanilla proofs or bytes that do not
 /// decode; [`Error::Filecoin`] when filecoin-proofs rejects them (e.g. a faulty sector's
-/// vanilla proof does not verify); [`Error::FilecoinParams`]; the prover's errors.
+/// vanilla proof does not verify); [`Error::FilecoinParams`]; the engine's errors
+/// ([`ProofJob::wait`]).
 pub fn generate_window_post_with_vanilla(
     proof_type: RegisteredPoStProof,
     randomness: &[u8; 32],
     prover_id: ProverId,
     vanilla_proofs: &[Vec<u8>],
-    prover: &Prover,
 ) -> Result<Vec<u8>> {
-    generate_window_post_with_vanilla_rng(proof_type, randomness, prover_id, vanilla_proofs, prover, &mut OsRng)
+    submit_window_post_with_vanilla(proof_type, randomness, prover_id, vanilla_proofs, Options::default())?
+        .wait()
         .map(|o| o.proof)
 }
 
-/// As [`generate_window_post_with_vanilla`], with r and s from `rng` and the [`Report`].
+/// [`generate_window_post_with_vanilla`] without blocking, on the engine of `options`.
 ///
 /// # Errors
-/// As [`generate_window_post_with_vanilla`].
-pub fn generate_window_post_with_vanilla_rng(
+/// As [`generate_window_post_with_vanilla`], for what is checked before the job is submitted.
+pub fn submit_window_post_with_vanilla(
     proof_type: RegisteredPoStProof,
     randomness: &[u8; 32],
     prover_id: ProverId,
     vanilla_proofs: &[Vec<u8>],
-    prover: &Prover,
-    rng: &mut dyn RngCore,
-) -> Result<Output> {
+    options: Options<'_>,
+) -> Result<ProofJob> {
     post(
-        PoStType::Window,
+        Which::Window,
         proof_type,
         randomness,
         prover_id,
         vanilla_proofs,
-        prover,
-        rng,
+        options,
     )
 }
 
-/// Proves a Winning PoSt from the vanilla proofs of its challenged sectors, as
+/// Proves one partition of a Window PoSt, as filecoin-proofs-api's
+/// `post::generate_single_window_post_with_vanilla` (filecoin-ffi's
+/// `GenerateSinglePartitionWindowPoStWithVanilla`, which Curio calls): `vanilla_proofs` are
+/// the vanilla proofs of that partition's sectors only (at most the partition's sector count,
+/// in sector order), `partition_index` its index in the deadline's Window PoSt. Returns the
+/// partition's 192-byte proof (filecoin-proofs' `PartitionSnarkProof`); the partitions'
+/// proofs concatenated in index order (filecoin-proofs' `merge_window_post_partition_proofs`)
+/// are the Window PoSt `verify_window_post` accepts. Checked before it is returned as
+/// partition `partition_index` of that PoSt.
+///
+/// # Errors
+/// As [`generate_window_post_with_vanilla`]; also more vanilla proofs than one partition holds,
+/// and `partition_index` ≥ [`MAX_PARTITIONS_PER_DEADLINE`].
+pub fn generate_single_partition_window_post_with_vanilla(
+    proof_type: RegisteredPoStProof,
+    randomness: &[u8; 32],
+    prover_id: ProverId,
+    vanilla_proofs: &[Vec<u8>],
+    partition_index: usize,
+) -> Result<Vec<u8>> {
+    submit_single_partition_window_post_with_vanilla(
+        proof_type,
+        randomness,
+        prover_id,
+        vanilla_proofs,
+        partition_index,
+        Options::default(),
+    )?
+    .wait()
+    .map(|o| o.proof)
+}
+
+/// [`generate_single_partition_window_post_with_vanilla`] without blocking, on the engine of
+/// `options`.
+///
+/// # Errors
+/// As [`generate_single_partition_window_post_with_vanilla`], for what is checked before the
+/// job is submitted.
+pub fn submit_single_partition_window_post_with_vanilla(
+    proof_type: RegisteredPoStProof,
+    randomness: &[u8; 32],
+    prover_id: ProverId,
+    vanilla_proofs: &[Vec<u8>],
+    partition_index: usize,
+    options: Options<'_>,
+) -> Result<ProofJob> {
+    if partition_index >= MAX_PARTITIONS_PER_DEADLINE {
+        return Err(Error::InvalidArgument(format!(
+            "partition index {partition_index}: a deadline has at most {MAX_PARTITIONS_PER_DEADLINE} partitions"
+        )));
+    }
+    post(
+        Which::WindowPartition(partition_index),
+        proof_type,
+        randomness,
+        prover_id,
+        vanilla_proofs,
+        options,
+    )
+}
+
+/// Proves a Winning PoSt from the vanilla proofs of its challenged sectors on the process-wide
+/// engine, at [`PRIORITY_WINNING_POST`](super::PRIORITY_WINNING_POST), as
 /// filecoin-proofs-api's `post::generate_winning_post_with_vanilla` (inputs as for
 /// [`generate_window_post_with_vanilla`]). Returns the proof bytes.
 ///
@@ -69,44 +134,59 @@ pub fn generate_winning_post_with_vanilla(
     randomness: &[u8; 32],
     prover_id: ProverId,
     vanilla_proofs: &[Vec<u8>],
-    prover: &Prover,
 ) -> Result<Vec<u8>> {
-    generate_winning_post_with_vanilla_rng(proof_type, randomness, prover_id, vanilla_proofs, prover, &mut OsRng)
+    submit_winning_post_with_vanilla(proof_type, randomness, prover_id, vanilla_proofs, Options::default())?
+        .wait()
         .map(|o| o.proof)
 }
 
-/// As [`generate_winning_post_with_vanilla`], with r and s from `rng` and the [`Report`].
+/// [`generate_winning_post_with_vanilla`] without blocking, on the engine of `options`.
 ///
 /// # Errors
-/// As [`generate_winning_post_with_vanilla`].
-pub fn generate_winning_post_with_vanilla_rng(
+/// As [`generate_winning_post_with_vanilla`], for what is checked before the job is submitted.
+pub fn submit_winning_post_with_vanilla(
     proof_type: RegisteredPoStProof,
     randomness: &[u8; 32],
     prover_id: ProverId,
     vanilla_proofs: &[Vec<u8>],
-    prover: &Prover,
-    rng: &mut dyn RngCore,
-) -> Result<Output> {
+    options: Options<'_>,
+) -> Result<ProofJob> {
     post(
-        PoStType::Winning,
+        Which::Winning,
         proof_type,
         randomness,
         prover_id,
         vanilla_proofs,
-        prover,
-        rng,
+        options,
     )
 }
 
+/// Which PoSt is proved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Which {
+    Winning,
+    Window,
+    /// One partition of a Window PoSt, at this index.
+    WindowPartition(usize),
+}
+
+impl Which {
+    fn typ(self) -> PoStType {
+        match self {
+            Self::Winning => PoStType::Winning,
+            Self::Window | Self::WindowPartition(_) => PoStType::Window,
+        }
+    }
+}
+
 fn post(
-    typ: PoStType,
+    which: Which,
     proof_type: RegisteredPoStProof,
     randomness: &[u8; 32],
     prover_id: ProverId,
     vanilla_proofs: &[Vec<u8>],
-    prover: &Prover,
-    rng: &mut dyn RngCore,
-) -> Result<Output> {
+    options: Options<'_>,
+) -> Result<ProofJob> {
     let start = Instant::now();
     if proof_type.major_version() != 1 {
         return Err(Error::InvalidArgument(format!(
@@ -114,6 +194,7 @@ fn post(
         )));
     }
     let config = proof_type.as_v1_config();
+    let typ = which.typ();
     if config.typ != typ {
         return Err(Error::InvalidArgument(format!(
             "{proof_type:?} is a {:?} PoSt proof type, not a {typ:?} one",
@@ -123,28 +204,29 @@ fn post(
     if vanilla_proofs.is_empty() {
         return Err(Error::InvalidArgument("no vanilla proofs".into()));
     }
-    let mut out = super::with_registered_shape!(
+    super::with_registered_shape!(
         u64::from(config.sector_size),
         post_inner,
+        which,
         &config,
         randomness,
         prover_id,
         vanilla_proofs,
-        prover,
-        rng
-    )?;
-    out.report.total = start.elapsed();
-    Ok(out)
+        options,
+        start
+    )
 }
 
+#[allow(clippy::too_many_arguments)]
 fn post_inner<Tree: 'static + MerkleTreeTrait>(
+    which: Which,
     config: &PoStConfig,
     randomness: &[u8; 32],
     prover_id: ProverId,
     vanilla_proofs: &[Vec<u8>],
-    prover: &Prover,
-    rng: &mut dyn RngCore,
-) -> Result<Output> {
+    options: Options<'_>,
+    start: Instant,
+) -> Result<ProofJob> {
     let sector_proofs = vanilla_proofs
         .iter()
         .enumerate()
@@ -157,8 +239,8 @@ fn post_inner<Tree: 'static + MerkleTreeTrait>(
         })
         .collect::<Result<Vec<_>>>()?;
 
-    let (vanilla_params, partitions) = match config.typ {
-        PoStType::Winning => {
+    let (vanilla_params, partitions) = match which {
+        Which::Winning => {
             if sector_proofs.len() != config.sector_count {
                 return Err(Error::InvalidArgument(format!(
                     "Winning PoSt takes {} vanilla proofs, found {}",
@@ -170,11 +252,18 @@ fn post_inner<Tree: 'static + MerkleTreeTrait>(
                 .map_err(|e| fil_err("Winning PoSt setup", e))?;
             (vp, None)
         }
-        PoStType::Window => {
+        Which::Window | Which::WindowPartition(_) => {
             let vp = filecoin_proofs::parameters::window_post_setup_params(config);
             // filecoin-proofs' get_partitions_for_window_post: ceil(sectors / sectors per
             // partition), None for one.
             let n = sector_proofs.len().div_ceil(config.sector_count);
+            if matches!(which, Which::WindowPartition(_)) && n > 1 {
+                return Err(Error::InvalidArgument(format!(
+                    "one Window PoSt partition holds at most {} sectors; found {} vanilla proofs",
+                    config.sector_count,
+                    sector_proofs.len()
+                )));
+            }
             (vp, (n > 1).then_some(n))
         }
     };
@@ -207,13 +296,27 @@ fn post_inner<Tree: 'static + MerkleTreeTrait>(
     };
     let what = || "partitioning the vanilla proofs".to_string();
     let partitioned = super::guard(&what, || {
-        filecoin_proofs::partition_vanilla_proofs(
-            config,
-            &pub_params.vanilla_params,
-            &pub_inputs,
-            partitions.unwrap_or(1),
-            &sector_proofs,
-        )
+        match which {
+            // filecoin-proofs' generate_single_window_post_with_vanilla: the partition's
+            // sectors, with its index.
+            Which::WindowPartition(k) => filecoin_proofs::single_partition_vanilla_proofs(
+                config,
+                &pub_params.vanilla_params,
+                &fallback::PublicInputs {
+                    k: Some(k),
+                    ..pub_inputs.clone()
+                },
+                &sector_proofs,
+            )
+            .map(|p| vec![p]),
+            Which::Window | Which::Winning => filecoin_proofs::partition_vanilla_proofs(
+                config,
+                &pub_params.vanilla_params,
+                &pub_inputs,
+                partitions.unwrap_or(1),
+                &sector_proofs,
+            ),
+        }
         .map_err(|e| fil_err(&what(), e))
     })?;
 
@@ -223,23 +326,55 @@ fn post_inner<Tree: 'static + MerkleTreeTrait>(
         params_load,
         ..Report::default()
     };
-    // filecoin-proofs' verify_winning_post checks a Winning proof against the challenged
-    // sectors repeated once per circuit "sector" slot (the circuit has one challenge per slot);
-    // the prover builds its circuits from the sectors as given. Window PoSt: the same inputs.
-    let winning_inputs = (config.typ == PoStType::Winning).then(|| fallback::PublicInputs {
-        sectors: (0..pub_params.vanilla_params.sector_count)
-            .flat_map(|_| pub_inputs.sectors.iter().cloned())
-            .collect(),
-        ..pub_inputs.clone()
-    });
-    prove_compound::<FallbackPoSt<'_, Tree>, FallbackPoStCircuit<Tree>, FallbackPoStCompound<Tree>>(
-        prover,
-        &loaded,
+    // What the proofs are checked with: the verifier's public inputs.
+    let (verify_in, first_partition, kind) = match which {
+        Which::Window => (pub_inputs.clone(), 0, ProofKind::WindowPoSt),
+        // filecoin-proofs' verify_winning_post checks a Winning proof against the challenged
+        // sectors repeated once per circuit "sector" slot (the circuit has one challenge per
+        // slot); the prover builds its circuits from the sectors as given.
+        Which::Winning => (
+            fallback::PublicInputs {
+                sectors: (0..pub_params.vanilla_params.sector_count)
+                    .flat_map(|_| pub_inputs.sectors.iter().cloned())
+                    .collect(),
+                ..pub_inputs.clone()
+            },
+            0,
+            ProofKind::WinningPoSt,
+        ),
+        // The partition is built as partition 0 of its own sectors (as filecoin-proofs builds
+        // it: the circuit does not depend on its index) and checked as partition k of the
+        // whole PoSt, whose earlier partitions' sectors only fill the places before it (the
+        // challenges depend on a sector's place under the older PoSt versions).
+        Which::WindowPartition(k) => {
+            let filler = pub_inputs.sectors[0].clone();
+            let before = k * pub_params.vanilla_params.sector_count;
+            let sectors = std::iter::repeat(filler)
+                .take(before)
+                .chain(pub_inputs.sectors.iter().cloned())
+                .collect();
+            (
+                fallback::PublicInputs {
+                    sectors,
+                    ..pub_inputs.clone()
+                },
+                k,
+                ProofKind::WindowPoSt,
+            )
+        }
+    };
+    submit_compound::<FallbackPoSt<'_, Tree>, FallbackPoStCircuit<Tree>, FallbackPoStCompound<Tree>>(
+        kind,
+        loaded,
         &pub_inputs,
-        winning_inputs.as_ref(),
-        &partitioned,
+        VerifyAs {
+            inputs: &verify_in,
+            first_partition,
+        },
+        partitioned,
         &pub_params.vanilla_params,
-        rng,
+        options,
         report,
+        start,
     )
 }

@@ -10,7 +10,7 @@
 #   2. from the module's `go mod vendor` copy (the package's header, cuzk.pc and cuzk_link.h
 #      must travel with it; the build must use that copy),
 # and 3. the Curio adapter in examples/go/README.md is vetted against tests/link/go_adapter's
-#      stand-ins for go-state-types, go-cid and go-fil-commcid, with Curio's method set,
+#      stand-ins for go-state-types, go-cid and filecoin-ffi, with Curio's method set,
 # with no CGO_CFLAGS/CGO_LDFLAGS, no build tags, no GOFLAGS and GOPROXY=off: pkg-config's
 # cuzk.pc carries every link flag, and nothing is downloaded. It links the library
 # scripts/build-lib.sh built last (it wrote examples/go/cuzk.pc and cuzk_link.h): run that
@@ -84,7 +84,7 @@ if [ "$run" = 1 ]; then "$consumer/consumer-vendored" "$features" | sed 's/^/   
 if [ -n "$bin" ]; then cp "$consumer/consumer-vendored" "$bin"; fi
 
 echo "-- examples/go/README.md's Curio adapter compiles and has Curio's ffidirect method set"
-# Against tests/link/go_adapter's stand-ins for go-state-types, go-cid and go-fil-commcid
+# Against tests/link/go_adapter's stand-ins for go-state-types, go-cid and filecoin-ffi
 # (their declarations only: the real modules are not reachable here).
 adapter="$WORK/adapter"
 rm -rf "$adapter"
@@ -98,14 +98,14 @@ go $go_version
 require (
 	$module v0.0.0
 	github.com/filecoin-project/go-state-types v0.0.0
-	github.com/filecoin-project/go-fil-commcid v0.0.0
+	github.com/filecoin-project/filecoin-ffi v0.0.0
 	github.com/ipfs/go-cid v0.0.0
 )
 
 replace (
 	$module => $pkg
 	github.com/filecoin-project/go-state-types => $stand_in/go-state-types
-	github.com/filecoin-project/go-fil-commcid => $stand_in/go-fil-commcid
+	github.com/filecoin-project/filecoin-ffi => $stand_in/filecoin-ffi
 	github.com/ipfs/go-cid => $stand_in/go-cid
 )
 MOD

@@ -1,0 +1,192 @@
+//! The process-wide engine every Filecoin proof runs on (unless a call names another): made at
+//! the first proof from [`configure`]'s configuration, or else from the defaults and the
+//! `CUZK_FILECOIN_*` environment variables, and kept for the life of the process.
+
+use std::sync::{Mutex, OnceLock};
+
+use crate::engine::{Engine, EngineBackend, EngineConfig};
+use crate::error::{Error, Result};
+use crate::prover::BackendChoice;
+
+/// The GPUs to prove on: `cpu`, `auto` (GPU 0 when usable, else the CPU: the default), or
+/// device numbers such as `0,1` (one set of GPU workers each).
+pub const ENV_GPUS: &str = "CUZK_FILECOIN_GPUS";
+/// The host memory budget: a byte count or `96GiB` (also `MiB`, `TiB`). Default: three
+/// quarters of the host's memory (Filecoin's parameter sets, which the budget counts, are
+/// large).
+pub const ENV_BUDGET: &str = "CUZK_FILECOIN_BUDGET";
+/// Synthesis threads (one partition each). Default: the host's cores.
+pub const ENV_SYNTHESIS_THREADS: &str = "CUZK_FILECOIN_SYNTHESIS_THREADS";
+
+static ENGINE: OnceLock<Engine> = OnceLock::new();
+/// The configuration [`configure`] left for the first proof; held while the engine starts.
+static PENDING: Mutex<Option<EngineConfig>> = Mutex::new(None);
+
+/// Sets the configuration of the process-wide Filecoin engine, which starts with it at the
+/// first proof that uses it (the `CUZK_FILECOIN_*` variables are then not read). A second call
+/// before that replaces the first.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] once the engine has started (its configuration cannot change).
+pub fn configure(config: EngineConfig) -> Result<()> {
+    let mut pending = PENDING.lock().unwrap_or_else(|p| p.into_inner());
+    if ENGINE.get().is_some() {
+        return Err(Error::InvalidArgument(
+            "the Filecoin engine has started already: configure it before the first proof".into(),
+        ));
+    }
+    *pending = Some(config);
+    Ok(())
+}
+
+/// The process-wide Filecoin engine, started now if it is not yet (concurrent first callers
+/// wait for one start).
+///
+/// # Errors
+/// A bad `CUZK_FILECOIN_*` value ([`Error::InvalidArgument`], naming it), or
+/// [`Engine::new`]'s errors. A failed start consumes [`configure`]'s configuration (configure
+/// again, or the next call starts from the environment) and is not remembered.
+pub fn engine() -> Result<&'static Engine> {
+    if let Some(engine) = ENGINE.get() {
+        return Ok(engine);
+    }
+    let mut pending = PENDING.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(engine) = ENGINE.get() {
+        return Ok(engine);
+    }
+    let config = match pending.take() {
+        Some(config) => config,
+        None => config_from_env(&|name| std::env::var(name).ok())?,
+    };
+    log::info!("filecoin: starting the process-wide engine: {config:?}");
+    let engine = Engine::new(config)?;
+    Ok(ENGINE.get_or_init(|| engine))
+}
+
+/// Whether the process-wide engine has started.
+pub fn engine_started() -> bool {
+    ENGINE.get().is_some()
+}
+
+/// The default configuration with the `CUZK_FILECOIN_*` variables `var` returns applied.
+pub(crate) fn config_from_env(var: &dyn Fn(&str) -> Option<String>) -> Result<EngineConfig> {
+    let bad = |name: &str, value: &str, expected: &str| {
+        Error::InvalidArgument(format!("{name}={value:?}: expected {expected}"))
+    };
+    let mut config = EngineConfig::default();
+    if let Some(memory) = host_memory() {
+        config.budget_bytes = memory / 4 * 3;
+    }
+    if let Some(v) = var(ENV_GPUS) {
+        config.backends = parse_gpus(&v).ok_or_else(|| bad(ENV_GPUS, &v, "cpu, auto or device numbers such as 0,1"))?;
+    }
+    if let Some(v) = var(ENV_BUDGET) {
+        config.budget_bytes = parse_bytes(&v)
+            .filter(|&b| b > 0)
+            .ok_or_else(|| bad(ENV_BUDGET, &v, "a byte count such as 103079215104 or 96GiB"))?;
+    }
+    if let Some(v) = var(ENV_SYNTHESIS_THREADS) {
+        config.synthesis_workers = v
+            .trim()
+            .parse()
+            .ok()
+            .filter(|&n: &usize| n > 0)
+            .ok_or_else(|| bad(ENV_SYNTHESIS_THREADS, &v, "a number of threads, at least 1"))?;
+    }
+    Ok(config)
+}
+
+fn parse_gpus(v: &str) -> Option<Vec<EngineBackend>> {
+    match v.trim() {
+        "cpu" => return Some(vec![EngineBackend::Choice(BackendChoice::Cpu)]),
+        "auto" | "" => return Some(vec![EngineBackend::Choice(BackendChoice::Auto)]),
+        _ => {}
+    }
+    let devices = v
+        .split(',')
+        .map(|d| d.trim().parse::<usize>().ok())
+        .collect::<Option<Vec<_>>>()?;
+    let mut seen = std::collections::HashSet::new();
+    if !devices.iter().all(|d| seen.insert(*d)) {
+        return None;
+    }
+    Some(
+        devices
+            .into_iter()
+            .map(|d| EngineBackend::Choice(BackendChoice::Gpu(d)))
+            .collect(),
+    )
+}
+
+/// `123`, `96GiB`, `512MiB`, `1TiB` (binary units; `KiB` too).
+fn parse_bytes(v: &str) -> Option<usize> {
+    let v = v.trim();
+    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (digits, unit) = v.split_at(split);
+    let n: usize = digits.parse().ok()?;
+    let shift = match unit.trim() {
+        "" => 0,
+        "KiB" => 10,
+        "MiB" => 20,
+        "GiB" => 30,
+        "TiB" => 40,
+        _ => return None,
+    };
+    n.checked_mul(1usize.checked_shl(shift)?)
+}
+
+/// The host's memory in bytes (Linux `/proc/meminfo`).
+fn host_memory() -> Option<usize> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+    }
+
+    #[test]
+    fn the_environment_sets_gpus_budget_and_threads() {
+        let c = config_from_env(&env(&[
+            (ENV_GPUS, "0, 2"),
+            (ENV_BUDGET, "96GiB"),
+            (ENV_SYNTHESIS_THREADS, "3"),
+        ]))
+        .unwrap();
+        let gpus: Vec<String> = c.backends.iter().map(|b| format!("{b:?}")).collect();
+        assert_eq!(gpus, ["Choice(Gpu(0))", "Choice(Gpu(2))"]);
+        assert_eq!(c.budget_bytes, 96 << 30);
+        assert_eq!(c.synthesis_workers, 3);
+        let c = config_from_env(&env(&[(ENV_GPUS, "cpu"), (ENV_BUDGET, "1234")])).unwrap();
+        assert_eq!(format!("{:?}", c.backends), "[Choice(Cpu)]");
+        assert_eq!(c.budget_bytes, 1234);
+        let c = config_from_env(&env(&[])).unwrap();
+        assert_eq!(format!("{:?}", c.backends), "[Choice(Auto)]");
+        if let Some(m) = host_memory() {
+            assert_eq!(c.budget_bytes, m / 4 * 3);
+        }
+    }
+
+    #[test]
+    fn bad_values_are_refused_by_name() {
+        for (name, value) in [
+            (ENV_GPUS, "gpu0"),
+            (ENV_GPUS, "0,0"),
+            (ENV_BUDGET, "12 GB"),
+            (ENV_BUDGET, "0"),
+            (ENV_BUDGET, "99999999999TiB"),
+            (ENV_SYNTHESIS_THREADS, "0"),
+            (ENV_SYNTHESIS_THREADS, "many"),
+        ] {
+            let err = config_from_env(&env(&[(name, value)])).unwrap_err();
+            let msg = err.to_string();
+            assert!(msg.contains(name) && msg.contains(value), "{msg}");
+        }
+    }
+}

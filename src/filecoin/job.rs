@@ -1,0 +1,395 @@
+//! A Filecoin proof as an engine job: its kind and priority, the per-call [`Options`], and the
+//! [`ProofJob`] a `submit_*` call returns (wait, cancel, progress), whose proofs are checked
+//! against the parameters' verifying key before they are handed out.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
+use blstrs::Scalar;
+use rand_core::RngCore;
+use storage_proofs_core::compound_proof::{CircuitComponent, CompoundProof};
+use storage_proofs_core::parameter_cache::ParameterSetMetadata;
+use storage_proofs_core::proof::ProofScheme;
+
+use super::params::Loaded;
+use super::{fil_err, guard, Output, Report};
+use crate::engine::{Engine, Job, JobHandle, Partition, Progress, ProgressCallback};
+use crate::error::{Error, Result};
+use crate::proof::{verify_proof, Proof};
+
+/// Winning PoSt's priority: it must land within an epoch, so it goes before everything.
+pub const PRIORITY_WINNING_POST: i32 = 300;
+/// Window PoSt's priority: before sealing work, after Winning PoSt.
+pub const PRIORITY_WINDOW_POST: i32 = 200;
+/// PoRep commit phase 2's priority.
+pub const PRIORITY_SEAL_COMMIT: i32 = 100;
+/// SnapDeals' (empty-sector-update) priority: as PoRep C2's.
+pub const PRIORITY_SNAP_DEALS: i32 = 100;
+
+/// Which Filecoin proof a job proves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProofKind {
+    /// PoRep commit phase 2 (C2).
+    SealCommit,
+    /// SnapDeals: the empty-sector-update proof.
+    SnapDeals,
+    /// Window PoSt (all partitions, or one).
+    WindowPoSt,
+    /// Winning PoSt.
+    WinningPoSt,
+}
+
+impl ProofKind {
+    /// The engine priority a job of this kind gets unless [`Options::priority`] says otherwise
+    /// (`PRIORITY_*`: Winning PoSt > Window PoSt > PoRep C2 = SnapDeals; a higher priority is
+    /// dispatched to synthesis and taken by a GPU first).
+    pub const fn default_priority(self) -> i32 {
+        match self {
+            Self::SealCommit => PRIORITY_SEAL_COMMIT,
+            Self::SnapDeals => PRIORITY_SNAP_DEALS,
+            Self::WindowPoSt => PRIORITY_WINDOW_POST,
+            Self::WinningPoSt => PRIORITY_WINNING_POST,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::SealCommit => "PoRep C2",
+            Self::SnapDeals => "SnapDeals",
+            Self::WindowPoSt => "Window PoSt",
+            Self::WinningPoSt => "Winning PoSt",
+        }
+    }
+}
+
+/// How one proof is submitted. `Options::default()`: the process-wide engine
+/// ([`engine`](super::engine())), the kind's priority, r and s from the operating system.
+#[derive(Default)]
+pub struct Options<'a> {
+    /// The engine to prove on (`None`: the process-wide one).
+    pub engine: Option<&'a Engine>,
+    /// The job's priority (`None`: [`ProofKind::default_priority`]).
+    pub priority: Option<i32>,
+    /// Where r and s come from (`None`: the operating system's generator): all the r, then all
+    /// the s, one per partition, drawn at submission, as bellperson draws them.
+    pub rng: Option<&'a mut dyn RngCore>,
+}
+
+impl std::fmt::Debug for Options<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("engine", &self.engine.map(|_| "given"))
+            .field("priority", &self.priority)
+            .field("rng", &self.rng.as_ref().map(|_| "given"))
+            .finish()
+    }
+}
+
+impl<'a> Options<'a> {
+    /// On `engine` instead of the process-wide one.
+    pub fn on(mut self, engine: &'a Engine) -> Self {
+        self.engine = Some(engine);
+        self
+    }
+
+    /// At `priority` instead of the kind's.
+    pub fn with_priority(mut self, priority: i32) -> Self {
+        self.priority = Some(priority);
+        self
+    }
+
+    /// With r and s drawn from `rng`.
+    pub fn with_rng(mut self, rng: &'a mut dyn RngCore) -> Self {
+        self.rng = Some(rng);
+        self
+    }
+}
+
+/// What a job needs after the engine's proofs are back.
+struct Finish {
+    loaded: Arc<Loaded>,
+    /// The public inputs each partition's proof is checked with.
+    inputs: Vec<Vec<Scalar>>,
+    report: Report,
+    /// When the call that submitted the job began.
+    start: Instant,
+    submitted: Instant,
+}
+
+/// A Filecoin proof submitted to an engine: [`wait`](Self::wait) for its bytes, or
+/// [`cancel`](Self::cancel) it, watch its [`progress`](Self::progress). Dropping it does not
+/// cancel the job (its proofs are then discarded).
+pub struct ProofJob {
+    handle: JobHandle,
+    kind: ProofKind,
+    priority: i32,
+    finish: Mutex<Option<Finish>>,
+}
+
+impl std::fmt::Debug for ProofJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProofJob")
+            .field("kind", &self.kind)
+            .field("priority", &self.priority)
+            .field("handle", &self.handle)
+            .finish()
+    }
+}
+
+impl ProofJob {
+    /// Blocks until the engine is done with the job, checks every partition's proof against
+    /// the parameters' verifying key, and returns the bytes filecoin-proofs returns (192 per
+    /// partition, in partition order) with the [`Report`].
+    ///
+    /// # Errors
+    /// The engine's ([`JobHandle::wait`]: a partition's failure, [`Error::Cancelled`],
+    /// [`Error::BudgetExhausted`], ...); [`Error::Filecoin`] for a proof that does not verify
+    /// (a backend fault, or parameters that do not belong to this circuit).
+    pub fn wait(self) -> Result<Output> {
+        self.take_output()
+    }
+
+    /// [`wait`](Self::wait) without giving the job up, so that other threads can still cancel
+    /// it or read its progress (the C ABI's). The output can be taken once.
+    pub(crate) fn take_output(&self) -> Result<Output> {
+        let finish = self.finish.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let Some(Finish {
+            loaded,
+            inputs,
+            mut report,
+            start,
+            submitted,
+        }) = finish
+        else {
+            return Err(Error::InvalidArgument(
+                "the proof job's result was taken already".into(),
+            ));
+        };
+        let proofs = self.handle.take_result()?;
+        report.proving = submitted.elapsed();
+        let t = Instant::now();
+        if proofs.len() != inputs.len() {
+            return Err(Error::Filecoin(format!(
+                "the engine returned {} proofs for {} partitions",
+                proofs.len(),
+                inputs.len()
+            )));
+        }
+        for (k, (proof, inputs)) in proofs.iter().zip(&inputs).enumerate() {
+            if !verify_proof(&loaded.pvk, proof, inputs)? {
+                return Err(Error::Filecoin(format!(
+                    "{}: the proof of partition {k} does not verify against the parameters' verifying key \
+                     (a backend fault, or parameters that do not belong to this circuit)",
+                    self.kind.name()
+                )));
+            }
+        }
+        report.verify = t.elapsed();
+        report.total = start.elapsed();
+        let mut bytes = Vec::with_capacity(proofs.len() * Proof::SIZE);
+        for p in &proofs {
+            bytes.extend_from_slice(&p.to_bytes());
+        }
+        log::info!(
+            "filecoin: {} of {} partitions at priority {} on {}: inputs {:.1} ms, engine {:.1} ms, verify {:.1} ms",
+            self.kind.name(),
+            report.partitions,
+            report.priority,
+            report.backend,
+            report.circuits.as_secs_f64() * 1e3,
+            report.proving.as_secs_f64() * 1e3,
+            report.verify.as_secs_f64() * 1e3
+        );
+        Ok(Output { proof: bytes, report })
+    }
+
+    /// Cancels the job (see [`JobHandle::cancel`]): [`wait`](Self::wait) then returns
+    /// [`Error::Cancelled`]. Returns whether it was still running.
+    pub fn cancel(&self) -> bool {
+        self.handle.cancel()
+    }
+
+    /// Partitions proved so far, of how many.
+    pub fn progress(&self) -> Progress {
+        self.handle.progress()
+    }
+
+    /// Calls `callback` after each partition and once at the end (see
+    /// [`JobHandle::on_progress`]).
+    pub fn on_progress(&self, callback: ProgressCallback) {
+        self.handle.on_progress(callback)
+    }
+
+    /// Whether the engine is done with the job ([`wait`](Self::wait) only verifies).
+    pub fn is_finished(&self) -> bool {
+        self.handle.is_finished()
+    }
+
+    /// The engine's id of the job.
+    pub fn id(&self) -> u64 {
+        self.handle.id()
+    }
+
+    /// The proof kind.
+    pub fn kind(&self) -> ProofKind {
+        self.kind
+    }
+
+    /// The priority it was submitted at.
+    pub fn priority(&self) -> i32 {
+        self.priority
+    }
+}
+
+/// What [`submit_compound`] verifies with: the public inputs `inputs` as of partition
+/// `first_partition` (a single Window PoSt partition is built as partition 0 of its own
+/// sectors and checked as partition `k` of the whole PoSt).
+pub(crate) struct VerifyAs<'p, I> {
+    pub(crate) inputs: &'p I,
+    pub(crate) first_partition: usize,
+}
+
+/// One partition's circuit, built from its vanilla proof only when its synthesis starts (so a
+/// job holds the inputs once, not a circuit per partition), as filecoin-proofs'
+/// `CompoundProof::circuit_proofs` builds partition k. Cloning shares the inputs.
+struct Lazy<C> {
+    partition: usize,
+    build: Arc<dyn Fn(usize) -> Result<C> + Send + Sync>,
+}
+
+impl<C> Clone for Lazy<C> {
+    fn clone(&self) -> Self {
+        Self {
+            partition: self.partition,
+            build: self.build.clone(),
+        }
+    }
+}
+
+impl<C: Circuit<Scalar>> Circuit<Scalar> for Lazy<C> {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> std::result::Result<(), SynthesisError> {
+        let circuit =
+            (self.build)(self.partition).map_err(|e| SynthesisError::IoError(std::io::Error::other(e.to_string())))?;
+        circuit.synthesize(cs)
+    }
+}
+
+/// Submits one engine job of the partitions of `vanilla_proofs` (partition k from vanilla
+/// proof k, its circuit built when its synthesis starts: the engine synthesizes a few at a
+/// time, under its budget), after computing the public inputs each proof will be checked with.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn submit_compound<S, C, CP>(
+    kind: ProofKind,
+    loaded: Arc<Loaded>,
+    pub_in: &S::PublicInputs,
+    verify_as: VerifyAs<'_, S::PublicInputs>,
+    vanilla_proofs: Vec<S::Proof>,
+    pub_params: &S::PublicParams,
+    options: Options<'_>,
+    mut report: Report,
+    start: Instant,
+) -> Result<ProofJob>
+where
+    S: ProofScheme<'static> + 'static,
+    S::Proof: Send + Sync + 'static,
+    S::PublicParams: ParameterSetMetadata + Clone + Send + Sync + 'static,
+    S::PublicInputs: Clone + Send + Sync + 'static,
+    C: Circuit<Scalar> + CircuitComponent + Send + 'static,
+    CP: CompoundProof<'static, S, C> + 'static,
+{
+    if vanilla_proofs.is_empty() {
+        return Err(Error::InvalidArgument("no vanilla proofs: nothing to prove".into()));
+    }
+    let engine = match options.engine {
+        Some(e) => e,
+        None => super::engine()?,
+    };
+    let n = vanilla_proofs.len();
+    let t = Instant::now();
+    let inputs = (0..n)
+        .map(|k| {
+            let at = verify_as.first_partition + k;
+            let what = || format!("the public inputs of partition {at}");
+            guard(&what, || {
+                CP::generate_public_inputs(verify_as.inputs, pub_params, Some(at)).map_err(|e| fil_err(&what(), e))
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let (pub_in, pub_params) = (pub_in.clone(), pub_params.clone());
+    let build = Arc::new(move |k: usize| {
+        let what = || format!("building the circuit of partition {k}");
+        guard(&what, || {
+            CP::circuit(
+                &pub_in,
+                C::ComponentPrivateInputs::default(),
+                &vanilla_proofs[k],
+                &pub_params,
+                Some(k),
+            )
+            .map_err(|e| fil_err(&what(), e))
+        })
+    });
+    let partitions = (0..n)
+        .map(|partition| {
+            Partition::circuit(Lazy {
+                partition,
+                build: build.clone(),
+            })
+        })
+        .collect();
+    report.circuits = t.elapsed();
+
+    let priority = options.priority.unwrap_or(kind.default_priority());
+    let params = loaded.params.clone();
+    let mut job = Job::new(params.clone(), partitions)
+        .with_priority(priority)
+        .with_label(kind.name());
+    if let Some(mut rng) = options.rng {
+        job = job.with_rng(&mut rng);
+    }
+    report.backend = backend_names(engine);
+    report.partitions = n;
+    report.domain_size = params.domain_size();
+    report.priority = priority;
+    let handle = engine.submit(job);
+    Ok(ProofJob {
+        handle,
+        kind,
+        priority,
+        finish: Mutex::new(Some(Finish {
+            loaded,
+            inputs,
+            report,
+            start,
+            submitted: Instant::now(),
+        })),
+    })
+}
+
+/// The engine's backends' names (`"cpu"`, `"cuda"`), each once.
+fn backend_names(engine: &Engine) -> &'static str {
+    let stats = engine.stats();
+    let mut names: Vec<&'static str> = stats.workers.iter().map(|w| w.backend_name).collect();
+    names.dedup();
+    match names.as_slice() {
+        [one] => one,
+        [] => "none",
+        _ => "mixed",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn winning_goes_before_window_before_sealing() {
+        use ProofKind::*;
+        assert!(WinningPoSt.default_priority() > WindowPoSt.default_priority());
+        assert!(WindowPoSt.default_priority() > SealCommit.default_priority());
+        assert_eq!(SealCommit.default_priority(), SnapDeals.default_priority());
+        // Above the engine's default (0), so plain jobs sharing the engine go after them.
+        assert!(SnapDeals.default_priority() > 0);
+    }
+}
