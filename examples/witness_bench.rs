@@ -140,7 +140,7 @@ fn main() {
         }
         drop((assignment, abc));
         if args.gpu {
-            gpu_rows.push(gpu_row(bits, &circuit, &compiled, &witness, args.runs));
+            gpu_rows.push(gpu_row(bits, &circuit, &compiled, args.runs));
         }
         let path = dir.join(format!("synthetic-{bits}.r1cs"));
         let (t_save, ()) = timed(args.runs, || compiled.save(&path).unwrap_or_else(|e| fail(e)));
@@ -209,16 +209,10 @@ fn main() {
     }
 }
 
-/// One row of the GPU table: the same witness proved by the full path (the assignment from
+/// One row of the GPU table: one witness (synthesized into pinned buffers) proved by the full path (the assignment from
 /// the compiled circuit, a, b, c copied) and by the witness path, same r and s.
 #[cfg(feature = "cuda")]
-fn gpu_row(
-    bits: u32,
-    circuit: &Synthetic,
-    compiled: &CompiledCircuit,
-    witness: &cuzk::compiled::Witness,
-    runs: u64,
-) -> Vec<String> {
+fn gpu_row(bits: u32, circuit: &Synthetic, compiled: &CompiledCircuit, runs: u64) -> Vec<String> {
     use blstrs::Scalar;
     use std::sync::Arc;
     let backend = Arc::new(cuzk::prover::cuda::CudaBackend::new(0).unwrap_or_else(|e| fail(e)));
@@ -229,6 +223,10 @@ fn gpu_row(
     let params = cuzk::testing::random_parameters(circuit.clone(), 7).unwrap_or_else(|e| fail(e));
     gpu.prepare(&params).unwrap_or_else(|e| fail(e));
     let (r, s) = (Scalar::from(3u64), Scalar::from(5u64));
+    // The witness as a prover with a pool makes it: in pinned buffers (a heap witness would be
+    // copied from pageable memory).
+    let pinned = gpu.synthesize_witness(circuit.clone()).unwrap_or_else(|e| fail(e));
+    let witness = &pinned;
     let mut full_t = Vec::new();
     let mut full_h = Vec::new();
     let mut full_bytes = Vec::new();
@@ -275,7 +273,7 @@ fn gpu_row(
 }
 
 #[cfg(not(feature = "cuda"))]
-fn gpu_row(_: u32, _: &Synthetic, _: &CompiledCircuit, _: &cuzk::compiled::Witness, _: u64) -> Vec<String> {
+fn gpu_row(_: u32, _: &Synthetic, _: &CompiledCircuit, _: u64) -> Vec<String> {
     eprintln!("witness_bench: --gpu needs a build with --features cuda");
     std::process::exit(2)
 }
