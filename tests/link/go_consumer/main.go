@@ -69,7 +69,7 @@ func run(features string) error {
 		sector cuzk.SectorNumber = 1
 		miner  cuzk.ActorID      = 1000
 	)
-	_, err = prover.SealCommitPhase2([]byte("not json"), sector, miner)
+	_, err = cuzk.SealCommitPhase2([]byte("not json"), sector, miner) // on the process-wide Filecoin engine
 	var e *cuzk.Error
 	want := cuzk.StatusUnsupported
 	if wantFilecoin {
