@@ -11,7 +11,7 @@
  *   touched. There is no thread-local "last error".
  * - Results go through out-parameters, written only on success (exceptions are named).
  * - Handles (cuzk_pool, cuzk_params, cuzk_r1cs, cuzk_assignment, cuzk_prover, cuzk_buffer,
- *   cuzk_bytes, cuzk_engine, cuzk_job)
+ *   cuzk_bytes, cuzk_engine, cuzk_job, cuzk_filecoin_job)
  *   are opaque, made only by the library, and freed by the matching cuzk_*_free (or handed
  *   over where a function says it consumes them); every *_free accepts NULL.
  *   A `const` handle parameter is not modified.
