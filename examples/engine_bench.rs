@@ -8,7 +8,8 @@
 //! Prints one table: seconds per partition end to end once warm (the first `--warmup`
 //! partitions excluded), GPU busy fraction over the same window (per GPU worker, averaged),
 //! pool reuses / checkouts after the warm-up, peak pinned bytes, the budget, and the ratio
-//! naive / engine. The witness defaults to the Filecoin mix (98% of aux values 0 or 1;
+//! naive / engine; then which synthesis path the engine took (`--witness-path 0` for full
+//! synthesis of every partition) and the peak host RSS. The witness defaults to the Filecoin mix (98% of aux values 0 or 1;
 //! `--bit-percent 75` for the older mix). Parameters are random points of the right shape
 //! (`cuzk::testing::random_parameters_for`), so the engine's proofs are checked against the
 //! naive loop's bytes (same circuits, same r and s) instead of being verified.
@@ -79,6 +80,19 @@ struct Args {
     /// its aux values), 75 the mix of older measurements.
     #[arg(long, value_name = "P", default_value_t = FILECOIN_BIT_PERCENT, value_parser = clap::value_parser!(u32).range(0..=100))]
     bit_percent: u32,
+    /// The engine's witness path (1, the default: the first partition records its circuit, the
+    /// others are synthesized witness-only and evaluated on the GPU; 0: every partition in
+    /// full). The naive loop is always full synthesis.
+    #[arg(long, value_name = "0|1", default_value = "1", action = ArgAction::Set, value_parser = BoolishValueParser::new(), hide_possible_values = true)]
+    witness_path: bool,
+}
+
+/// The process's peak resident set (VmHWM), in bytes, where /proc has it.
+fn peak_rss() -> Option<usize> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib << 10)
 }
 
 /// Filecoin's witness mix, the default: PoRep C2's circuit has 98.4% of its aux values 0 or 1.
@@ -220,6 +234,7 @@ fn main() {
             .map(|b| EngineBackend::Custom(b.clone() as std::sync::Arc<dyn Backend>))
             .collect(),
         pool_allocator: Some(Box::new(allocator)),
+        witness_path: args.witness_path,
         ..EngineConfig::default()
     })
     .unwrap_or_else(|e| fail(&e.to_string()));
@@ -343,6 +358,17 @@ fn main() {
         end.budget_waits,
         gib(end.evicted_pool_bytes),
         end.evicted_params
+    );
+    let w = end.witness;
+    println!(
+        "synthesis path: {} — {} recorded, {} witness-only, {} full, {} fallbacks; compiled circuits {:.2} GiB; peak host RSS {}",
+        if args.witness_path { "witness path" } else { "full synthesis (--witness-path 0)" },
+        w.recorded,
+        w.witness,
+        w.full,
+        w.fallbacks,
+        gib(end.compiled_bytes),
+        peak_rss().map_or("unknown".into(), |b| format!("{:.1} GiB (the naive loop's included)", gib(b)))
     );
     println!(
         "proofs identical to the naive loop's (first {}): {}",

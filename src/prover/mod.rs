@@ -129,9 +129,7 @@ pub trait Backend: Send + Sync {
     /// ([`CompiledCircuit::assignment`]). A backend that evaluates a, b, c on the device
     /// returns what it still takes from the pool there.
     fn witness_pool_requests(&self, circuit: &CompiledCircuit) -> [usize; 4] {
-        let scalars = |n: usize| n.max(1).saturating_mul(std::mem::size_of::<Scalar>());
-        let abc = scalars(circuit.num_constraints());
-        [abc, abc, abc, scalars(circuit.num_aux())]
+        witness::host_pool_requests(circuit)
     }
 }
 

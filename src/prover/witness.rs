@@ -103,6 +103,14 @@ pub(crate) fn evaluate_on_host<B: Backend + ?Sized>(
     backend.commitments(&mut assignment, params, timings)
 }
 
+/// The pool checkouts of [`evaluate_on_host`] for one proof of `circuit`: a, b, c and the
+/// expanded aux.
+pub(crate) fn host_pool_requests(circuit: &CompiledCircuit) -> [usize; 4] {
+    let scalars = |n: usize| n.max(1).saturating_mul(std::mem::size_of::<Scalar>());
+    let abc = scalars(circuit.num_constraints());
+    [abc, abc, abc, scalars(circuit.num_aux())]
+}
+
 /// Checks that a compiled circuit has exactly the shape the parameters were made for (the
 /// witness path's [`check_assignment`](super::check_assignment)).
 pub(crate) fn check_compiled(c: &CompiledCircuit, params: &Parameters) -> Result<()> {

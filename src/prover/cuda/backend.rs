@@ -535,6 +535,16 @@ impl Backend for CudaBackend {
     ) -> Result<Commitments> {
         self.witness_on_device(circuit, witness, params, pool, t)
     }
+
+    fn witness_pool_requests(&self, circuit: &CompiledCircuit) -> [usize; 4] {
+        // Nothing from the pool once the circuit is resident; until then (its first proof may
+        // find that it does not fit) what the host evaluation would take.
+        if self.batched_msms && self.has_circuit(circuit) {
+            [0; 4]
+        } else {
+            crate::prover::witness::host_pool_requests(circuit)
+        }
+    }
 }
 
 /// One job of the batch after H: an MSM of [`PROOF_MSMS`] over `n` scalars at `scalars` (host

@@ -168,6 +168,12 @@ impl CudaBackend {
         }
     }
 
+    /// Whether `c` is resident on this device now.
+    pub(super) fn has_circuit(&self, c: &CompiledCircuit) -> bool {
+        let fp = c.fingerprint();
+        self.circuits.list.lock().iter().any(|d| d.fingerprint == fp)
+    }
+
     /// The resident copy of `c`, uploading it if needed; `None` when it does not fit.
     fn device_circuit(&self, c: &CompiledCircuit, keep: Option<u64>) -> Result<Option<Arc<DeviceCircuit>>> {
         let fp = c.fingerprint();
