@@ -38,5 +38,5 @@ mod witness;
 
 pub use backend::{CudaBackend, DeviceMemStats, WORKING_BYTES_PER_DOMAIN_ELEMENT};
 pub use bases::{compute_h_once, msm_once, DeviceCurve, OnceBases};
-pub use witness::WitnessEvaluations;
 pub use device::{device_count, device_memory, probe, DeviceInfo, BUILT_ARCHS, MIN_FREE_BYTES};
+pub use witness::WitnessEvaluations;
