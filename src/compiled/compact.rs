@@ -12,17 +12,25 @@ use rayon::prelude::*;
 use crate::error::Result;
 use crate::pool::{PinnedPool, PinnedVec};
 
+/// The limbs of `Scalar::ONE` as blst keeps it (Montgomery form: 2^256 mod r), a constant so
+/// that `bit_of` — once per aux value during witness synthesis — needs no lazy initialisation
+/// (a test checks it against `Scalar::ONE`).
+const ONE_LIMBS: [u64; 4] = [
+    0x0000_0001_ffff_fffe,
+    0x5884_b7fa_0003_4802,
+    0x998c_4fef_ecbc_4ff5,
+    0x1824_b159_acc5_056f,
+];
+
 /// A value's class: 0, 1 or anything else. Witness values are secret, but whether each is a
 /// bit is exactly what the MSMs split on anyway; the check compares limbs (not in constant
 /// time), as the assignment's coefficient check does.
 #[inline]
 pub(crate) fn bit_of(v: &Scalar) -> Option<bool> {
-    static ONE: std::sync::OnceLock<[u64; 4]> = std::sync::OnceLock::new();
-    let one = ONE.get_or_init(|| blst::blst_fr::from(Scalar::ONE).l);
     let l = blst::blst_fr::from(*v).l;
     if l == [0; 4] {
         Some(false)
-    } else if l == *one {
+    } else if l == ONE_LIMBS {
         Some(true)
     } else {
         None
@@ -90,6 +98,10 @@ impl CompactAux {
         })
     }
 
+    /// Appends one value. Inlined into the witness system's `alloc` (once per aux value):
+    /// the common case — a bit inside the open word — is a few instructions; a value that is
+    /// not a bit and a full word go out of line.
+    #[inline]
     pub(super) fn push(&mut self, v: Scalar) -> Result<()> {
         let bit = self.len % 64;
         match bit_of(&v) {
@@ -97,15 +109,27 @@ impl CompactAux {
                 self.open_mask |= 1 << bit;
                 self.open_values |= u64::from(b) << bit;
             }
-            None => self.others.try_push(v)?,
+            None => self.push_other(v)?,
         }
         self.len += 1;
         if bit == 63 {
-            self.bit_mask.try_push(self.open_mask)?;
-            self.bit_values.try_push(self.open_values)?;
-            self.open_mask = 0;
-            self.open_values = 0;
+            self.close_word()?;
         }
+        Ok(())
+    }
+
+    #[inline(never)]
+    fn push_other(&mut self, v: Scalar) -> Result<()> {
+        self.others.try_push(v)
+    }
+
+    /// Appends the open (full) word to the bitmaps and starts the next one.
+    #[inline(never)]
+    fn close_word(&mut self) -> Result<()> {
+        self.bit_mask.try_push(self.open_mask)?;
+        self.bit_values.try_push(self.open_values)?;
+        self.open_mask = 0;
+        self.open_values = 0;
         Ok(())
     }
 
@@ -284,6 +308,15 @@ mod tests {
                 _ => Scalar::random(&mut rng),
             })
             .collect()
+    }
+
+    #[test]
+    fn one_limbs_are_scalar_ones() {
+        assert_eq!(blst::blst_fr::from(Scalar::ONE).l, ONE_LIMBS);
+        assert_eq!(bit_of(&Scalar::ONE), Some(true));
+        assert_eq!(bit_of(&Scalar::ZERO), Some(false));
+        assert_eq!(bit_of(&Scalar::from(2u64)), None);
+        assert_eq!(bit_of(&-Scalar::ONE), None);
     }
 
     /// Every length around the word boundaries: the compact form reads back what was

@@ -322,10 +322,16 @@ impl WitnessCs {
     }
 
     /// Folds a region the circuit filled through `allocate_empty(_aux)` into the compact aux.
+    /// Called at every `alloc`: the check is inlined, the folding (rare) is not.
+    #[inline]
     fn flush(&mut self) {
-        if self.pending.is_empty() {
-            return;
+        if !self.pending.is_empty() {
+            self.flush_pending();
         }
+    }
+
+    #[inline(never)]
+    fn flush_pending(&mut self) {
         let pending = std::mem::take(&mut self.pending);
         for v in pending {
             if let Err(e) = self.aux.push(v) {
@@ -335,6 +341,7 @@ impl WitnessCs {
         }
     }
 
+    #[inline]
     fn push_aux(&mut self, v: Scalar) {
         if let Err(e) = self.aux.push(v) {
             self.fail(e);
