@@ -398,6 +398,28 @@ fn winning_post_bytes_equal_bellpersons_with_the_same_r_and_s() {
     let groth = storage_proofs_core::parameter_cache::read_cached_params(&path).unwrap();
     let bp = bellperson::groth16::create_proof_batch(circuits, &groth, r, s).unwrap();
     assert_eq!(cuzk.proof, bellperson_bytes(&bp));
+
+    // Again with the same r and s: the circuit type and shape are compiled now (the first
+    // proof recorded them, or an earlier test did), so this one takes the witness path — and
+    // gives bellperson's bytes too.
+    let before = filecoin::engine().unwrap().stats().witness;
+    let mut rng = ChaCha20Rng::from_seed(seed);
+    let again = filecoin::submit_winning_post_with_vanilla(
+        WINNING,
+        &randomness,
+        prover_id(),
+        &vanilla,
+        Options::default().with_rng(&mut rng),
+    )
+    .unwrap()
+    .wait()
+    .unwrap();
+    let after = filecoin::engine().unwrap().stats().witness;
+    assert!(
+        after.witness > before.witness,
+        "the second Winning PoSt was not proved by the witness path: {before:?} -> {after:?}"
+    );
+    assert_eq!(again.proof, bellperson_bytes(&bp), "the witness path's bytes differ");
 }
 
 #[test]
