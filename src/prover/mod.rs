@@ -613,18 +613,34 @@ impl Prover {
         for (i, assignment) in assignments.iter_mut().enumerate() {
             let start = Instant::now();
             let c = backend.commitments(assignment, params, &mut t)?;
-            let tail = Instant::now();
-            proofs.push(randomize(params, &c, r[i], s[i]));
-            t.tail += tail.elapsed();
-            log::info!(
-                "proof {}/{n} ({} constraints) on {} in {:.1} ms",
-                i + 1,
-                params.domain_size(),
-                backend.name(),
-                start.elapsed().as_secs_f64() * 1e3
-            );
+            proofs.push(self.finish_proof(params, &c, (r[i], s[i]), (i, n, "full"), start, &mut t));
         }
         Ok((proofs, t))
+    }
+
+    /// The last step of every proof, whichever path made its commitments: the randomisers
+    /// (timed as the tail), and the proof's log line (proof `i + 1` of `n`, by `path`, started
+    /// at `start`).
+    pub(crate) fn finish_proof(
+        &self,
+        params: &Parameters,
+        c: &Commitments,
+        (r, s): (Scalar, Scalar),
+        (i, n, path): (usize, usize, &str),
+        start: Instant,
+        t: &mut Timings,
+    ) -> Proof {
+        let tail = Instant::now();
+        let proof = randomize(params, c, r, s);
+        t.tail += tail.elapsed();
+        log::info!(
+            "proof {}/{n} ({} constraints, {path} path) on {} in {:.1} ms",
+            i + 1,
+            params.domain_size(),
+            self.backend.name(),
+            start.elapsed().as_secs_f64() * 1e3
+        );
+        proof
     }
 }
 
@@ -687,7 +703,7 @@ pub(crate) fn check_assignment(a: &ProvingAssignment, params: &Parameters) -> Re
 }
 
 /// Adds the randomisers: A = α + a + rδ, B = β + b + sδ, C = s·a + r·b₁ + rsδ + sα + rβ + h + l.
-pub(crate) fn randomize(params: &Parameters, c: &Commitments, r: Scalar, s: Scalar) -> Proof {
+fn randomize(params: &Parameters, c: &Commitments, r: Scalar, s: Scalar) -> Proof {
     let vk = params.vk();
     let delta_g1 = vk.delta_g1.to_curve();
     let g_a = delta_g1 * r + vk.alpha_g1 + c.a;

@@ -28,7 +28,7 @@ use parking_lot::Mutex;
 use rayon::prelude::*;
 
 use super::witness::check_compiled;
-use super::{check_assignment, check_batch, randomize, Prover, Timings};
+use super::{check_assignment, check_batch, Prover, Timings};
 use crate::assignment::ProvingAssignment;
 use crate::compiled::{CircuitShape, CompiledCircuit, CompiledCircuits, Witness, WitnessCs};
 use crate::error::{Error, Result};
@@ -486,16 +486,7 @@ impl Prover {
                     "witness",
                 ),
             };
-            let tail = Instant::now();
-            proofs.push(randomize(params, &c, r[i], s[i]));
-            t.tail += tail.elapsed();
-            log::info!(
-                "proof {}/{n} ({} constraints, {path} path) on {} in {:.1} ms",
-                i + 1,
-                params.domain_size(),
-                backend.name(),
-                one.elapsed().as_secs_f64() * 1e3
-            );
+            proofs.push(self.finish_proof(params, &c, (r[i], s[i]), (i, n, path), one, &mut t));
         }
         t.total = start.elapsed();
         Ok((proofs, t))

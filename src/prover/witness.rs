@@ -12,7 +12,7 @@ use std::time::Instant;
 use bellpepper_core::Circuit;
 use blstrs::Scalar;
 
-use super::{check_batch, randomize, Backend, Commitments, Prover, Timings};
+use super::{check_batch, Backend, Commitments, Prover, Timings};
 use crate::compiled::{CompiledCircuit, Witness, WitnessCs};
 use crate::error::{Error, Result};
 use crate::params::Parameters;
@@ -71,16 +71,7 @@ impl Prover {
         for (i, w) in witnesses.iter().enumerate() {
             let one = Instant::now();
             let c = backend.witness_commitments(circuit, w, params, self.pool.as_ref(), &mut t)?;
-            let tail = Instant::now();
-            proofs.push(randomize(params, &c, r[i], s[i]));
-            t.tail += tail.elapsed();
-            log::info!(
-                "witness proof {}/{n} ({} constraints) on {} in {:.1} ms",
-                i + 1,
-                params.domain_size(),
-                backend.name(),
-                one.elapsed().as_secs_f64() * 1e3
-            );
+            proofs.push(self.finish_proof(params, &c, (r[i], s[i]), (i, n, "witness"), one, &mut t));
         }
         t.total = start.elapsed();
         Ok((proofs, t))
