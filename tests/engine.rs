@@ -215,6 +215,7 @@ fn config(synthesis_workers: usize, budget_bytes: usize) -> EngineConfig {
         synthesis_bytes_per_constraint: 0,
         witness_path: true,
         compiled_dir: None,
+        urgent_priority: None,
     }
 }
 

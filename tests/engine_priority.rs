@@ -1,7 +1,10 @@
 //! Priorities on the engine's GPU queue (CPU backend, small synthetic circuits): partitions
 //! of a higher-priority job, synthesized while lower-priority partitions already wait for the
-//! GPU, are proved before them. (tests/engine.rs checks the same order at dispatch.) The order
-//! is read from the jobs' progress callbacks, never from timings.
+//! GPU, are proved before them (tests/engine.rs checks the same order at dispatch); and an
+//! urgent job (`EngineConfig::urgent_priority`, Filecoin's Winning PoSt) submitted while the
+//! pacer's in-flight cap is full is synthesized at once and proved right after the partition
+//! on the GPU, the GPU waiting for its synthesis rather than starting the next partition. The
+//! order is read from the jobs' progress callbacks, never from timings.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,7 +13,7 @@ use cuzk::engine::{Engine, EngineBackend, EngineConfig, EngineStats, Job, PacerM
 use cuzk::prover::cpu::CpuBackend;
 use cuzk::prover::{Backend, Commitments, Timings};
 use cuzk::testing::{random_parameters, Synthetic};
-use cuzk::{Error, HeapAllocator, Parameters, ProvingAssignment};
+use cuzk::{Circuit, ConstraintSystem, Error, HeapAllocator, Parameters, ProvingAssignment, SynthesisError};
 use parking_lot::{Condvar, Mutex};
 
 const K: u32 = 6;
@@ -49,6 +52,57 @@ impl Backend for GatedBackend {
         }
         drop(open);
         CpuBackend.commitments(a, params, t)
+    }
+}
+
+/// The CPU backend, each proof waiting for a ticket.
+struct TicketBackend {
+    tickets: Mutex<usize>,
+    cv: Condvar,
+}
+
+impl TicketBackend {
+    fn give(&self, n: usize) {
+        *self.tickets.lock() += n;
+        self.cv.notify_all();
+    }
+}
+
+impl Backend for TicketBackend {
+    fn name(&self) -> &'static str {
+        "ticketed-cpu"
+    }
+
+    fn commitments(
+        &self,
+        a: &mut ProvingAssignment,
+        params: &Parameters,
+        t: &mut Timings,
+    ) -> cuzk::Result<Commitments> {
+        let deadline = Instant::now() + DEADLINE;
+        let mut tickets = self.tickets.lock();
+        while *tickets == 0 {
+            if self.cv.wait_until(&mut tickets, deadline).timed_out() {
+                return Err(Error::InvalidArgument("no ticket came".into()));
+            }
+        }
+        *tickets -= 1;
+        drop(tickets);
+        CpuBackend.commitments(a, params, t)
+    }
+}
+
+/// A synthetic circuit whose synthesis takes at least `delay`.
+#[derive(Clone)]
+struct Slow {
+    inner: Synthetic,
+    delay: Duration,
+}
+
+impl Circuit<blstrs::Scalar> for Slow {
+    fn synthesize<CS: ConstraintSystem<blstrs::Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        std::thread::sleep(self.delay);
+        self.inner.synthesize(cs)
     }
 }
 
@@ -121,4 +175,80 @@ fn a_higher_priority_job_overtakes_partitions_waiting_for_the_gpu() {
             ("low", 3)
         ]
     );
+}
+
+/// The promise for Winning PoSt: submitted during a stream whose pacer has as many
+/// partitions in flight as it allows and whose one synthesis worker is taken, an urgent job
+/// starts on the GPU after at most the partition in progress. Without the urgent path it is
+/// dispatched only when the pacer lets it (after GPU starts) and a lower-priority partition
+/// synthesized meanwhile takes the GPU first.
+#[test]
+fn an_urgent_job_is_proved_right_after_the_partition_in_progress() {
+    let params = random_parameters(Synthetic::new(K), 7).expect("parameters");
+    let gpu = Arc::new(TicketBackend {
+        tickets: Mutex::new(0),
+        cv: Condvar::new(),
+    });
+    let engine = Engine::new(EngineConfig {
+        synthesis_workers: 1,
+        backends: vec![EngineBackend::Custom(gpu.clone())],
+        pool_allocator: Some(Box::new(HeapAllocator)),
+        budget_bytes: 1 << 30,
+        budget_timeout: DEADLINE,
+        urgent_priority: Some(300),
+        ..EngineConfig::default()
+    })
+    .unwrap();
+    let order = Arc::new(Mutex::new(Vec::<(&str, usize)>::new()));
+    let watch = |tag: &'static str, handle: &cuzk::engine::JobHandle| {
+        let order = order.clone();
+        let mut seen = 0;
+        handle.on_progress(Box::new(move |p| {
+            for done in seen + 1..=p.done {
+                order.lock().push((tag, done));
+            }
+            seen = seen.max(p.done);
+        }));
+    };
+
+    // A stream of 12 partitions: one on the GPU, another waiting, the pacer dispatching no
+    // more (before the first GPU time is known it stops at its target depth).
+    let circuits = (0..12).map(|s| Synthetic::new(K).with_seed(s)).collect();
+    let low = engine.submit(Job::from_circuits(params.clone(), circuits).with_priority(100));
+    watch("low", &low);
+    wait_for(&engine, "one on the GPU, one waiting", |s| {
+        s.on_gpu == 1 && s.in_synthesis == 0 && s.waiting >= 1
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let before = engine.stats();
+    assert_eq!((before.on_gpu, before.in_synthesis), (1, 0), "{before:#?}");
+    assert!(before.pending > 0, "the pacer holds the rest back: {before:#?}");
+
+    // The urgent job: dispatched at once (past the cap, beside the synthesis worker) ...
+    let slow = Slow {
+        inner: Synthetic::new(K).with_seed(99),
+        delay: Duration::from_millis(300),
+    };
+    let urgent = engine.submit(Job::from_circuits(params.clone(), vec![slow]).with_priority(300));
+    watch("urgent", &urgent);
+    wait_for(&engine, "the urgent partition in synthesis", |s| {
+        s.urgent_in_synthesis == 1
+    });
+    // ... and the GPU, done with the partition in progress while the urgent one is still being
+    // synthesized, waits for it instead of starting the next low partition.
+    gpu.give(1);
+    wait_for(&engine, "the GPU holding", |s| {
+        s.gpu_holds >= 1 || s.urgent_in_synthesis == 0
+    });
+    gpu.give(usize::MAX / 2);
+    urgent.wait().unwrap();
+    low.wait().unwrap();
+
+    let order = order.lock().clone();
+    assert_eq!(order.len(), 13, "{order:?}");
+    assert_eq!(&order[..2], [("low", 1), ("urgent", 1)], "{order:?}");
+    let stats = engine.stats();
+    assert_eq!(stats.urgent_dispatched, 1);
+    assert_eq!(stats.gpu_holds, 1, "the GPU held once, for the urgent synthesis");
+    assert_eq!(stats.partitions_done, 13);
 }

@@ -1026,7 +1026,8 @@ void cuzk_filecoin_job_free(struct cuzk_filecoin_job *job);
 // starts from `cuzk_engine_config_default()`'s values with a budget of three quarters of the
 // host's memory, changed by the environment variables `CUZK_FILECOIN_GPUS` (`cpu`, `auto`,
 // or device numbers `0,1`), `CUZK_FILECOIN_BUDGET` (bytes or `96GiB`) and
-// `CUZK_FILECOIN_SYNTHESIS_THREADS`. Fails with `CUZK_STATUS_INVALID_ARGUMENT` once the
+// `CUZK_FILECOIN_SYNTHESIS_THREADS`. Either way Winning PoSt is urgent: it is dispatched past
+// the pacer and the next free GPU waits for it. Fails with `CUZK_STATUS_INVALID_ARGUMENT` once the
 // engine has started. Thread-safe.
 //
 // # Safety

@@ -70,6 +70,14 @@ pub struct EngineConfig {
     /// ([`CompiledCircuits::with_dir`](crate::compiled::CompiledCircuits::with_dir)). Default
     /// `None`: in memory only.
     pub compiled_dir: Option<PathBuf>,
+    /// Jobs of at least this priority are **urgent** (e.g. Filecoin's Winning PoSt, which must
+    /// finish within an epoch): their partitions are dispatched at once — past the pacer, its
+    /// in-flight cap and the busy synthesis workers (on a thread of their own, at most one per
+    /// GPU worker at a time), still within the budget — and a GPU worker that finishes while
+    /// one is being synthesized waits for it instead of starting lower-priority work, so an
+    /// urgent partition starts on a GPU after at most the partitions already on the GPUs (or
+    /// its own synthesis, if longer). Default `None`: no job is urgent.
+    pub urgent_priority: Option<i32>,
 }
 
 impl std::fmt::Debug for EngineConfig {
@@ -86,6 +94,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("synthesis_bytes_per_constraint", &self.synthesis_bytes_per_constraint)
             .field("witness_path", &self.witness_path)
             .field("compiled_dir", &self.compiled_dir)
+            .field("urgent_priority", &self.urgent_priority)
             .finish()
     }
 }
@@ -104,6 +113,7 @@ impl Default for EngineConfig {
             synthesis_bytes_per_constraint: 0,
             witness_path: crate::prover::witness_path_default(),
             compiled_dir: None,
+            urgent_priority: None,
         }
     }
 }

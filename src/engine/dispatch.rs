@@ -25,25 +25,35 @@ impl Shared {
                 self.dispatch_cv.wait(&mut st);
                 continue;
             };
-            if st.in_synthesis >= self.synthesis_workers {
-                self.dispatch_cv.wait(&mut st);
-                continue;
-            }
             let now = self.now();
-            // Liveness: with nothing in flight no event will come, so the pacer's "not until an
-            // event" (e.g. a start whose first partitions failed before any GPU time was known)
-            // must not stall the engine.
-            let idle = st.in_synthesis == 0 && st.ready.is_empty() && st.on_gpu == 0;
-            match st.pacer.next_dispatch_at(now) {
-                None if !idle => {
+            // An urgent job skips the pacer and the synthesis workers' limit (its synthesis
+            // gets a thread of its own), one partition per live GPU worker at a time.
+            let urgent = self.is_urgent(st.jobs[&id].priority);
+            if urgent {
+                if st.urgent_in_synthesis >= st.live_workers.max(1) {
                     self.dispatch_cv.wait(&mut st);
                     continue;
                 }
-                Some(at) if at > now && !idle => {
-                    self.dispatch_cv.wait_for(&mut st, at - now);
+            } else {
+                if st.in_synthesis >= self.synthesis_workers {
+                    self.dispatch_cv.wait(&mut st);
                     continue;
                 }
-                _ => {}
+                // Liveness: with nothing in flight no event will come, so the pacer's "not until
+                // an event" (e.g. a start whose first partitions failed before any GPU time was
+                // known) must not stall the engine.
+                let idle = st.in_synthesis == 0 && st.ready.is_empty() && st.on_gpu == 0;
+                match st.pacer.next_dispatch_at(now) {
+                    None if !idle => {
+                        self.dispatch_cv.wait(&mut st);
+                        continue;
+                    }
+                    Some(at) if at > now && !idle => {
+                        self.dispatch_cv.wait_for(&mut st, at - now);
+                        continue;
+                    }
+                    _ => {}
+                }
             }
 
             // The budget.
@@ -125,17 +135,54 @@ impl Shared {
             let next = job.pending.pop_front().expect("front checked above");
             let params = job.params.clone();
             state.touch_params(params.id());
-            state.pacer.on_dispatch(now);
             state.in_synthesis += 1;
             state.synthesis_reserved += synth_bytes;
             state.synthesis_requests.push(requests);
-            log::debug!(
-                "engine: job {id} partition {} dispatched ({need} bytes reserved, {synth_bytes} of them for its synthesis, {} in synthesis)",
-                next.index,
-                state.in_synthesis
-            );
+            let index = next.index;
             let shared = self.clone();
-            synth.spawn(move || shared.synthesize(id, next, params, need, synth_bytes, requests));
+            let work = Dispatched {
+                id,
+                partition: next,
+                params,
+                reserved: need,
+                synth_bytes,
+                requests,
+                urgent,
+            };
+            if urgent {
+                state.urgent_in_synthesis += 1;
+                state.counters.urgent_dispatched += 1;
+                log::info!(
+                    "engine: urgent job {id} partition {index} dispatched past the pacer ({need} bytes reserved, {} in synthesis)",
+                    state.in_synthesis
+                );
+                // The thread takes the work from the slot; if it cannot start, the work goes to
+                // the synthesis pool instead (later, but not lost).
+                let slot = Arc::new(parking_lot::Mutex::new(Some(work)));
+                let (taken, on_thread) = (slot.clone(), shared.clone());
+                let spawned = std::thread::Builder::new()
+                    .name("cuzk-urgent-synth".into())
+                    .spawn(move || {
+                        if let Some(work) = taken.lock().take() {
+                            on_thread.synthesize(work);
+                        }
+                    });
+                if let Err(e) = spawned {
+                    log::warn!(
+                        "engine: no thread of its own for urgent job {id} ({e}): it waits for a synthesis worker"
+                    );
+                    if let Some(work) = slot.lock().take() {
+                        synth.spawn(move || shared.synthesize(work));
+                    }
+                }
+            } else {
+                state.pacer.on_dispatch(now);
+                log::debug!(
+                    "engine: job {id} partition {index} dispatched ({need} bytes reserved, {synth_bytes} of them for its synthesis, {} in synthesis)",
+                    state.in_synthesis
+                );
+                synth.spawn(move || shared.synthesize(work));
+            }
         }
     }
 
@@ -241,6 +288,21 @@ impl Shared {
         log::info!("engine: under pressure, evicted idle parameters {pid} ({freed} host bytes freed)");
         true
     }
+}
+
+/// A partition dispatched to synthesis, with what its dispatch reserved.
+pub(super) struct Dispatched {
+    pub(super) id: u64,
+    pub(super) partition: super::state::Pending,
+    pub(super) params: crate::Parameters,
+    /// Its reservation in the budget.
+    pub(super) reserved: usize,
+    /// Of which, for its synthesis (released when the synthesis ends).
+    pub(super) synth_bytes: usize,
+    /// The pool requests its synthesis makes.
+    pub(super) requests: [usize; 4],
+    /// Dispatched past the pacer (an urgent job's).
+    pub(super) urgent: bool,
 }
 
 /// A partition asking for room in the budget.

@@ -78,6 +78,7 @@ impl Engine {
             synthesis_bytes_per_constraint,
             witness_path,
             compiled_dir,
+            urgent_priority,
         } = config;
         if synthesis_workers == 0 || gpu_workers_per_backend == 0 || backends.is_empty() {
             return Err(Error::InvalidArgument(format!(
@@ -150,6 +151,8 @@ impl Engine {
                 pacer,
                 budget: Budget::new(budget_bytes),
                 in_synthesis: 0,
+                urgent_in_synthesis: 0,
+                gpu_waiting: 0,
                 on_gpu: 0,
                 shutdown: false,
                 next_id: 0,
@@ -178,6 +181,7 @@ impl Engine {
             synthesis_workers,
             synthesis_per_constraint: synthesis_bytes_per_constraint,
             backend_provers,
+            urgent_priority,
         });
         let mut engine = Engine {
             shared: shared.clone(),
@@ -200,10 +204,11 @@ impl Engine {
             engine.threads.push(t);
         }
         log::info!(
-            "engine: {synthesis_workers} synthesis workers, {gpu_workers} GPU workers on {} backends, budget {} MiB, pool {}",
+            "engine: {synthesis_workers} synthesis workers, {gpu_workers} GPU workers on {} backends, budget {} MiB, pool {}, urgent priority {}",
             backends.len(),
             budget_bytes >> 20,
-            engine.shared.pool.backend_name()
+            engine.shared.pool.backend_name(),
+            urgent_priority.map_or("none".to_string(), |p| format!("≥ {p}"))
         );
         Ok(engine)
     }
@@ -533,6 +538,9 @@ impl Engine {
             pending: st.jobs.values().map(|j| j.pending.len()).sum(),
             in_synthesis: st.in_synthesis,
             waiting: st.ready.len(),
+            urgent_in_synthesis: st.urgent_in_synthesis,
+            urgent_dispatched: st.counters.urgent_dispatched,
+            gpu_holds: st.counters.gpu_holds,
             on_gpu: st.on_gpu,
             jobs_active: st.jobs.len(),
             jobs_done: st.counters.jobs_done,

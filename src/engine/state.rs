@@ -92,6 +92,8 @@ pub(super) struct Counters {
     pub(super) failed: u64,
     pub(super) dropped: u64,
     pub(super) budget_waits: u64,
+    pub(super) urgent_dispatched: u64,
+    pub(super) gpu_holds: u64,
     pub(super) evicted_pool_bytes: usize,
     pub(super) evicted_params: u64,
     pub(super) evicted_params_host_bytes: usize,
@@ -112,6 +114,10 @@ pub(super) struct State {
     pub(super) pacer: Pacer,
     pub(super) budget: Budget,
     pub(super) in_synthesis: usize,
+    /// Of `in_synthesis`, partitions of urgent jobs (dispatched past the pacer).
+    pub(super) urgent_in_synthesis: usize,
+    /// GPU workers waiting on `gpu_cv` (idle, or holding for an urgent partition).
+    pub(super) gpu_waiting: usize,
     pub(super) on_gpu: usize,
     pub(super) shutdown: bool,
     pub(super) next_id: u64,
@@ -177,6 +183,8 @@ pub(super) struct Shared {
     pub(super) synthesis_per_constraint: usize,
     /// One prover per backend (for preparing and evicting parameters).
     pub(super) backend_provers: Vec<Prover>,
+    /// [`EngineConfig::urgent_priority`](super::EngineConfig::urgent_priority).
+    pub(super) urgent_priority: Option<i32>,
 }
 
 pub(super) fn ema(old: Option<f64>, sample: Duration) -> Option<f64> {
@@ -196,6 +204,11 @@ pub(super) fn unless_panic<T>(what: impl FnOnce() -> String, f: impl FnOnce() ->
 }
 
 impl Shared {
+    /// Whether a job of `priority` is urgent.
+    pub(super) fn is_urgent(&self, priority: i32) -> bool {
+        self.urgent_priority.is_some_and(|u| priority >= u)
+    }
+
     /// The pool checkouts (bytes) proving one witness of `circuit` takes on the engine's
     /// backend that takes the most (a witness partition may go to any GPU worker).
     pub(super) fn witness_proof_requests(&self, circuit: &CompiledCircuit) -> [usize; 4] {

@@ -48,6 +48,14 @@ pub struct EngineStats {
     pub in_synthesis: usize,
     /// Synthesized partitions waiting for a GPU worker.
     pub waiting: usize,
+    /// Partitions of urgent jobs ([`EngineConfig::urgent_priority`](super::EngineConfig::urgent_priority))
+    /// being synthesized (also counted in `in_synthesis`).
+    pub urgent_in_synthesis: usize,
+    /// Partitions of urgent jobs dispatched since the start (past the pacer).
+    pub urgent_dispatched: u64,
+    /// Times a GPU worker waited for an urgent partition's synthesis instead of starting
+    /// lower-priority work that was ready.
+    pub gpu_holds: u64,
     /// Partitions being proved.
     pub on_gpu: usize,
     /// Jobs not yet over.

@@ -6,23 +6,24 @@ use std::time::Instant;
 use blstrs::Scalar;
 
 use super::budget::synthesis_held_bytes;
+use super::dispatch::Dispatched;
 use super::job::Canceller;
 use super::state::{ema, unless_panic, Deferred, Pending, Ready, Shared, State};
 use crate::error::Error;
-use crate::params::Parameters;
 use crate::prover::{Prover, Synthesis};
 
 impl Shared {
-    pub(super) fn synthesize(
-        &self,
-        id: u64,
-        partition: Pending,
-        params: Parameters,
-        reserved: usize,
-        synth_bytes: usize,
-        requests: [usize; 4],
-    ) {
+    pub(super) fn synthesize(&self, work: Dispatched) {
         let start = Instant::now();
+        let Dispatched {
+            id,
+            partition,
+            params,
+            reserved,
+            synth_bytes,
+            requests,
+            urgent,
+        } = work;
         let Pending { index, synthesize, .. } = partition;
         let result = unless_panic(
             || format!("synthesis of partition {index}"),
@@ -33,6 +34,9 @@ impl Shared {
         let mut st = self.state.lock();
         let now = self.now();
         st.in_synthesis -= 1;
+        if urgent {
+            st.urgent_in_synthesis -= 1;
+        }
         st.synthesis_reserved -= synth_bytes;
         if let Some(i) = st.synthesis_requests.iter().position(|r| *r == requests) {
             st.synthesis_requests.swap_remove(i);
@@ -56,7 +60,9 @@ impl Shared {
                     Synthesis::Full(_) => "in full",
                     Synthesis::Witness { .. } => "witness-only",
                 };
-                st.pacer.on_synthesis_done(now);
+                if !urgent {
+                    st.pacer.on_synthesis_done(now);
+                }
                 let job = st.jobs.get_mut(&id).expect("alive job exists");
                 job.synthesis_time += elapsed;
                 let item = Ready {
@@ -68,18 +74,19 @@ impl Shared {
                     s: job.s[index],
                     work,
                     reserved,
-                    paced: true,
+                    paced: !urgent,
                 };
                 log::debug!(
                     "engine: job {id} partition {index} synthesized {path} in {:.1} ms ({held} bytes)",
                     elapsed.as_secs_f64() * 1e3
                 );
                 st.ready.push(item);
-                self.gpu_cv.notify_one();
             }
             Ok(work) => {
                 leftover = Some(params);
-                st.pacer.on_synthesis_failed(now);
+                if !urgent {
+                    st.pacer.on_synthesis_failed(now);
+                }
                 drop(work); // buffers back before the budget says they are free
                 st.budget.release(reserved);
                 st.counters.dropped += 1;
@@ -88,7 +95,9 @@ impl Shared {
             }
             Err(e) => {
                 leftover = Some(params);
-                st.pacer.on_synthesis_failed(now);
+                if !urgent {
+                    st.pacer.on_synthesis_failed(now);
+                }
                 st.budget.release(reserved);
                 st.counters.failed += 1;
                 log::info!("engine: job {id} partition {index} failed in synthesis: {e}");
@@ -100,6 +109,9 @@ impl Shared {
         drop(st);
         drop(leftover);
         self.dispatch_cv.notify_all();
+        // Every GPU worker looks again: one may be holding for this partition (see
+        // `gpu_worker`), and the one notify_one would wake could be that one.
+        self.gpu_cv.notify_all();
         deferred.run();
     }
 
@@ -110,15 +122,29 @@ impl Shared {
                 self.retire(&mut st, worker, &prover);
                 return;
             }
+            let mut held = false;
             let item = loop {
                 if st.shutdown {
                     return;
                 }
                 let best = st.ready.iter().enumerate().max_by_key(|(_, r)| r.key()).map(|(i, _)| i);
-                match best {
-                    Some(i) => break st.ready.swap_remove(i),
-                    None => self.gpu_cv.wait(&mut st),
+                if let Some(i) = best {
+                    // An urgent partition in synthesis that no other waiting worker will take
+                    // when it is ready: this worker keeps itself free for it instead of
+                    // starting lower-priority work.
+                    let hold = !self.is_urgent(st.ready[i].priority) && st.urgent_in_synthesis > st.gpu_waiting;
+                    if !hold {
+                        break st.ready.swap_remove(i);
+                    }
+                    if !held {
+                        held = true;
+                        st.counters.gpu_holds += 1;
+                        log::debug!("engine: GPU worker {worker} holds for an urgent partition in synthesis");
+                    }
                 }
+                st.gpu_waiting += 1;
+                self.gpu_cv.wait(&mut st);
+                st.gpu_waiting -= 1;
             };
             let now = self.now();
             if item.paced {

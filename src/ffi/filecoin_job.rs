@@ -191,7 +191,8 @@ pub unsafe extern "C" fn cuzk_filecoin_job_free(job: *mut cuzk_filecoin_job) {
 /// starts from `cuzk_engine_config_default()`'s values with a budget of three quarters of the
 /// host's memory, changed by the environment variables `CUZK_FILECOIN_GPUS` (`cpu`, `auto`,
 /// or device numbers `0,1`), `CUZK_FILECOIN_BUDGET` (bytes or `96GiB`) and
-/// `CUZK_FILECOIN_SYNTHESIS_THREADS`. Fails with `CUZK_STATUS_INVALID_ARGUMENT` once the
+/// `CUZK_FILECOIN_SYNTHESIS_THREADS`. Either way Winning PoSt is urgent: it is dispatched past
+/// the pacer and the next free GPU waits for it. Fails with `CUZK_STATUS_INVALID_ARGUMENT` once the
 /// engine has started. Thread-safe.
 ///
 /// # Safety
@@ -206,7 +207,10 @@ pub unsafe extern "C" fn cuzk_filecoin_configure(
         let config = unsafe { arg(config, "config") }?;
         #[cfg(feature = "filecoin")]
         {
-            crate::filecoin::configure(super::engine::engine_config(config))?;
+            let mut config = super::engine::engine_config(config);
+            // As the environment's configuration: Winning PoSt is urgent.
+            config.urgent_priority = Some(crate::filecoin::PRIORITY_WINNING_POST);
+            crate::filecoin::configure(config)?;
             Ok(())
         }
         #[cfg(not(feature = "filecoin"))]

@@ -24,7 +24,10 @@ static PENDING: Mutex<Option<EngineConfig>> = Mutex::new(None);
 
 /// Sets the configuration of the process-wide Filecoin engine, which starts with it at the
 /// first proof that uses it (the `CUZK_FILECOIN_*` variables are then not read). A second call
-/// before that replaces the first.
+/// before that replaces the first. The environment's configuration makes Winning PoSt urgent
+/// ([`EngineConfig::urgent_priority`] = [`PRIORITY_WINNING_POST`](super::PRIORITY_WINNING_POST):
+/// it goes past the pacer and the next free GPU waits for it); `EngineConfig::default()` makes
+/// no job urgent — set that field to keep it.
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] once the engine has started (its configuration cannot change).
@@ -74,6 +77,9 @@ pub(crate) fn config_from_env(var: &dyn Fn(&str) -> Option<String>) -> Result<En
         Error::InvalidArgument(format!("{name}={value:?}: expected {expected}"))
     };
     let mut config = EngineConfig::default();
+    // Winning PoSt must land within an epoch: it goes past the pacer and the next free GPU
+    // waits for it (EngineConfig::urgent_priority).
+    config.urgent_priority = Some(super::PRIORITY_WINNING_POST);
     if let Some(memory) = host_memory() {
         config.budget_bytes = memory / 4 * 3;
     }
@@ -168,6 +174,9 @@ mod tests {
         assert_eq!(c.budget_bytes, 1234);
         let c = config_from_env(&env(&[])).unwrap();
         assert_eq!(format!("{:?}", c.backends), "[Choice(Auto)]");
+        // Only Winning PoSt is urgent.
+        let urgent = c.urgent_priority.expect("Winning PoSt is urgent");
+        assert!(urgent <= super::super::PRIORITY_WINNING_POST && urgent > super::super::PRIORITY_WINDOW_POST);
         if let Some(m) = host_memory() {
             assert_eq!(c.budget_bytes, m / 4 * 3);
         }
