@@ -1,12 +1,18 @@
-//! cuzk's proofs are byte-for-byte bellperson's, and bellperson's verifier accepts them. The
-//! provers are `Auto`: in a `cuda` build on a machine with a GPU, these are GPU proofs.
+//! cuzk's proofs are byte-for-byte bellperson's, and bellperson's verifier accepts them, by
+//! both of the prover's paths: every circuit is proved with the same r and s by full synthesis
+//! (the first proof of its type and shape, which records the compiled circuit) and by the
+//! witness path (the next one, witness-only, a, b, c evaluated from the compiled circuit), the
+//! witness path's counters showing which path each proof took. The provers are `Auto`: in a
+//! `cuda` build on a machine with a GPU, these are GPU proofs.
 
 mod common;
 
 use bellpepper_core::{ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
 use cuzk::testing::Synthetic;
-use cuzk::{verify_proof, Circuit, PinnedPool, PoolConfig, PreparedVerifyingKey, Proof, Prover};
+use cuzk::{
+    verify_proof, Circuit, Parameters, PinnedPool, PoolConfig, PreparedVerifyingKey, Proof, Prover, WitnessStats,
+};
 use ff::Field;
 use rand::RngCore;
 
@@ -59,6 +65,53 @@ impl Circuit<Scalar> for OddUses {
     }
 }
 
+/// The witness path's counters after `full` syntheses in full (one of them recording) and
+/// `witness` witness-only ones, nothing refused.
+fn counted(full: u64, witness: u64) -> WitnessStats {
+    WitnessStats {
+        recorded: 1,
+        full,
+        witness,
+        ..WitnessStats::default()
+    }
+}
+
+/// Proves `circuit` with `r`, `s` on `prover` (fresh: nothing compiled yet) by both paths: first
+/// by full synthesis, which records the compiled circuit of its type and shape, then again by
+/// the witness path from that compiled circuit. The counters must say that each proof took its
+/// path (a silent fallback to full synthesis fails here). Returns (full, witness).
+fn prove_by_both_paths<C: Circuit<Scalar> + Clone + Send>(
+    label: &str,
+    prover: &Prover,
+    circuit: &C,
+    params: &Parameters,
+    (r, s): (Scalar, Scalar),
+) -> (Proof, Proof) {
+    assert_eq!(
+        prover.witness_stats(),
+        WitnessStats::default(),
+        "{label}: a fresh prover"
+    );
+    let prove = || {
+        prover
+            .prove_with_randomness(vec![circuit.clone()], params, &[r], &[s])
+            .unwrap()[0]
+    };
+    let full = prove();
+    assert_eq!(
+        prover.witness_stats(),
+        counted(1, 0),
+        "{label}: the first proof is not a full synthesis that recorded"
+    );
+    let witness = prove();
+    assert_eq!(
+        prover.witness_stats(),
+        counted(1, 1),
+        "{label}: the second proof did not take the witness path"
+    );
+    (full, witness)
+}
+
 fn check_circuit<C: Circuit<Scalar> + Clone + Send>(label: &str, circuit: C, public: &[Scalar]) {
     let mut rng = common::rng(label);
     let (bp_params, params, _) = common::params_for(&circuit, &mut rng);
@@ -67,29 +120,34 @@ fn check_circuit<C: Circuit<Scalar> + Clone + Send>(label: &str, circuit: C, pub
         let r = Scalar::random(&mut rng);
         let s = Scalar::random(&mut rng);
         let expected = common::bellperson_proof(circuit.clone(), &bp_params, r, s);
-        // Round 0 on the heap, round 1 through a pool.
+        // Round 0 on the heap, round 1 through a pool; the witness path on, whatever
+        // CUZK_WITNESS_PATH says.
         let prover = if round == 0 {
             Prover::new()
         } else {
             Prover::new().with_pool(PinnedPool::heap(PoolConfig::default()))
-        };
-        let proofs = prover
-            .prove_with_randomness(vec![circuit.clone()], &params, &[r], &[s])
-            .unwrap();
+        }
+        .with_witness_path(true);
+        let (full, witness) = prove_by_both_paths(label, &prover, &circuit, &params, (r, s));
         eprintln!("{label}: round {round} proved on the {} backend", prover.backend_name());
-        let ours = proofs[0].to_bytes();
-        assert_eq!(
-            ours.as_slice(),
-            expected.as_slice(),
-            "{label}: proof bytes differ from bellperson's (round {round})"
-        );
-        assert!(
-            common::bellperson_verifies(&bp_params, &ours, public),
-            "{label}: bellperson rejects"
-        );
-        assert!(verify_proof(&pvk, &proofs[0], public).unwrap(), "{label}: cuzk rejects");
+        for (path, proof) in [("full", full), ("witness", witness)] {
+            let ours = proof.to_bytes();
+            assert_eq!(
+                ours.as_slice(),
+                expected.as_slice(),
+                "{label}: proof bytes by the {path} path differ from bellperson's (round {round})"
+            );
+            assert!(
+                common::bellperson_verifies(&bp_params, &ours, public),
+                "{label}: bellperson rejects the {path} path's proof"
+            );
+            assert!(
+                verify_proof(&pvk, &proof, public).unwrap(),
+                "{label}: cuzk rejects the {path} path's proof"
+            );
+        }
         if let Some(pool) = prover.pool() {
-            assert_eq!(pool.stats().bytes_in_use, 0, "{label}: a/b/c not back in the pool");
+            assert_eq!(pool.stats().bytes_in_use, 0, "{label}: buffers not back in the pool");
         }
     }
 
@@ -203,17 +261,33 @@ fn batch_with_rng_matches_bellperson_batch() {
         &mut rng_a,
     )
     .unwrap();
-    let ours = cuzk::prove(circuits.clone(), &params, &mut rng_b).unwrap();
-    assert_eq!(ours.len(), 3);
-    for ((t, o), c) in theirs.iter().zip(&ours).zip(&circuits) {
-        let mut tb = Vec::new();
-        t.write(&mut tb).unwrap();
-        assert_eq!(tb.as_slice(), o.to_bytes().as_slice());
-        assert!(common::bellperson_verifies(
-            &bp_params,
-            &o.to_bytes(),
-            &c.public_input_values()
-        ));
+    // The first batch: one circuit records (full synthesis); the others are synthesized in full
+    // meanwhile, or witness-only once it is done (rayon decides which start first).
+    let prover = Prover::new().with_witness_path(true);
+    let first = prover.prove(circuits.clone(), &params, &mut rng_b).unwrap();
+    let st = prover.witness_stats();
+    assert_eq!((st.recorded, st.full + st.witness), (1, 3), "{st:?}");
+    assert!(st.full >= 1, "{st:?}");
+    // The same batch with the same r and s (the same rng): all three witness-only.
+    let mut rng_c = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    let again = prover.prove(circuits.clone(), &params, &mut rng_c).unwrap();
+    assert_eq!(
+        prover.witness_stats(),
+        counted(st.full, st.witness + 3),
+        "the second batch did not take the witness path"
+    );
+    for (path, ours) in [("first", first), ("second", again)] {
+        assert_eq!(ours.len(), 3);
+        for ((t, o), c) in theirs.iter().zip(&ours).zip(&circuits) {
+            let mut tb = Vec::new();
+            t.write(&mut tb).unwrap();
+            assert_eq!(tb.as_slice(), o.to_bytes().as_slice(), "the {path} batch");
+            assert!(common::bellperson_verifies(
+                &bp_params,
+                &o.to_bytes(),
+                &c.public_input_values()
+            ));
+        }
     }
 }
 

@@ -5,6 +5,12 @@
 //! `verify_empty_sector_update_proof`, `verify_window_post` (also over single partitions merged
 //! as filecoin-proofs merges them) and `verify_winning_post`.
 //!
+//! Both of the prover's paths: PoRep C2, SnapDeals, Window and Winning PoSt are each proved
+//! twice with the same r and s on an engine of the test's own, the first by full synthesis
+//! (recording the compiled circuit), the second by the witness path (the engine's counters
+//! say so), and both give the same bytes — bellperson's, for the circuits filecoin-proofs
+//! builds.
+//!
 //! Parameters: filecoin-proofs' parameter cache in `<target>/tmp/filecoin-proof-parameters`
 //! (unless `FIL_PROOFS_PARAMETER_CACHE` is set), filled on first use by filecoin-proofs' own
 //! generator (`CompoundProof::groth_params` with an rng) — test parameters, never for
@@ -29,7 +35,7 @@ use cuzk::filecoin::{
 };
 use cuzk::prover::cpu::CpuBackend;
 use cuzk::prover::{Backend, Commitments, Timings};
-use cuzk::{Error, HeapAllocator, Parameters, ProvingAssignment};
+use cuzk::{Circuit, Error, HeapAllocator, Parameters, ProvingAssignment, WitnessStats};
 use ff::Field;
 use filecoin_proofs_api::seal::{self as api_seal, SealPreCommitPhase2Output};
 use filecoin_proofs_api::{post as api_post, update as api_update};
@@ -272,6 +278,79 @@ fn bellperson_bytes(proofs: &[bellperson::groth16::Proof<blstrs::Bls12>]) -> Vec
     out
 }
 
+/// bellperson's proof bytes for `circuits` (one per partition, in order) with the parameters
+/// at `params` and r, s drawn as cuzk draws them from an rng seeded with `seed`.
+fn bellperson_batch_bytes<C: Circuit<Scalar> + Send>(circuits: Vec<C>, params: &Path, seed: [u8; 32]) -> Vec<u8> {
+    let (r, s) = r_and_s(seed, circuits.len());
+    let groth = storage_proofs_core::parameter_cache::read_cached_params(params).unwrap();
+    bellperson_bytes(&bellperson::groth16::create_proof_batch(circuits, &groth, r, s).unwrap())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Both paths: full synthesis, then the witness path
+
+/// An engine of the test's own with the witness path on (whatever `CUZK_WITNESS_PATH` says):
+/// nothing is compiled on it yet, and its counters count this test's partitions alone (the
+/// process-wide engine's count those of every test running at the same time).
+fn fresh_engine() -> Engine {
+    Engine::new(EngineConfig {
+        witness_path: true,
+        ..EngineConfig::default()
+    })
+    .unwrap()
+}
+
+/// Makes the same proof twice on `engine` (fresh: [`fresh_engine`]), `submit` called with r
+/// and s drawn from an rng seeded with `seed` both times: the first by full synthesis (one
+/// partition records the compiled circuit; the job's others are synthesized in full meanwhile,
+/// or witness-only once it is recorded), the second with every partition witness-only. The
+/// engine's counters must say so: a silent fallback to full synthesis fails here. Returns
+/// (first, second).
+fn prove_by_both_paths(
+    what: &str,
+    engine: &Engine,
+    seed: [u8; 32],
+    submit: impl Fn(Options<'_>) -> cuzk::Result<filecoin::ProofJob>,
+) -> (filecoin::Output, filecoin::Output) {
+    let prove = || {
+        let mut rng = ChaCha20Rng::from_seed(seed);
+        submit(Options::default().on(engine).with_rng(&mut rng))
+            .unwrap()
+            .wait()
+            .unwrap()
+    };
+    assert_eq!(
+        engine.stats().witness,
+        WitnessStats::default(),
+        "{what}: a fresh engine"
+    );
+    let first = prove();
+    let n = first.report.partitions as u64;
+    let full = engine.stats().witness;
+    assert_eq!(
+        (full.recorded, full.full + full.witness, full.fallbacks),
+        (1, n, 0),
+        "{what}: the first proof did not record its circuit once and prove its {n} partitions: {full:?}"
+    );
+    assert!(full.full >= 1, "{what}: nothing synthesized in full: {full:?}");
+    assert_eq!((full.recording_failures, full.compiled_refused), (0, 0), "{full:?}");
+    let second = prove();
+    let witness = engine.stats().witness;
+    assert_eq!(
+        witness,
+        WitnessStats {
+            witness: full.witness + n,
+            ..full
+        },
+        "{what}: the second proof's {n} partitions did not all take the witness path"
+    );
+    eprintln!(
+        "{what}: first {:?}; second (witness path) {:?}",
+        first.report, second.report
+    );
+    (first, second)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Winning PoSt
 
@@ -332,41 +411,42 @@ fn winning_post_verifies_with_filecoin_proofs_and_rejects_other_randomness() {
     assert!(!api_post::verify_winning_post(&randomness, &out.proof, &wrong, prover_id()).unwrap_or(false));
 }
 
-#[test]
-fn winning_post_bytes_equal_bellpersons_with_the_same_r_and_s() {
+/// filecoin-proofs' PoSt circuits for these vanilla proofs, one per partition, built as its
+/// `generate_winning_post_with_vanilla` / `generate_window_post_with_vanilla` build them.
+fn post_circuits(
+    ty: RegisteredPoStProof,
+    randomness: &[u8; 32],
+    vanilla: &[Vec<u8>],
+) -> Vec<storage_proofs_post::fallback::FallbackPoStCircuit<Tree>> {
     use filecoin_hashers::Hasher;
     use storage_proofs_post::fallback::{self, FallbackPoStCircuit, FallbackPoStCompound, PublicSector};
-    let path = ensure_params(ParamsKind::PoSt(WINNING));
-    let randomness = [5u8; 32];
-    let (vanilla, _) = winning_vanilla(&randomness);
-    let seed = [9u8; 32];
-    let mut rng = ChaCha20Rng::from_seed(seed);
-    let cuzk = filecoin::submit_winning_post_with_vanilla(
-        WINNING,
-        &randomness,
-        prover_id(),
-        &vanilla,
-        Options::default().with_rng(&mut rng),
-    )
-    .unwrap()
-    .wait()
-    .unwrap();
-
-    // The same circuits, built the way filecoin-proofs' generate_winning_post_with_vanilla
-    // builds them, proved by bellperson with the same r and s.
-    let config = WINNING.as_v1_config();
+    let config = ty.as_v1_config();
     let sector_proofs: Vec<filecoin_proofs::FallbackPoStSectorProof<Tree>> =
         vanilla.iter().map(|b| bincode::deserialize(b).unwrap()).collect();
+    let (vanilla_params, partitions) = match config.typ {
+        filecoin_proofs::PoStType::Winning => (
+            filecoin_proofs::parameters::winning_post_setup_params(&config).unwrap(),
+            None,
+        ),
+        filecoin_proofs::PoStType::Window => {
+            // filecoin-proofs' get_partitions_for_window_post (crate-private).
+            let n = sector_proofs.len().div_ceil(config.sector_count);
+            (
+                filecoin_proofs::parameters::window_post_setup_params(&config),
+                (n > 1).then_some(n),
+            )
+        }
+    };
     let setup = storage_proofs_core::compound_proof::SetupParams {
-        vanilla_params: filecoin_proofs::parameters::winning_post_setup_params(&config).unwrap(),
-        partitions: None,
+        vanilla_params,
+        partitions,
         priority: config.priority,
     };
     let pub_params =
         <FallbackPoStCompound<Tree> as CompoundProof<'_, _, FallbackPoStCircuit<Tree>>>::setup(&setup).unwrap();
     type D = <<Tree as storage_proofs_core::merkle::MerkleTreeTrait>::Hasher as Hasher>::Domain;
     let pub_inputs = fallback::PublicInputs::<D> {
-        randomness: filecoin_proofs::as_safe_commitment(&randomness, "randomness").unwrap(),
+        randomness: filecoin_proofs::as_safe_commitment(randomness, "randomness").unwrap(),
         prover_id: filecoin_proofs::as_safe_commitment(&prover_id(), "prover_id").unwrap(),
         sectors: sector_proofs
             .iter()
@@ -377,10 +457,15 @@ fn winning_post_bytes_equal_bellpersons_with_the_same_r_and_s() {
             .collect(),
         k: None,
     };
-    let partitioned =
-        filecoin_proofs::partition_vanilla_proofs(&config, &pub_params.vanilla_params, &pub_inputs, 1, &sector_proofs)
-            .unwrap();
-    let circuits: Vec<FallbackPoStCircuit<Tree>> = partitioned
+    let partitioned = filecoin_proofs::partition_vanilla_proofs(
+        &config,
+        &pub_params.vanilla_params,
+        &pub_inputs,
+        partitions.unwrap_or(1),
+        &sector_proofs,
+    )
+    .unwrap();
+    partitioned
         .iter()
         .enumerate()
         .map(|(k, p)| {
@@ -393,33 +478,28 @@ fn winning_post_bytes_equal_bellpersons_with_the_same_r_and_s() {
             )
             .unwrap()
         })
-        .collect();
-    let (r, s) = r_and_s(seed, circuits.len());
-    let groth = storage_proofs_core::parameter_cache::read_cached_params(&path).unwrap();
-    let bp = bellperson::groth16::create_proof_batch(circuits, &groth, r, s).unwrap();
-    assert_eq!(cuzk.proof, bellperson_bytes(&bp));
+        .collect()
+}
 
-    // Again with the same r and s: the circuit type and shape are compiled now (the first
-    // proof recorded them, or an earlier test did), so this one takes the witness path — and
-    // gives bellperson's bytes too.
-    let before = filecoin::engine().unwrap().stats().witness;
-    let mut rng = ChaCha20Rng::from_seed(seed);
-    let again = filecoin::submit_winning_post_with_vanilla(
-        WINNING,
-        &randomness,
-        prover_id(),
-        &vanilla,
-        Options::default().with_rng(&mut rng),
-    )
-    .unwrap()
-    .wait()
-    .unwrap();
-    let after = filecoin::engine().unwrap().stats().witness;
-    assert!(
-        after.witness > before.witness,
-        "the second Winning PoSt was not proved by the witness path: {before:?} -> {after:?}"
+/// A Winning PoSt by both paths on an engine of the test's own (the first records, the second
+/// takes the witness path, counted), with the same r and s: both are bellperson's bytes for
+/// the circuit filecoin-proofs builds.
+#[test]
+fn winning_post_bytes_equal_bellpersons_with_the_same_r_and_s() {
+    let path = ensure_params(ParamsKind::PoSt(WINNING));
+    let randomness = [5u8; 32];
+    let (vanilla, _) = winning_vanilla(&randomness);
+    let seed = [9u8; 32];
+    let engine = fresh_engine();
+    let (full, witness) = prove_by_both_paths("Winning PoSt", &engine, seed, |options| {
+        filecoin::submit_winning_post_with_vanilla(WINNING, &randomness, prover_id(), &vanilla, options)
+    });
+    let expected = bellperson_batch_bytes(post_circuits(WINNING, &randomness, &vanilla), &path, seed);
+    assert_eq!(full.proof, expected, "full synthesis' bytes differ from bellperson's");
+    assert_eq!(
+        witness.proof, expected,
+        "the witness path's bytes differ from bellperson's"
     );
-    assert_eq!(again.proof, bellperson_bytes(&bp), "the witness path's bytes differ");
 }
 
 #[test]
@@ -478,6 +558,32 @@ fn window_post_of_three_sectors_in_two_partitions_verifies_with_filecoin_proofs(
     // Nor under other randomness.
     let other = [12u8; 32];
     assert!(!api_post::verify_window_post(&other, &[(WINDOW, &out.proof)], &public, prover_id()).unwrap_or(false));
+}
+
+/// A Window PoSt of the three sectors (two partitions of one circuit type and shape) by both
+/// paths on an engine of the test's own, with the same r and s: both are bellperson's bytes
+/// for the circuits filecoin-proofs builds, and the second proof's two partitions both took
+/// the witness path (counted).
+#[test]
+fn window_post_bytes_equal_bellpersons_with_the_same_r_and_s() {
+    let path = ensure_params(ParamsKind::PoSt(WINDOW));
+    let randomness = [15u8; 32];
+    let (vanilla, public) = window_vanilla(&randomness);
+    let seed = [16u8; 32];
+    let engine = fresh_engine();
+    let (full, witness) = prove_by_both_paths("Window PoSt", &engine, seed, |options| {
+        filecoin::submit_window_post_with_vanilla(WINDOW, &randomness, prover_id(), &vanilla, options)
+    });
+    assert_eq!(full.report.partitions, 2);
+    let circuits = post_circuits(WINDOW, &randomness, &vanilla);
+    assert_eq!(circuits.len(), 2, "filecoin-proofs' partitions");
+    let expected = bellperson_batch_bytes(circuits, &path, seed);
+    assert_eq!(full.proof, expected, "full synthesis' bytes differ from bellperson's");
+    assert_eq!(
+        witness.proof, expected,
+        "the witness path's bytes differ from bellperson's"
+    );
+    assert!(api_post::verify_window_post(&randomness, &[(WINDOW, &witness.proof)], &public, prover_id()).unwrap());
 }
 
 /// Curio's GenerateSinglePartitionWindowPoStWithVanilla: each partition proved on its own from
@@ -732,13 +838,70 @@ fn update_proofs_take_commitment_cids_and_refuse_others_by_name() {
 // ---------------------------------------------------------------------------------------------
 // SnapDeals
 
+/// filecoin-proofs' SnapDeals circuits for these vanilla partition proofs, one per partition,
+/// built as its `generate_empty_sector_update_proof_with_vanilla` builds them.
+fn update_circuits(
+    vanilla: &[Vec<u8>],
+    [comm_r_old, comm_r_new, comm_d_new]: [[u8; 32]; 3],
+) -> Vec<storage_proofs_update::EmptySectorUpdateCircuit<Tree>> {
+    use filecoin_hashers::Domain;
+    use storage_proofs_update::{
+        EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PartitionProof, PublicInputs,
+        SetupParams,
+    };
+    type R = <filecoin_proofs::TreeRHasher as filecoin_hashers::Hasher>::Domain;
+    let config = filecoin_proofs::SectorUpdateConfig::from_porep_config(&UPDATE.as_v1_config());
+    let partitions = usize::from(config.update_partitions);
+    let public_inputs = PublicInputs {
+        k: partitions,
+        comm_r_old: R::try_from_bytes(&comm_r_old).unwrap(),
+        comm_d_new: filecoin_proofs::DefaultPieceDomain::try_from_bytes(&comm_d_new).unwrap(),
+        comm_r_new: R::try_from_bytes(&comm_r_new).unwrap(),
+        h: config.h,
+    };
+    let setup = storage_proofs_core::compound_proof::SetupParams {
+        vanilla_params: SetupParams {
+            sector_bytes: u64::from(config.sector_size),
+        },
+        partitions: Some(partitions),
+        priority: false,
+    };
+    let pub_params = <EmptySectorUpdateCompound<Tree> as CompoundProof<
+        '_,
+        EmptySectorUpdate<Tree>,
+        EmptySectorUpdateCircuit<Tree>,
+    >>::setup(&setup)
+    .unwrap();
+    assert_eq!(vanilla.len(), partitions);
+    vanilla
+        .iter()
+        .enumerate()
+        .map(|(k, bytes)| {
+            let proof: PartitionProof<Tree> = bincode::deserialize(bytes).unwrap();
+            <EmptySectorUpdateCompound<Tree> as CompoundProof<'_, _, _>>::circuit(
+                &public_inputs,
+                (),
+                &proof,
+                &pub_params.vanilla_params,
+                Some(k),
+            )
+            .unwrap()
+        })
+        .collect()
+}
+
+/// SnapDeals by both paths on an engine of the test's own (the first proof records, the
+/// second takes the witness path, counted), with the same r and s: the same bytes, which are
+/// bellperson's for the circuit filecoin-proofs builds and which filecoin-proofs verifies; from
+/// Curio's CIDs, the same bytes again.
+///
 /// The 2 KiB SnapDeals circuit has ten SHA-256 TreeD paths (~1.6 M constraints): generating
 /// its test parameters takes tens of minutes on CI's 2 cores. Run on the GPU machine (16
 /// cores): `cargo test --release --features cuda,filecoin --test filecoin -- --ignored`.
 #[test]
 #[ignore]
 fn snap_deals_update_verifies_with_filecoin_proofs_and_rejects_another_comm_r() {
-    ensure_params(ParamsKind::Update(UPDATE));
+    let path = ensure_params(ParamsKind::Update(UPDATE));
     let key = &sectors()[1];
     let dir = key.dir.join("update");
     std::fs::create_dir_all(&dir).unwrap();
@@ -774,32 +937,42 @@ fn snap_deals_update_verifies_with_filecoin_proofs_and_rejects_another_comm_r() 
     )
     .unwrap();
     let vanilla: Vec<Vec<u8>> = vanilla.into_iter().map(|p| p.0).collect();
-    let mut rng = ChaCha20Rng::from_seed([22; 32]);
-    let out = filecoin::submit_empty_sector_update_proof_with_vanilla(
-        UPDATE,
-        &vanilla,
-        comm_r_old,
-        encoded.comm_r_new,
-        encoded.comm_d_new,
-        Options::default().with_rng(&mut rng),
-    )
-    .unwrap()
-    .wait()
-    .unwrap();
-    eprintln!("SnapDeals: {:?}", out.report);
-    // From Curio's CIDs (cid.Cid.Bytes()), with the same r and s: the same bytes.
-    let mut rng = ChaCha20Rng::from_seed([22; 32]);
+    let commitments = [comm_r_old, encoded.comm_r_new, encoded.comm_d_new];
+    let seed = [22; 32];
+    let engine = fresh_engine();
+    let (out, witness) = prove_by_both_paths("SnapDeals", &engine, seed, |options| {
+        filecoin::submit_empty_sector_update_proof_with_vanilla(
+            UPDATE,
+            &vanilla,
+            comm_r_old,
+            encoded.comm_r_new,
+            encoded.comm_d_new,
+            options,
+        )
+    });
+    assert_eq!(
+        witness.proof, out.proof,
+        "the witness path's bytes differ from full synthesis'"
+    );
+    let expected = bellperson_batch_bytes(update_circuits(&vanilla, commitments), &path, seed);
+    assert_eq!(out.proof, expected, "cuzk's bytes differ from bellperson's");
+    // From Curio's CIDs (cid.Cid.Bytes()), with the same r and s: the same bytes (the witness
+    // path again).
+    let before = engine.stats().witness;
+    let mut rng = ChaCha20Rng::from_seed(seed);
     let from_cids = filecoin::submit_update_proof_with_vanilla(
         UPDATE,
         &sealed_cid(&comm_r_old),
         &sealed_cid(&encoded.comm_r_new),
         &unsealed_cid(&encoded.comm_d_new),
         &vanilla,
-        Options::default().with_rng(&mut rng),
+        Options::default().on(&engine).with_rng(&mut rng),
     )
     .unwrap()
     .wait()
     .unwrap();
+    let after = engine.stats().witness;
+    assert_eq!(after.witness, before.witness + vanilla.len() as u64, "{after:?}");
     assert_eq!(from_cids.proof, out.proof);
     assert_eq!(out.proof.len(), vanilla.len() * 192);
     assert!(api_update::verify_empty_sector_update_proof(
@@ -873,8 +1046,9 @@ fn c2_refuses_another_sector_number_or_miner_and_bad_json_before_proving() {
     }
 }
 
-/// Needs the 2 KiB PoRep parameters (~1 GB; generated here on first use: minutes) and two
-/// ~2.7M-constraint partitions per proof: too heavy for CI's 2 cores. Run on the GPU machine:
+/// Needs the 2 KiB PoRep parameters (1.1 GB; generated here on first use: 45 min on the dev
+/// machine's 2 shared cores) and proves one partition of a 2^22 domain per proof: too heavy
+/// for CI's 2 cores. Run on the GPU machine:
 /// `cargo test --release --features cuda,filecoin --test filecoin -- --ignored`.
 #[test]
 #[ignore]
@@ -897,7 +1071,10 @@ fn c2_verifies_with_filecoin_proofs_and_rejects_another_seed_or_comm_r() {
     );
 }
 
-/// Needs the 2 KiB PoRep parameters, as above.
+/// PoRep C2 by both paths on an engine of the test's own (the first proof records, the second
+/// takes the witness path, counted), with the same r and s: both are bellperson's bytes for
+/// the circuit filecoin-proofs builds (and so verify). Needs the 2 KiB PoRep parameters, as
+/// above.
 #[test]
 #[ignore]
 fn c2_bytes_equal_bellpersons_with_the_same_r_and_s() {
@@ -908,12 +1085,10 @@ fn c2_bytes_equal_bellpersons_with_the_same_r_and_s() {
     let seed = [6u8; 32];
     let json = c1_json(s, seed);
     let rng_seed = [8u8; 32];
-    let mut rng = ChaCha20Rng::from_seed(rng_seed);
-    let cuzk =
-        filecoin::submit_seal_commit_phase2(&json, prover_id(), s.sector_id, Options::default().with_rng(&mut rng))
-            .unwrap()
-            .wait()
-            .unwrap();
+    let engine = fresh_engine();
+    let (full, witness) = prove_by_both_paths("PoRep C2", &engine, rng_seed, |options| {
+        filecoin::submit_seal_commit_phase2(&json, prover_id(), s.sector_id, options)
+    });
 
     // filecoin-proofs' circuits for the same C1 output, proved by bellperson with the same r, s.
     let c1: filecoin_proofs_api::seal::SealCommitPhase1Output = serde_json::from_slice(&json).unwrap();
@@ -939,8 +1114,10 @@ fn c2_bytes_equal_bellpersons_with_the_same_r_and_s() {
                 .unwrap()
         })
         .collect();
-    let (r, s) = r_and_s(rng_seed, circuits.len());
-    let groth = storage_proofs_core::parameter_cache::read_cached_params(&path).unwrap();
-    let bp = bellperson::groth16::create_proof_batch(circuits, &groth, r, s).unwrap();
-    assert_eq!(cuzk.proof, bellperson_bytes(&bp));
+    let expected = bellperson_batch_bytes(circuits, &path, rng_seed);
+    assert_eq!(full.proof, expected, "full synthesis' bytes differ from bellperson's");
+    assert_eq!(
+        witness.proof, expected,
+        "the witness path's bytes differ from bellperson's"
+    );
 }
