@@ -76,10 +76,12 @@ pub(crate) fn config_from_env(var: &dyn Fn(&str) -> Option<String>) -> Result<En
     let bad = |name: &str, value: &str, expected: &str| {
         Error::InvalidArgument(format!("{name}={value:?}: expected {expected}"))
     };
-    let mut config = EngineConfig::default();
-    // Winning PoSt must land within an epoch: it goes past the pacer and the next free GPU
-    // waits for it (EngineConfig::urgent_priority).
-    config.urgent_priority = Some(super::PRIORITY_WINNING_POST);
+    let mut config = EngineConfig {
+        // Winning PoSt must land within an epoch: it goes past the pacer and the next free GPU
+        // waits for it (EngineConfig::urgent_priority).
+        urgent_priority: Some(super::PRIORITY_WINNING_POST),
+        ..EngineConfig::default()
+    };
     if let Some(memory) = host_memory() {
         config.budget_bytes = memory / 4 * 3;
     }

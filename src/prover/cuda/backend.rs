@@ -537,9 +537,9 @@ impl Backend for CudaBackend {
     }
 
     fn witness_pool_requests(&self, circuit: &CompiledCircuit) -> [usize; 4] {
-        // Nothing from the pool once the circuit is resident; until then (its first proof may
-        // find that it does not fit) what the host evaluation would take.
-        if self.batched_msms && self.has_circuit(circuit) {
+        // Nothing from the pool when the circuit is (or is expected to become) resident: what
+        // the host evaluation would take when it does not fit.
+        if self.batched_msms && self.expects_circuit(circuit) {
             [0; 4]
         } else {
             crate::prover::witness::host_pool_requests(circuit)

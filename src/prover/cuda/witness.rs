@@ -174,6 +174,18 @@ impl CudaBackend {
         self.circuits.list.lock().iter().any(|d| d.fingerprint == fp)
     }
 
+    /// Whether `c`'s a, b, c are expected to be evaluated on this device: it is resident, or it
+    /// was not refused and takes at most half the device limit (its first proof uploads it,
+    /// evicting idle parameters if needed). A guess until that upload: a circuit refused then
+    /// is evaluated on the host from then on, its pool checkouts waiting for room if the
+    /// partitions reserved before did not count them.
+    pub(super) fn expects_circuit(&self, c: &CompiledCircuit) -> bool {
+        if self.has_circuit(c) {
+            return true;
+        }
+        !self.circuits.refused.lock().contains(&c.fingerprint()) && c.byte_size() <= self.memory_limit() / 2
+    }
+
     /// The resident copy of `c`, uploading it if needed; `None` when it does not fit.
     fn device_circuit(&self, c: &CompiledCircuit, keep: Option<u64>) -> Result<Option<Arc<DeviceCircuit>>> {
         let fp = c.fingerprint();
