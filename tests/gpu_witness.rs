@@ -235,3 +235,59 @@ fn streamed_parameters_and_a_circuit_that_does_not_fit() {
     assert_eq!(after.on_device, before.on_device, "{after:?}");
     assert_eq!(after.resident_circuits, 0);
 }
+
+/// A circuit resident on the device that does not fit beside a proof's device vectors (a
+/// 2^27 PoRep partition's under a 24 GiB limit, measured by examples/sector_bench; here the
+/// a/b/c step's out-of-memory injected on the call and its one retry): the proof goes on with
+/// a, b, c evaluated on the host — the same bytes —, the circuit leaves the device and is
+/// refused there from then on.
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_circuit_that_fits_but_not_beside_a_proof_goes_to_the_host() {
+    use cuzk::prover::cuda::fault;
+    let _serial = serial();
+    let mut rng = common::rng("gpu_witness_oom");
+    let backend = Arc::new(CudaBackend::new(0).unwrap());
+    let circuit = Synthetic {
+        bit_percent: 98,
+        ..Synthetic::new(12)
+    }
+    .with_seed(rng.gen());
+    let params = random_parameters(circuit.clone(), rng.gen()).unwrap();
+    let (_, compiled) = CompiledCircuit::record(circuit.clone(), None, None).unwrap();
+    let gpu = prover_on(backend.clone());
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let expected = cpu_prover()
+        .prove_with_randomness(vec![circuit.clone()], &params, &[r], &[s])
+        .unwrap()[0]
+        .to_bytes();
+    let prove = || {
+        let w = gpu.synthesize_witness(circuit.clone()).unwrap();
+        gpu.prove_witnesses(&compiled, &[w], &params, &[r], &[s])
+            .map(|(p, _)| p[0].to_bytes())
+    };
+    // On the device first: the circuit becomes resident.
+    assert_eq!(prove().unwrap(), expected);
+    let before = backend.witness_evaluations();
+    assert_eq!((before.resident_circuits, before.on_host), (1, 0), "{before:?}");
+
+    let fired = fault::fired();
+    fault::arm(fault::Phase::AbcCopy, 0, fault::OUT_OF_MEMORY, 2);
+    let result = prove();
+    fault::disarm();
+    assert_eq!(fault::fired() - fired, 2, "the fault fired on the call and its retry");
+    assert_eq!(result.expect("the proof goes on on the host"), expected);
+    let after = backend.witness_evaluations();
+    assert_eq!(after.on_host - before.on_host, 1, "{after:?}");
+    assert_eq!(after.resident_circuits, 0, "the circuit left the device: {after:?}");
+
+    // Refused from now on: evaluated on the host without trying the device.
+    assert_eq!(prove().unwrap(), expected);
+    let last = backend.witness_evaluations();
+    assert_eq!(
+        (last.on_host - after.on_host, last.on_device, last.resident_circuits),
+        (1, after.on_device, 0),
+        "{last:?}"
+    );
+    backend.release_device_memory().unwrap();
+}

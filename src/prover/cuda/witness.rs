@@ -186,6 +186,24 @@ impl CudaBackend {
         !self.circuits.refused.lock().contains(&c.fingerprint()) && c.byte_size() <= self.memory_limit() / 2
     }
 
+    /// `c` did not fit beside a proof (`e`): its resident copy is dropped (freed once no proof
+    /// holds it) and it is refused on this device until `release_device_memory`.
+    fn give_up_circuit(&self, c: &CompiledCircuit, e: &Error) {
+        let fp = c.fingerprint();
+        log::warn!(
+            "GPU {}: compiled circuit {} ({} MiB) does not fit beside a proof's device vectors under the device limit ({} MiB): {e}; dropped from the device, its a, b, c are evaluated on the host",
+            self.device,
+            c.circuit_type(),
+            c.byte_size() >> 20,
+            self.memory_limit() >> 20
+        );
+        self.circuits.list.lock().retain(|d| d.fingerprint != fp);
+        let mut refused = self.circuits.refused.lock();
+        if !refused.contains(&fp) {
+            refused.push(fp);
+        }
+    }
+
     /// The resident copy of `c`, uploading it if needed; `None` when it does not fit.
     fn device_circuit(&self, c: &CompiledCircuit, keep: Option<u64>) -> Result<Option<Arc<DeviceCircuit>>> {
         let fp = c.fingerprint();
@@ -302,7 +320,7 @@ impl CudaBackend {
         };
         let mut h = G1Projective::identity();
         let mut staged = Staged(std::ptr::null_mut());
-        self.with_oom_retry(keep, || {
+        let fitted = self.with_oom_retry(keep, || {
             let ret: &mut blst::blst_p1 = h.as_mut();
             let mut raw = std::ptr::null_mut();
             // SAFETY: the H bases hold m − 1 points (check_compiled: the domain matches the
@@ -326,7 +344,19 @@ impl CudaBackend {
             };
             staged = Staged(raw);
             check("cuzk_k_compute_h_msm_witness", r)
-        })?;
+        });
+        match fitted {
+            Err(e) if is_out_of_memory(&e) => {
+                // The circuit fits, but not beside the proof's device vectors (a, b, c, the
+                // expanded aux, streamed bases: a 2^27 PoRep partition under a 24 GiB limit):
+                // it leaves the device, is refused there from now on, and this proof and the
+                // next evaluate a, b, c on the host.
+                drop(dc);
+                self.give_up_circuit(circuit, &e);
+                return on_host(t);
+            }
+            other => other?,
+        }
         t.h += start.elapsed();
         if staged.0.is_null() {
             return Err(Error::Cuda {
