@@ -81,7 +81,10 @@ fn prover_id() -> [u8; 32] {
 static PARAMS_LOCK: Mutex<()> = Mutex::new(());
 
 /// Makes sure the parameters of `kind` exist in the cache, generating them with
-/// filecoin-proofs' own generator (test parameters) when they do not. One at a time.
+/// filecoin-proofs' own generator (test parameters) when they do not. One at a time. Their
+/// verifying key is written here too, under the lock: filecoin-proofs writes it at the first
+/// verification with `create_new`, so two tests verifying at once on a fresh cache would race
+/// ("File exists", seen on the GPU machine).
 fn ensure_params(kind: ParamsKind) -> PathBuf {
     init();
     let _guard = PARAMS_LOCK.lock().unwrap_or_else(|p| p.into_inner());
@@ -104,6 +107,12 @@ fn ensure_params(kind: ParamsKind) -> PathBuf {
                 storage_proofs_porep::stacked::StackedCircuit<Tree, filecoin_proofs::DefaultPieceHasher>,
             >>::groth_params(Some(&mut rng), &pp)
             .unwrap();
+            <storage_proofs_porep::stacked::StackedCompound<Tree, filecoin_proofs::DefaultPieceHasher> as CompoundProof<
+                '_,
+                _,
+                storage_proofs_porep::stacked::StackedCircuit<Tree, filecoin_proofs::DefaultPieceHasher>,
+            >>::verifying_key(Some(&mut rng), &pp)
+            .unwrap();
         }
         ParamsKind::PoSt(p) => {
             let config = p.as_v1_config();
@@ -121,6 +130,12 @@ fn ensure_params(kind: ParamsKind) -> PathBuf {
                 storage_proofs_post::fallback::FallbackPoStCircuit<Tree>,
             >>::groth_params(Some(&mut rng), &pp)
             .unwrap();
+            <storage_proofs_post::fallback::FallbackPoStCompound<Tree> as CompoundProof<
+                '_,
+                _,
+                storage_proofs_post::fallback::FallbackPoStCircuit<Tree>,
+            >>::verifying_key(Some(&mut rng), &pp)
+            .unwrap();
         }
         ParamsKind::Update(p) => {
             let pp = storage_proofs_update::PublicParams::from_sector_size(u64::from(p.sector_size()));
@@ -129,6 +144,12 @@ fn ensure_params(kind: ParamsKind) -> PathBuf {
                 _,
                 storage_proofs_update::EmptySectorUpdateCircuit<Tree>,
             >>::groth_params(Some(&mut rng), &pp)
+            .unwrap();
+            <storage_proofs_update::EmptySectorUpdateCompound<Tree> as CompoundProof<
+                '_,
+                _,
+                storage_proofs_update::EmptySectorUpdateCircuit<Tree>,
+            >>::verifying_key(Some(&mut rng), &pp)
             .unwrap();
         }
     }

@@ -2,7 +2,8 @@
 //!
 //! Every phase of a proof is made to fail, with a non-sticky CUDA error and with out of
 //! memory, after which: `prove` returns an error naming the phase (or, for one out-of-memory
-//! failure, frees caches and succeeds on its one retry); every pool buffer is back, and the
+//! failure, frees caches and succeeds on its one retry; for a witness-path proof out of memory
+//! in its H step past the retry, goes on with a, b, c evaluated on the host); every pool buffer is back, and the
 //! pool can unpin, unmap and reuse them at once (no copy still reads them); device memory
 //! returns to its baseline; and the next proof gives the CPU's bytes. A sticky error marks the
 //! device lost: `Auto`'s policy goes on on the CPU, a GPU-only prover fails fast.
@@ -167,6 +168,8 @@ fn every_phase_fails_cleanly_and_the_next_proof_is_right() {
             let label = format!("{:?}/{} code {code} x{count}", case.phase, case.index);
             backend.release_device_memory().unwrap(); // so that the upload runs again
             let fired = fault::fired();
+            let (witness_before, on_host_before) =
+                (prover.witness_stats().witness, backend.witness_evaluations().on_host);
             fault::arm(case.phase, case.index, code, count);
             let result = prove(&prover, st);
             // Checked before anything else runs on the device: the failed call waited for
@@ -193,7 +196,17 @@ fn every_phase_fails_cleanly_and_the_next_proof_is_right() {
                     );
                 }
                 Ok(bytes) => {
-                    assert!(!must_fail, "{label}: the proof succeeded through an armed fault");
+                    // A witness-path proof whose H step (a/b/c, NTTs, H MSM: one call beside the
+                    // resident compiled circuit) runs out of memory past its retry goes on with
+                    // a, b, c evaluated on the host (the circuit leaves the device), counted.
+                    let fell_back = code == fault::OUT_OF_MEMORY
+                        && matches!(case.phase, Phase::AbcCopy | Phase::Ntt | Phase::HMsm)
+                        && prover.witness_stats().witness > witness_before
+                        && backend.witness_evaluations().on_host > on_host_before;
+                    assert!(
+                        !must_fail || fell_back,
+                        "{label}: the proof succeeded through an armed fault"
+                    );
                     assert_eq!(bytes, st.expected, "{label}: the retried proof is wrong");
                 }
             }
