@@ -5,7 +5,11 @@
 //! A circuit is uploaded once per fingerprint, into counted device memory (under the backend's
 //! memory limit). When it does not fit, even after the idle parameter sets and caches are
 //! freed, that proof evaluates a, b, c on the host instead (the trait's default: same bytes),
-//! logged once per circuit at warn and counted in [`WitnessEvaluations::on_host`].
+//! logged once per circuit at warn and counted in [`WitnessEvaluations::on_host`]. A circuit
+//! that fits but not beside a proof's own device vectors (out of memory in the witness H call
+//! past its one retry: a 2^27 PoRep partition's 6 GiB circuit under a 24 GiB limit) leaves the
+//! device and is refused there until `release_device_memory`; that proof and the next evaluate
+//! on the host the same way.
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
