@@ -26,6 +26,14 @@ struct TicketBackend {
 }
 
 impl TicketBackend {
+    /// No proof goes through until tickets are given.
+    fn closed() -> Arc<Self> {
+        Arc::new(TicketBackend {
+            tickets: Mutex::new(0),
+            cv: Condvar::new(),
+        })
+    }
+
     /// Lets `n` more proofs through (`usize::MAX / 2`: all of them).
     fn give(&self, n: usize) {
         *self.tickets.lock() += n;
@@ -71,6 +79,22 @@ impl Circuit<blstrs::Scalar> for Slow {
     }
 }
 
+/// The order partitions are proved in: (job tag, partitions of the job done so far).
+type Order = Arc<Mutex<Vec<(&'static str, usize)>>>;
+
+/// Appends each new proof of `handle`'s job to `order` once (the last may come with the final
+/// progress call).
+fn record(order: &Order, tag: &'static str, handle: &cuzk::engine::JobHandle) {
+    let order = order.clone();
+    let mut seen = 0;
+    handle.on_progress(Box::new(move |p| {
+        for done in seen + 1..=p.done {
+            order.lock().push((tag, done));
+        }
+        seen = seen.max(p.done);
+    }));
+}
+
 fn wait_for(engine: &Engine, what: &str, pred: impl Fn(&EngineStats) -> bool) {
     let deadline = Instant::now() + DEADLINE;
     loop {
@@ -86,10 +110,7 @@ fn wait_for(engine: &Engine, what: &str, pred: impl Fn(&EngineStats) -> bool) {
 #[test]
 fn a_higher_priority_job_overtakes_partitions_waiting_for_the_gpu() {
     let params = random_parameters(Synthetic::new(K), 7).expect("parameters");
-    let gate = Arc::new(TicketBackend {
-        tickets: Mutex::new(0),
-        cv: Condvar::new(),
-    });
+    let gate = TicketBackend::closed();
     let engine = Engine::new(EngineConfig {
         synthesis_workers: 1,
         pacer: PacerMode::BoundedQueue { depth: 16 },
@@ -100,20 +121,11 @@ fn a_higher_priority_job_overtakes_partitions_waiting_for_the_gpu() {
         ..EngineConfig::default()
     })
     .unwrap();
-    // The order partitions are proved in: (job tag, partitions of the job done so far).
-    let order = Arc::new(Mutex::new(Vec::<(&str, usize)>::new()));
+    let order: Order = Arc::default();
     let submit = |tag: &'static str, seeds: std::ops::Range<u64>, priority: i32| {
         let circuits = seeds.map(|s| Synthetic::new(K).with_seed(s)).collect();
         let handle = engine.submit(Job::from_circuits(params.clone(), circuits).with_priority(priority));
-        let order = order.clone();
-        let mut seen = 0;
-        handle.on_progress(Box::new(move |p| {
-            // Each new proof once (the last may come with the final call).
-            for done in seen + 1..=p.done {
-                order.lock().push((tag, done));
-            }
-            seen = seen.max(p.done);
-        }));
+        record(&order, tag, &handle);
         handle
     };
 
@@ -150,10 +162,7 @@ fn a_higher_priority_job_overtakes_partitions_waiting_for_the_gpu() {
 #[test]
 fn an_urgent_job_is_proved_right_after_the_partition_in_progress() {
     let params = random_parameters(Synthetic::new(K), 7).expect("parameters");
-    let gpu = Arc::new(TicketBackend {
-        tickets: Mutex::new(0),
-        cv: Condvar::new(),
-    });
+    let gpu = TicketBackend::closed();
     let engine = Engine::new(EngineConfig {
         synthesis_workers: 1,
         backends: vec![EngineBackend::Custom(gpu.clone())],
@@ -164,17 +173,8 @@ fn an_urgent_job_is_proved_right_after_the_partition_in_progress() {
         ..EngineConfig::default()
     })
     .unwrap();
-    let order = Arc::new(Mutex::new(Vec::<(&str, usize)>::new()));
-    let watch = |tag: &'static str, handle: &cuzk::engine::JobHandle| {
-        let order = order.clone();
-        let mut seen = 0;
-        handle.on_progress(Box::new(move |p| {
-            for done in seen + 1..=p.done {
-                order.lock().push((tag, done));
-            }
-            seen = seen.max(p.done);
-        }));
-    };
+    let order: Order = Arc::default();
+    let watch = |tag: &'static str, handle: &cuzk::engine::JobHandle| record(&order, tag, handle);
 
     // A stream of 12 partitions: one on the GPU, another waiting, the pacer dispatching no
     // more (before the first GPU time is known it stops at its target depth).
