@@ -37,9 +37,8 @@
 //!   is not kept. It does not evict the compiled circuits resident on the device (nor forget
 //!   those that did not fit): the bench keeps them only for a witness stream whose limit is no
 //!   higher than the last stream's, and only when the device memory in use with them is within
-//!   the new limit — the state the stream's first witness proof would reach by uploading them,
-//!   without the engine reserving host evaluation for the partitions before it (see the
-//!   estimate below); otherwise it calls `release_device_memory()` first, and the stream
+//!   the new limit — the state the stream's first witness proof would reach by uploading them;
+//!   otherwise it calls `release_device_memory()` first, and the stream
 //!   decides anew. The bench prints the prediction, then what the backend did: **resident**
 //!   (its resident device bytes reached the set's) or **streamed** (a set held streamed,
 //!   resident bytes below the set's), the most resident bytes seen (sampled at every sector),
@@ -77,10 +76,10 @@
 //!   stand-in alone.
 //! - The budget: the default B is capped near 110 GiB on this host; the parameters take ~76 of
 //!   it, a full 2^27 partition reserves ~15 GiB (`partition_bytes`), so **two full syntheses
-//!   at a time**. A witness partition reserves its compact witness (~0.2 GiB) — but, until
-//!   the compiled circuit is resident on the device (the first witness proof uploads it), also
-//!   the host evaluation its proof might need (a, b, c and aux, ~13 GiB:
-//!   `Backend::witness_pool_requests`), so **also two at a time until the first witness proof**.
+//!   at a time**. A witness partition reserves its compact witness (~0.2 GiB); when the
+//!   backend evaluates a, b, c on the host (the circuit refused on the device, as under a
+//!   24 GiB limit) the GPU worker's evaluation slot holds them (a, b, c and aux, ~14 GiB:
+//!   `Backend::witness_pool_requests`), charged once per GPU worker, not per partition.
 //! - Command 1, ~550 s: witness:3 (30 partitions, the circuit recorded with the shape): two
 //!   partitions alone (~45 s), then 16 at a time, ~3 synthesis rounds ≈ 140 s (the GPU, 30 ×
 //!   1.44 s, keeps up); witness@24:2 (20 partitions, the compiled circuit kept on the device):
@@ -1232,11 +1231,12 @@ impl Bench<'_> {
                     "failed_partitions": row.failed,
                 }));
                 eprintln!(
-                    "stream {index} sector {sector} done at {:.1} s ({} failed partitions); budget {:.1}/{:.1} GiB, RSS {:.1} GiB",
+                    "stream {index} sector {sector} done at {:.1} s ({} failed partitions); budget {:.1}/{:.1} GiB (host-evaluation slots {:.1}), RSS {:.1} GiB",
                     secs(row.done_at),
                     p.failed,
                     gib(st.budget_used),
                     gib(st.budget_limit),
+                    gib(st.evaluation_reserved),
                     gib(rss())
                 );
                 rows[sector] = Some(row);

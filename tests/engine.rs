@@ -481,8 +481,9 @@ fn cancel_frees_partitions_not_yet_on_a_gpu() {
     assert_eq!(after.pacer.waiting, 0);
     assert!(after.pool.bytes_in_use < before.pool.bytes_in_use);
     // Only the partition on the GPU (the first of its type: synthesized in full while it
-    // recorded) still holds its reservation.
-    let held = after.params_host_bytes + after.compiled_bytes;
+    // recorded) still holds its reservation, beside the GPU worker's slot for the host
+    // evaluations of the witnesses cancelled (held until the engine has no job left).
+    let held = after.params_host_bytes + after.compiled_bytes + after.evaluation_reserved;
     assert!(
         after.budget_used - held <= one_partition() && before.budget_used > after.budget_used,
         "{} then {}",

@@ -532,8 +532,9 @@ impl Backend for DeviceEval {
 }
 
 /// Four witness partitions held at once behind `gate` (one on the "GPU", three waiting):
-/// returns the bytes they reserve and the pool's bytes in use then.
-fn four_held(engine: &Engine, gate: &Gate, seed: u64) -> (usize, usize) {
+/// returns the bytes reserved then beside the parameters and compiled circuits, the pool's
+/// bytes in use, and the bytes of the GPU worker's evaluation slot among those reserved.
+fn four_held(engine: &Engine, gate: &Gate, seed: u64) -> (usize, usize, usize) {
     let (first, r, s) = job(&[seed], seed);
     assert_eq!(engine.prove(first).unwrap(), reference(&[seed], &r, &s));
     assert_drained(engine);
@@ -550,10 +551,12 @@ fn four_held(engine: &Engine, gate: &Gate, seed: u64) -> (usize, usize) {
     assert_eq!(st.witness.witness, 4, "{:?}", st.witness);
     let reserved = st.budget_used - held;
     let in_use = st.pool.bytes_in_use;
+    let slot = st.evaluation_reserved;
     gate.set_closed(false);
     assert_eq!(handle.wait().unwrap(), reference(&seeds, &r, &s));
     assert_drained(engine);
-    (reserved, in_use)
+    assert_eq!(engine.stats().evaluation_reserved, 0, "the slot goes with the last job");
+    (reserved, in_use, slot)
 }
 
 #[test]
@@ -570,18 +573,20 @@ fn the_budget_counts_compact_witnesses_not_abc() {
     // Evaluated on the device: a witness partition reserves its compact witness alone.
     let device = Arc::new(DeviceEval::default());
     let engine = engine_on(device.clone());
-    let (reserved, in_use) = four_held(&engine, &device.0, 10);
+    let (reserved, in_use, slot) = four_held(&engine, &device.0, 10);
     assert!(reserved > 0 && in_use > 0);
+    assert_eq!(slot, 0, "nothing is evaluated on the host");
     assert!(
         reserved * 8 <= 4 * full,
         "four witness partitions reserve {reserved} bytes, one full partition {full}"
     );
     assert!(in_use <= reserved, "the pool holds {in_use} bytes, {reserved} reserved");
     // Evaluated on the host (the default): the one on the "GPU" holds a, b, c and the
-    // expanded aux in the pool, reserved with its witness.
+    // expanded aux in the pool, reserved once in its worker's evaluation slot — not once per
+    // partition (four held would then reserve four evaluations).
     let host = Arc::new(HostEval::default());
     let engine = engine_on(host.clone());
-    let (host_reserved, host_in_use) = four_held(&engine, &host.0, 20);
+    let (host_reserved, host_in_use, slot) = four_held(&engine, &host.0, 20);
     assert!(
         host_in_use > in_use,
         "a, b, c are in the pool: {host_in_use} vs {in_use}"
@@ -589,6 +594,20 @@ fn the_budget_counts_compact_witnesses_not_abc() {
     assert!(
         host_in_use <= host_reserved,
         "the pool holds {host_in_use} bytes, {host_reserved} reserved"
+    );
+    let abc = 3 * params().domain_size() * 32;
+    assert!(
+        slot >= abc && slot <= full,
+        "one evaluation slot: {slot} bytes (a, b, c are {abc}, a full partition {full})"
+    );
+    assert!(
+        host_in_use - in_use <= slot,
+        "the proof's checkouts ({} bytes) fit in its slot ({slot})",
+        host_in_use - in_use
+    );
+    assert!(
+        host_reserved <= slot + reserved + reserved / 4,
+        "four witnesses reserve {host_reserved} bytes: one slot of {slot} beside the witnesses' {reserved}"
     );
 }
 

@@ -49,13 +49,21 @@
 //!   a partition whose type and shape has a compiled circuit in memory reserves its compact
 //!   witness — the pool checkouts of a witness synthesis sized by the last witness of its type
 //!   and shape (two bitmaps, the values that are not 0/1, a dense copy when few are), its
-//!   inputs and word index — plus the checkouts its proof makes
+//!   inputs and word index — instead of a/b/c/aux, and is trued up after synthesis to the
+//!   witness's buffers at their capacity.
+//! - **Evaluation slots**: the checkouts a witness proof makes
 //!   ([`Backend::witness_pool_requests`](crate::prover::Backend::witness_pool_requests): a, b,
 //!   c and the expanded aux when the backend evaluates them on the host, nothing when on the
-//!   device), instead of a/b/c/aux. After synthesis it is trued up to the witness's buffers at
-//!   their capacity plus those proof checkouts. A witness the compiled circuit refuses is
-//!   synthesized in full past that reservation (a counted fallback, rare), and its true-up
-//!   charges what it holds. Each **compiled circuit** the engine's prover holds is charged
+//!   device) exist only while a GPU worker proves it, and a worker proves one partition at a
+//!   time. So they are charged **once per GPU worker**, not per partition: a slot per worker,
+//!   sized by its backend's checkouts, charged with the first witness partition whose dispatch
+//!   needs it (part of what that dispatch must fit), grown by force at a true-up or a GPU start
+//!   when the backend's checkouts grew meanwhile (a circuit refused on the device after the
+//!   dispatch), and released when the engine has no job left (`EngineStats::evaluation_reserved`).
+//!   The idle buffers a slot's worker would reuse are covered by the slot. At 2^27 a slot is
+//!   ~14 GiB: per partition, ~10 partitions in flight would have reserved ~140 GiB.
+//! - A witness the compiled circuit refuses is synthesized in full past its reservation (a
+//!   counted fallback, rare), and its true-up charges what it holds. Each **compiled circuit** the engine's prover holds is charged
 //!   once ([`CompiledCircuit::byte_size`](crate::compiled::CompiledCircuit::byte_size), also
 //!   when mapped from a file), when the synthesis that recorded or loaded it ends, for the life
 //!   of the engine (`EngineStats::compiled_bytes`); the recorder's own memory while it records
@@ -158,28 +166,19 @@ pub(crate) fn requests_bytes(requests: &[usize], reuse_factor: f64) -> usize {
 }
 
 /// The bytes a witness-path partition reserves before its synthesis: its witness's pool
-/// checkouts (sized by the last witness of its type and shape) and heap bytes, and the
-/// checkouts its proof makes (`proof_requests`: a, b, c and the expanded aux on a backend that
-/// evaluates them on the host; none on one that evaluates them on the device).
-pub(crate) fn witness_partition_bytes(
-    estimate: &WitnessEstimate,
-    proof_requests: [usize; 4],
-    reuse_factor: f64,
-) -> usize {
-    requests_bytes(&estimate.requests, reuse_factor)
-        .saturating_add(estimate.heap)
-        .saturating_add(requests_bytes(&proof_requests, reuse_factor))
+/// checkouts (sized by the last witness of its type and shape) and heap bytes. (The checkouts
+/// its proof makes when a backend evaluates a, b, c on the host are charged to the GPU
+/// worker's evaluation slot, once per worker: see the module docs.)
+pub(crate) fn witness_partition_bytes(estimate: &WitnessEstimate, reuse_factor: f64) -> usize {
+    requests_bytes(&estimate.requests, reuse_factor).saturating_add(estimate.heap)
 }
 
 /// The bytes a synthesized partition holds until its proof is done: an assignment's
-/// ([`assignment_bytes`]), or a witness's buffers at their capacity and its inputs, plus the
-/// checkouts its proof will make (`proof_requests`, as in [`witness_partition_bytes`]).
-pub(crate) fn synthesis_held_bytes(work: &Synthesis, proof_requests: [usize; 4], reuse_factor: f64) -> usize {
+/// ([`assignment_bytes`]), or a witness's buffers at their capacity and its inputs.
+pub(crate) fn synthesis_held_bytes(work: &Synthesis) -> usize {
     match work {
         Synthesis::Full(a) => assignment_bytes(a),
-        Synthesis::Witness { witness, .. } => witness
-            .held_bytes()
-            .saturating_add(requests_bytes(&proof_requests, reuse_factor)),
+        Synthesis::Witness { witness, .. } => witness.held_bytes(),
     }
 }
 

@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::budget::{params_hint, partition_bytes, pool_requests, synthesis_bytes, witness_partition_bytes, Budget};
-use super::state::{Deferred, Shared, State};
+use super::state::{free_evaluation_claims, Deferred, Shared, State};
 use crate::assignment::CapacityHint;
+use crate::compiled::CompiledCircuit;
 use crate::error::Error;
 
 impl Shared {
@@ -73,8 +74,14 @@ impl Shared {
                 }
             };
             let synth_bytes = synthesis_bytes(hint, self.synthesis_per_constraint);
-            let (pool_need, requests) = self.estimate(next.circuit_type, &job.params, hint);
+            let (pool_need, requests, circuit) = self.estimate(next.circuit_type, &job.params, hint);
             let need = pool_need.saturating_add(synth_bytes);
+            // A witness partition whose proof evaluates a, b, c on the host: the GPU workers'
+            // evaluation slots grow to hold one such proof each, if they do not yet.
+            let topup = match &circuit {
+                Some(c) => self.evaluation_topup(&state.workers, c),
+                None => Default::default(),
+            };
             let own_params = state.params.get(&job.params.id()).map_or(0, |e| e.host_bytes);
             // Room beside what is reserved and the idle pool bytes neither it nor a partition
             // in synthesis (which may not have checked out yet) would reuse.
@@ -82,6 +89,8 @@ impl Shared {
                 .synthesis_requests
                 .iter()
                 .chain(&state.gpu_requests)
+                .chain(free_evaluation_claims(&state.workers))
+                .chain(topup.slots.iter().map(|(_, r, _)| r))
                 .flatten()
                 .chain(&requests)
                 .copied()
@@ -89,7 +98,7 @@ impl Shared {
             let idle = self.pool.stats().bytes_idle;
             let other_idle = idle.saturating_sub(self.pool.idle_reusable_bytes(&claims));
             let request = Request {
-                need,
+                need: need.saturating_add(topup.bytes),
                 own_params,
                 other_idle,
                 waited: job.blocked_since.map_or(Duration::ZERO, |since| since.elapsed()),
@@ -97,8 +106,18 @@ impl Shared {
             };
             match admit(&state.budget, &request) {
                 Admission::Go => {
-                    let reserved = state.budget.try_reserve_beside(need, other_idle);
+                    let reserved = state
+                        .budget
+                        .try_reserve_beside(need.saturating_add(topup.bytes), other_idle);
                     debug_assert!(reserved, "admit said it fits");
+                    if topup.bytes > 0 {
+                        log::debug!(
+                            "engine: {} bytes charged for {} GPU workers' host evaluations",
+                            topup.bytes,
+                            topup.slots.len()
+                        );
+                    }
+                    state.grow_evaluation_slots(topup);
                 }
                 Admission::Fail(err) => {
                     let mut deferred = Deferred::default();
@@ -187,22 +206,24 @@ impl Shared {
     }
 
     /// What a partition of `circuit_type` proved with `params` reserves in pool and heap
-    /// bytes, and the byte sizes of the pool checkouts its synthesis makes: a witness-path
-    /// partition's when its type and shape has a compiled circuit in memory (and the path is
-    /// on), else a full synthesis' sized by `hint`. (A witness refused by its compiled circuit
-    /// is synthesized in full past this reservation; its true-up charges what it holds.)
+    /// bytes, the byte sizes of the pool checkouts its synthesis makes, and the compiled
+    /// circuit it is synthesized for: a witness-path partition's when its type and shape has a
+    /// compiled circuit in memory (and the path is on), else a full synthesis' sized by `hint`
+    /// (no circuit). (A witness refused by its compiled circuit is synthesized in full past
+    /// this reservation; its true-up charges what it holds.)
     fn estimate(
         &self,
         circuit_type: &'static str,
         params: &crate::Parameters,
         hint: CapacityHint,
-    ) -> (usize, [usize; 4]) {
+    ) -> (usize, [usize; 4], Option<Arc<CompiledCircuit>>) {
         match self.synth_prover.witness_estimate(circuit_type, params) {
-            Some(est) => {
-                let proof = self.witness_proof_requests(&est.circuit);
-                (witness_partition_bytes(&est, proof, self.reuse_factor), est.requests)
-            }
-            None => (partition_bytes(hint, self.reuse_factor), pool_requests(hint)),
+            Some(est) => (
+                witness_partition_bytes(&est, self.reuse_factor),
+                est.requests,
+                Some(est.circuit),
+            ),
+            None => (partition_bytes(hint, self.reuse_factor), pool_requests(hint), None),
         }
     }
 
@@ -230,6 +251,13 @@ impl Shared {
                 }
             }
         }
+        // The evaluation slots' checkouts: a worker's next witness proof reuses them.
+        out.extend(
+            st.workers
+                .iter()
+                .filter(|w| w.evaluation > 0)
+                .flat_map(|w| w.evaluation_requests),
+        );
         out.sort_unstable();
         out.dedup();
         out

@@ -134,6 +134,8 @@ impl Engine {
                     since: None,
                     partitions: 0,
                     lost: false,
+                    evaluation: 0,
+                    evaluation_requests: [0; 4],
                 });
                 provers.push((b, prover.clone()));
             }
@@ -526,6 +528,7 @@ impl Engine {
             params: params.into_iter().map(|(_, p)| p).collect(),
             synthesis_reserved: st.synthesis_reserved,
             compiled_bytes: st.compiled_charged,
+            evaluation_reserved: st.evaluation_reserved(),
             compiled_circuits: self.shared.synth_prover.compiled_circuits().len(),
             witness: self.shared.synth_prover.witness_stats(),
             params_sets: st.params.len(),

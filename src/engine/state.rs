@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use blstrs::Scalar;
 use parking_lot::{Condvar, Mutex};
 
-use super::budget::Budget;
+use super::budget::{requests_bytes, Budget};
 use super::job::{JobShared, SynthesizeFn};
 use super::pacer::Pacer;
 use super::param_cache::ParamEntry;
@@ -106,6 +106,11 @@ pub(super) struct WorkerBooks {
     pub(super) since: Option<Instant>,
     pub(super) partitions: u64,
     pub(super) lost: bool,
+    /// Bytes charged for this worker's host evaluation of a witness (its slot; see
+    /// [`budget`](super::budget)): 0 until a witness partition needs one.
+    pub(super) evaluation: usize,
+    /// The checkouts (byte sizes) that slot was sized by.
+    pub(super) evaluation_requests: [usize; 4],
 }
 
 pub(super) struct State {
@@ -219,6 +224,29 @@ impl Shared {
             .unwrap_or_default()
     }
 
+    /// What the GPU workers' slots for host evaluations of `circuit`'s witnesses lack: the bytes
+    /// to charge beyond what the slots hold now, and each slot to grow (worker, the checkouts
+    /// of its backend's proof of one witness, their bytes). One slot per live worker, because a
+    /// worker proves one partition at a time; nothing for a backend that evaluates a, b, c on
+    /// the device.
+    pub(super) fn evaluation_topup(&self, workers: &[WorkerBooks], circuit: &CompiledCircuit) -> EvaluationTopup {
+        let per_backend: Vec<[usize; 4]> = self
+            .backend_provers
+            .iter()
+            .map(|p| p.witness_pool_requests(circuit))
+            .collect();
+        let mut topup = EvaluationTopup::default();
+        for (worker, books) in workers.iter().enumerate().filter(|(_, b)| !b.lost) {
+            let requests = per_backend[books.backend];
+            let bytes = requests_bytes(&requests, self.reuse_factor);
+            if bytes > books.evaluation {
+                topup.bytes += bytes - books.evaluation;
+                topup.slots.push((worker, requests, bytes));
+            }
+        }
+        topup
+    }
+
     /// Charges the budget for the compiled circuits the engine's prover holds now (recorded or
     /// loaded by a synthesis), each once: the charge follows the cache's bytes.
     pub(super) fn charge_compiled(&self, st: &mut State) {
@@ -229,7 +257,39 @@ impl Shared {
     }
 }
 
+/// The checkouts of the evaluation slots of `workers` not proving now: the idle buffers they
+/// would reuse are covered by their slots (a worker proving claims its checkouts in
+/// `gpu_requests` instead).
+pub(super) fn free_evaluation_claims(workers: &[WorkerBooks]) -> impl Iterator<Item = &[usize; 4]> {
+    workers
+        .iter()
+        .filter(|w| w.evaluation > 0 && w.since.is_none())
+        .map(|w| &w.evaluation_requests)
+}
+
+/// Slots for the GPU workers' host evaluations to grow, and the bytes that takes
+/// ([`Shared::evaluation_topup`]).
+#[derive(Debug, Default)]
+pub(super) struct EvaluationTopup {
+    pub(super) bytes: usize,
+    pub(super) slots: Vec<(usize, [usize; 4], usize)>,
+}
+
 impl State {
+    /// Grows the slots `topup` names; the caller has charged its bytes.
+    pub(super) fn grow_evaluation_slots(&mut self, topup: EvaluationTopup) {
+        for (worker, requests, bytes) in topup.slots {
+            let books = &mut self.workers[worker];
+            books.evaluation = bytes;
+            books.evaluation_requests = requests;
+        }
+    }
+
+    /// Bytes charged for the GPU workers' host evaluations.
+    pub(super) fn evaluation_reserved(&self) -> usize {
+        self.workers.iter().map(|w| w.evaluation).sum()
+    }
+
     /// One partition of job `id` left the engine; finishes the job when it was the last.
     pub(super) fn partition_left(&mut self, id: u64, deferred: &mut Deferred) {
         let Some(job) = self.jobs.get_mut(&id) else {
@@ -246,6 +306,15 @@ impl State {
         let Some(mut job) = self.jobs.remove(&id) else {
             return;
         };
+        if self.jobs.is_empty() {
+            // No partition left to prove: the evaluation slots go with the last job.
+            let slots = self.evaluation_reserved();
+            self.budget.release(slots);
+            for w in &mut self.workers {
+                w.evaluation = 0;
+                w.evaluation_requests = [0; 4];
+            }
+        }
         let wall = job.submitted.elapsed();
         let result = match job.error.take() {
             Some(e) => {

@@ -90,6 +90,11 @@ pub struct EngineStats {
     /// Of `budget_used`: the bytes of the compiled circuits the engine holds (recorded or
     /// loaded by its witness path), each once, for the life of the engine.
     pub compiled_bytes: usize,
+    /// Of `budget_used`: the bytes held for the GPU workers' host evaluations of witnesses — the
+    /// pool checkouts (a, b, c and the expanded aux) of one witness proof per worker whose
+    /// backend evaluates them on the host, charged once per worker (not per partition) from the
+    /// first witness partition that needs one until the engine has no job left.
+    pub evaluation_reserved: usize,
     /// Compiled circuits the engine holds.
     pub compiled_circuits: usize,
     /// What the witness path did, counted per synthesis of a circuit partition (and of the

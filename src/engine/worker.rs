@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use blstrs::Scalar;
 
-use super::budget::synthesis_held_bytes;
+use super::budget::{requests_bytes, synthesis_held_bytes};
 use super::dispatch::Dispatched;
 use super::job::Canceller;
 use super::state::{ema, unless_panic, Deferred, Pending, Ready, Shared, State};
@@ -50,12 +50,16 @@ impl Shared {
         let mut leftover = None;
         match result {
             Ok(work) if alive => {
-                let proof_requests = match &work {
-                    Synthesis::Witness { circuit, .. } => self.witness_proof_requests(circuit),
-                    Synthesis::Full(_) => [0; 4],
-                };
-                let held = synthesis_held_bytes(&work, proof_requests, self.reuse_factor);
+                let held = synthesis_held_bytes(&work);
                 let reserved = st.budget.adjust(reserved, held);
+                // Its proof's host evaluation, when the slots lack it (a partition dispatched
+                // before its compiled circuit existed, or a circuit refused on the device since):
+                // the bytes exist once it is proved, so they are charged even past the limit.
+                if let Synthesis::Witness { circuit, .. } = &work {
+                    let topup = self.evaluation_topup(&st.workers, circuit);
+                    st.budget.force_reserve(topup.bytes);
+                    st.grow_evaluation_slots(topup);
+                }
                 let path = match &work {
                     Synthesis::Full(_) => "in full",
                     Synthesis::Witness { .. } => "witness-only",
@@ -160,6 +164,18 @@ impl Shared {
                 }
                 Synthesis::Witness { circuit, .. } => prover.witness_pool_requests(circuit),
             };
+            if matches!(item.work, Synthesis::Witness { .. }) {
+                // The worker's evaluation slot holds these checkouts; one that grew since the
+                // partition's true-up (its circuit refused on this device meanwhile) grows too.
+                let bytes = requests_bytes(&abc, self.reuse_factor);
+                let books = &mut st.workers[worker];
+                if bytes > books.evaluation {
+                    let more = bytes - books.evaluation;
+                    books.evaluation = bytes;
+                    books.evaluation_requests = abc;
+                    st.budget.force_reserve(more);
+                }
+            }
             st.gpu_requests.push(abc);
             let backend = st.workers[worker].backend;
             let epoch = st.evict_epoch[backend];
