@@ -138,7 +138,10 @@ fn main() {
             eprintln!("witness_bench: compact-direct a, b, c differ at {bits}% bits");
             std::process::exit(1);
         }
-        drop((assignment, abc));
+        let n = full.num_constraints();
+        let full_bytes = 32 * (3 * n + witness.num_aux() + full.input_assignment().len());
+        // Gone before the GPU's parameters are made (at 2^27 a, b, c and aux are 16 GiB).
+        drop((assignment, abc, full));
         if args.gpu {
             gpu_rows.push(gpu_row(bits, &circuit, &compiled, args.runs));
         }
@@ -147,8 +150,6 @@ fn main() {
         let (t_load, loaded) = timed(args.runs, || CompiledCircuit::load(&path).unwrap_or_else(|e| fail(e)));
         assert_eq!(loaded.fingerprint(), compiled.fingerprint());
         let aux = witness.num_aux();
-        let n = full.num_constraints();
-        let full_bytes = 32 * (3 * n + aux + full.input_assignment().len());
         rows.push(vec![
             format!("{bits}%"),
             format!("{:.1}%", 100.0 * witness.num_bits() as f64 / aux.max(1) as f64),
