@@ -531,10 +531,11 @@ impl Backend for DeviceEval {
     }
 }
 
-/// Four witness partitions held at once behind `gate` (one on the "GPU", three waiting):
-/// returns the bytes reserved then beside the parameters and compiled circuits, the pool's
-/// bytes in use, and the bytes of the GPU worker's evaluation slot among those reserved.
-fn four_held(engine: &Engine, gate: &Gate, seed: u64) -> (usize, usize, usize) {
+/// Four witness partitions held at once behind `gate` (`on_gpu` of them on the engine's
+/// "GPUs", the rest waiting): returns the bytes reserved then beside the parameters and
+/// compiled circuits, the pool's bytes in use, and the bytes of the evaluation slots among
+/// those reserved.
+fn four_held(engine: &Engine, gate: &Gate, seed: u64, on_gpu: usize) -> (usize, usize, usize) {
     let (first, r, s) = job(&[seed], seed);
     assert_eq!(engine.prove(first).unwrap(), reference(&[seed], &r, &s));
     assert_drained(engine);
@@ -543,8 +544,8 @@ fn four_held(engine: &Engine, gate: &Gate, seed: u64) -> (usize, usize, usize) {
     let seeds: Vec<u64> = (seed + 1..seed + 5).collect();
     let (rest, r, s) = job(&seeds, seed + 1);
     let handle = engine.submit(rest);
-    wait_for(engine, "one on the GPU, three waiting", |st| {
-        st.on_gpu == 1 && st.waiting == 3
+    wait_for(engine, "the GPUs busy, the rest waiting", |st| {
+        st.on_gpu == on_gpu && st.waiting == 4 - on_gpu
     });
     // Nothing moves while the gate is closed: the books and the pool agree or not.
     let st = engine.stats();
@@ -562,9 +563,10 @@ fn four_held(engine: &Engine, gate: &Gate, seed: u64) -> (usize, usize, usize) {
 #[test]
 fn the_budget_counts_compact_witnesses_not_abc() {
     let full = partition_bytes(params_hint(&params()), 1.0);
-    let engine_on = |backend: Arc<dyn Backend>| {
+    let engine_on = |backend: Arc<dyn Backend>, workers: usize| {
         Engine::new(EngineConfig {
             backends: vec![EngineBackend::Custom(backend)],
+            gpu_workers_per_backend: workers,
             pacer: PacerMode::BoundedQueue { depth: 8 },
             ..config(true)
         })
@@ -572,8 +574,8 @@ fn the_budget_counts_compact_witnesses_not_abc() {
     };
     // Evaluated on the device: a witness partition reserves its compact witness alone.
     let device = Arc::new(DeviceEval::default());
-    let engine = engine_on(device.clone());
-    let (reserved, in_use, slot) = four_held(&engine, &device.0, 10);
+    let engine = engine_on(device.clone(), 1);
+    let (reserved, in_use, slot) = four_held(&engine, &device.0, 10, 1);
     assert!(reserved > 0 && in_use > 0);
     assert_eq!(slot, 0, "nothing is evaluated on the host");
     assert!(
@@ -585,8 +587,8 @@ fn the_budget_counts_compact_witnesses_not_abc() {
     // expanded aux in the pool, reserved once in its worker's evaluation slot — not once per
     // partition (four held would then reserve four evaluations).
     let host = Arc::new(HostEval::default());
-    let engine = engine_on(host.clone());
-    let (host_reserved, host_in_use, slot) = four_held(&engine, &host.0, 20);
+    let engine = engine_on(host.clone(), 1);
+    let (host_reserved, host_in_use, slot) = four_held(&engine, &host.0, 20, 1);
     assert!(
         host_in_use > in_use,
         "a, b, c are in the pool: {host_in_use} vs {in_use}"
@@ -609,6 +611,11 @@ fn the_budget_counts_compact_witnesses_not_abc() {
         host_reserved <= slot + reserved + reserved / 4,
         "four witnesses reserve {host_reserved} bytes: one slot of {slot} beside the witnesses' {reserved}"
     );
+    // Three "GPUs" prove three of the four at once: three slots, one each.
+    let host = Arc::new(HostEval::default());
+    let engine = engine_on(host.clone(), 3);
+    let (_, _, slots) = four_held(&engine, &host.0, 30, 3);
+    assert_eq!(slots, 3 * slot, "three workers proving, one slot each");
 }
 
 #[test]

@@ -55,13 +55,16 @@
 //!   ([`Backend::witness_pool_requests`](crate::prover::Backend::witness_pool_requests): a, b,
 //!   c and the expanded aux when the backend evaluates them on the host, nothing when on the
 //!   device) exist only while a GPU worker proves it, and a worker proves one partition at a
-//!   time. So they are charged **once per GPU worker**, not per partition: a slot per worker,
-//!   sized by its backend's checkouts, charged with the first witness partition whose dispatch
-//!   needs it (part of what that dispatch must fit), grown by force at a true-up or a GPU start
-//!   when the backend's checkouts grew meanwhile (a circuit refused on the device after the
-//!   dispatch), and released when the engine has no job left (`EngineStats::evaluation_reserved`).
-//!   The idle buffers a slot's worker would reuse are covered by the slot. At 2^27 a slot is
-//!   ~14 GiB: per partition, ~10 partitions in flight would have reserved ~140 GiB.
+//!   time. So they are not charged per partition but to **slots**: one set of those checkouts
+//!   (the backend that takes the most sizes it) per witness partition in flight, up to one per
+//!   live GPU worker — never more than charging each partition would, and with one GPU at
+//!   most one set however many partitions are in flight. A dispatch that needs another slot
+//!   must fit it beside its own reservation; a true-up or a GPU start whose checkouts grew
+//!   since (a circuit refused on a device after the dispatch) grows the slots by force. The
+//!   slots only grow while the engine has jobs and are released with its last
+//!   (`EngineStats::evaluation_reserved`); the idle buffers of a slot no GPU worker uses are
+//!   covered by it. At 2^27 a set is ~14 GiB: charged per partition, the 16 partitions in
+//!   flight of a 32 GiB-shape stream would have reserved ~230 GiB.
 //! - A witness the compiled circuit refuses is synthesized in full past its reservation (a
 //!   counted fallback, rare), and its true-up charges what it holds. Each **compiled circuit** the engine's prover holds is charged
 //!   once ([`CompiledCircuit::byte_size`](crate::compiled::CompiledCircuit::byte_size), also

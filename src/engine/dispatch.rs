@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::budget::{params_hint, partition_bytes, pool_requests, synthesis_bytes, witness_partition_bytes, Budget};
-use super::state::{free_evaluation_claims, Deferred, Shared, State};
+use super::state::{Deferred, Shared, State};
 use crate::assignment::CapacityHint;
 use crate::compiled::CompiledCircuit;
 use crate::error::Error;
@@ -59,7 +59,7 @@ impl Shared {
 
             // The budget.
             let state = &mut *st;
-            let job = state.jobs.get_mut(&id).expect("head job exists");
+            let job = state.jobs.get(&id).expect("head job exists");
             let Some(next) = job.pending.front() else {
                 continue;
             };
@@ -76,21 +76,24 @@ impl Shared {
             let synth_bytes = synthesis_bytes(hint, self.synthesis_per_constraint);
             let (pool_need, requests, circuit) = self.estimate(next.circuit_type, &job.params, hint);
             let need = pool_need.saturating_add(synth_bytes);
-            // A witness partition whose proof evaluates a, b, c on the host: the GPU workers'
-            // evaluation slots grow to hold one such proof each, if they do not yet.
-            let topup = match &circuit {
-                Some(c) => self.evaluation_topup(&state.workers, c),
-                None => Default::default(),
+            // A witness partition: the host-evaluation slots grow to one per witness partition
+            // in flight, this one included, up to one per GPU worker (nothing where a, b, c are
+            // evaluated on the device).
+            let slots = match &circuit {
+                Some(c) => self.evaluation_need(state, c, state.witnesses_in_flight + 1),
+                None => state.evaluation.clone(),
             };
+            let slots_more = slots.bytes().saturating_sub(state.evaluation.bytes());
             let own_params = state.params.get(&job.params.id()).map_or(0, |e| e.host_bytes);
-            // Room beside what is reserved and the idle pool bytes neither it nor a partition
-            // in synthesis (which may not have checked out yet) would reuse.
+            // Room beside what is reserved and the idle pool bytes neither it, a partition in
+            // synthesis (which may not have checked out yet), one on a GPU nor a free
+            // evaluation slot would reuse.
+            let free_slots = slots.slots.saturating_sub(state.on_gpu);
             let claims: Vec<usize> = state
                 .synthesis_requests
                 .iter()
                 .chain(&state.gpu_requests)
-                .chain(free_evaluation_claims(&state.workers))
-                .chain(topup.slots.iter().map(|(_, r, _)| r))
+                .chain(std::iter::repeat_n(&slots.set_requests, free_slots))
                 .flatten()
                 .chain(&requests)
                 .copied()
@@ -98,7 +101,7 @@ impl Shared {
             let idle = self.pool.stats().bytes_idle;
             let other_idle = idle.saturating_sub(self.pool.idle_reusable_bytes(&claims));
             let request = Request {
-                need: need.saturating_add(topup.bytes),
+                need: need.saturating_add(slots_more),
                 own_params,
                 other_idle,
                 waited: job.blocked_since.map_or(Duration::ZERO, |since| since.elapsed()),
@@ -106,18 +109,13 @@ impl Shared {
             };
             match admit(&state.budget, &request) {
                 Admission::Go => {
-                    let reserved = state
-                        .budget
-                        .try_reserve_beside(need.saturating_add(topup.bytes), other_idle);
+                    let reserved = state.budget.try_reserve_beside(need, other_idle);
                     debug_assert!(reserved, "admit said it fits");
-                    if topup.bytes > 0 {
-                        log::debug!(
-                            "engine: {} bytes charged for {} GPU workers' host evaluations",
-                            topup.bytes,
-                            topup.slots.len()
-                        );
+                    // The room for the slots' growth was part of the admission.
+                    state.grow_evaluation(slots);
+                    if circuit.is_some() {
+                        state.witnesses_in_flight += 1;
                     }
-                    state.grow_evaluation_slots(topup);
                 }
                 Admission::Fail(err) => {
                     let mut deferred = Deferred::default();
@@ -167,6 +165,7 @@ impl Shared {
                 synth_bytes,
                 requests,
                 urgent,
+                witness: circuit.is_some(),
             };
             if urgent {
                 state.urgent_in_synthesis += 1;
@@ -251,13 +250,10 @@ impl Shared {
                 }
             }
         }
-        // The evaluation slots' checkouts: a worker's next witness proof reuses them.
-        out.extend(
-            st.workers
-                .iter()
-                .filter(|w| w.evaluation > 0)
-                .flat_map(|w| w.evaluation_requests),
-        );
+        // The evaluation slots' checkouts: the next witness proof reuses them.
+        if st.evaluation.slots > 0 {
+            out.extend(st.evaluation.set_requests);
+        }
         out.sort_unstable();
         out.dedup();
         out
@@ -331,6 +327,8 @@ pub(super) struct Dispatched {
     pub(super) requests: [usize; 4],
     /// Dispatched past the pacer (an urgent job's).
     pub(super) urgent: bool,
+    /// Dispatched for witness-only synthesis (counted in `State::witnesses_in_flight`).
+    pub(super) witness: bool,
 }
 
 /// A partition asking for room in the budget.

@@ -134,8 +134,6 @@ impl Engine {
                     since: None,
                     partitions: 0,
                     lost: false,
-                    evaluation: 0,
-                    evaluation_requests: [0; 4],
                 });
                 provers.push((b, prover.clone()));
             }
@@ -171,6 +169,8 @@ impl Engine {
                 resident: vec![HashSet::new(); backends.len()],
                 evict_epoch: vec![0; backends.len()],
                 compiled_charged: 0,
+                evaluation: Default::default(),
+                witnesses_in_flight: 0,
             }),
             dispatch_cv: Condvar::new(),
             gpu_cv: Condvar::new(),
@@ -528,7 +528,7 @@ impl Engine {
             params: params.into_iter().map(|(_, p)| p).collect(),
             synthesis_reserved: st.synthesis_reserved,
             compiled_bytes: st.compiled_charged,
-            evaluation_reserved: st.evaluation_reserved(),
+            evaluation_reserved: st.evaluation.bytes(),
             compiled_circuits: self.shared.synth_prover.compiled_circuits().len(),
             witness: self.shared.synth_prover.witness_stats(),
             params_sets: st.params.len(),

@@ -106,11 +106,6 @@ pub(super) struct WorkerBooks {
     pub(super) since: Option<Instant>,
     pub(super) partitions: u64,
     pub(super) lost: bool,
-    /// Bytes charged for this worker's host evaluation of a witness (its slot; see
-    /// [`budget`](super::budget)): 0 until a witness partition needs one.
-    pub(super) evaluation: usize,
-    /// The checkouts (byte sizes) that slot was sized by.
-    pub(super) evaluation_requests: [usize; 4],
 }
 
 pub(super) struct State {
@@ -150,6 +145,11 @@ pub(super) struct State {
     pub(super) evict_epoch: Vec<u64>,
     /// Bytes of the compiled circuits the engine's prover holds, charged to the budget once.
     pub(super) compiled_charged: usize,
+    /// The budget's host-evaluation slots for witness proofs.
+    pub(super) evaluation: EvaluationSlots,
+    /// Witness partitions dispatched (or synthesized witness-only) and not yet out of the
+    /// engine: how many slots could be in use at once.
+    pub(super) witnesses_in_flight: usize,
 }
 
 /// Notifications to make once the engine's lock is released (callbacks may call back into
@@ -224,27 +224,28 @@ impl Shared {
             .unwrap_or_default()
     }
 
-    /// What the GPU workers' slots for host evaluations of `circuit`'s witnesses lack: the bytes
-    /// to charge beyond what the slots hold now, and each slot to grow (worker, the checkouts
-    /// of its backend's proof of one witness, their bytes). One slot per live worker, because a
-    /// worker proves one partition at a time; nothing for a backend that evaluates a, b, c on
-    /// the device.
-    pub(super) fn evaluation_topup(&self, workers: &[WorkerBooks], circuit: &CompiledCircuit) -> EvaluationTopup {
-        let per_backend: Vec<[usize; 4]> = self
-            .backend_provers
-            .iter()
-            .map(|p| p.witness_pool_requests(circuit))
-            .collect();
-        let mut topup = EvaluationTopup::default();
-        for (worker, books) in workers.iter().enumerate().filter(|(_, b)| !b.lost) {
-            let requests = per_backend[books.backend];
-            let bytes = requests_bytes(&requests, self.reuse_factor);
-            if bytes > books.evaluation {
-                topup.bytes += bytes - books.evaluation;
-                topup.slots.push((worker, requests, bytes));
-            }
+    /// The evaluation slots `witnesses` witness partitions in flight need for `circuit` (see
+    /// [`budget`](super::budget)): one per partition that could be on a GPU at once — at most
+    /// one per live GPU worker — each holding the checkouts of one proof on the backend that
+    /// takes the most (nothing where every backend evaluates a, b, c on the device). Slots
+    /// only grow while the engine has jobs.
+    pub(super) fn evaluation_need(&self, st: &State, circuit: &CompiledCircuit, witnesses: usize) -> EvaluationSlots {
+        let requests = self.witness_proof_requests(circuit);
+        let bytes = requests_bytes(&requests, self.reuse_factor);
+        let have = &st.evaluation;
+        if bytes == 0 {
+            return have.clone();
         }
-        topup
+        let (set_bytes, set_requests) = if bytes > have.set_bytes {
+            (bytes, requests)
+        } else {
+            (have.set_bytes, have.set_requests)
+        };
+        EvaluationSlots {
+            slots: have.slots.max(witnesses.min(st.live_workers.max(1))),
+            set_bytes,
+            set_requests,
+        }
     }
 
     /// Charges the budget for the compiled circuits the engine's prover holds now (recorded or
@@ -257,37 +258,40 @@ impl Shared {
     }
 }
 
-/// The checkouts of the evaluation slots of `workers` not proving now: the idle buffers they
-/// would reuse are covered by their slots (a worker proving claims its checkouts in
-/// `gpu_requests` instead).
-pub(super) fn free_evaluation_claims(workers: &[WorkerBooks]) -> impl Iterator<Item = &[usize; 4]> {
-    workers
-        .iter()
-        .filter(|w| w.evaluation > 0 && w.since.is_none())
-        .map(|w| &w.evaluation_requests)
+/// The host-evaluation slots the budget holds for witness proofs: `slots` sets of the
+/// checkouts `set_requests` (`set_bytes` each, as the pool may take them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct EvaluationSlots {
+    pub(super) slots: usize,
+    pub(super) set_bytes: usize,
+    pub(super) set_requests: [usize; 4],
 }
 
-/// Slots for the GPU workers' host evaluations to grow, and the bytes that takes
-/// ([`Shared::evaluation_topup`]).
-#[derive(Debug, Default)]
-pub(super) struct EvaluationTopup {
-    pub(super) bytes: usize,
-    pub(super) slots: Vec<(usize, [usize; 4], usize)>,
+impl EvaluationSlots {
+    pub(super) fn bytes(&self) -> usize {
+        self.slots.saturating_mul(self.set_bytes)
+    }
 }
 
 impl State {
-    /// Grows the slots `topup` names; the caller has charged its bytes.
-    pub(super) fn grow_evaluation_slots(&mut self, topup: EvaluationTopup) {
-        for (worker, requests, bytes) in topup.slots {
-            let books = &mut self.workers[worker];
-            books.evaluation = bytes;
-            books.evaluation_requests = requests;
+    /// Takes `slots` as the evaluation slots, charging what they add: by force (bytes that will
+    /// exist once a proof checks them out) — a dispatch has made room for them first.
+    pub(super) fn grow_evaluation(&mut self, slots: EvaluationSlots) {
+        let (from, to) = (self.evaluation.bytes(), slots.bytes());
+        if to > from {
+            self.budget.force_reserve(to - from);
+            log::debug!(
+                "engine: {} host-evaluation slot(s) of {} bytes for witness proofs",
+                slots.slots,
+                slots.set_bytes
+            );
+            self.evaluation = slots;
         }
     }
 
-    /// Bytes charged for the GPU workers' host evaluations.
-    pub(super) fn evaluation_reserved(&self) -> usize {
-        self.workers.iter().map(|w| w.evaluation).sum()
+    /// A witness partition left the engine (proved, failed or dropped).
+    pub(super) fn witness_left(&mut self) {
+        self.witnesses_in_flight = self.witnesses_in_flight.saturating_sub(1);
     }
 
     /// One partition of job `id` left the engine; finishes the job when it was the last.
@@ -308,12 +312,8 @@ impl State {
         };
         if self.jobs.is_empty() {
             // No partition left to prove: the evaluation slots go with the last job.
-            let slots = self.evaluation_reserved();
-            self.budget.release(slots);
-            for w in &mut self.workers {
-                w.evaluation = 0;
-                w.evaluation_requests = [0; 4];
-            }
+            let slots = std::mem::take(&mut self.evaluation);
+            self.budget.release(slots.bytes());
         }
         let wall = job.submitted.elapsed();
         let result = match job.error.take() {
@@ -380,6 +380,9 @@ impl State {
                 self.pacer.on_gpu_start(now);
             }
             let reserved = item.reserved;
+            if matches!(item.work, Synthesis::Witness { .. }) {
+                self.witness_left();
+            }
             drop(item); // buffers back to the pool before the budget says they are free
             self.budget.release(reserved);
             self.counters.dropped += 1;

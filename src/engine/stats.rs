@@ -90,10 +90,10 @@ pub struct EngineStats {
     /// Of `budget_used`: the bytes of the compiled circuits the engine holds (recorded or
     /// loaded by its witness path), each once, for the life of the engine.
     pub compiled_bytes: usize,
-    /// Of `budget_used`: the bytes held for the GPU workers' host evaluations of witnesses — the
-    /// pool checkouts (a, b, c and the expanded aux) of one witness proof per worker whose
-    /// backend evaluates them on the host, charged once per worker (not per partition) from the
-    /// first witness partition that needs one until the engine has no job left.
+    /// Of `budget_used`: the bytes held for host evaluations of witnesses — the pool checkouts
+    /// (a, b, c and the expanded aux) of one witness proof per witness partition in flight, up
+    /// to one per GPU worker, where a backend evaluates them on the host; they only grow while
+    /// the engine has jobs, and go with its last (see [`budget`](super::budget)).
     pub evaluation_reserved: usize,
     /// Compiled circuits the engine holds.
     pub compiled_circuits: usize,

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use blstrs::Scalar;
 
-use super::budget::{requests_bytes, synthesis_held_bytes};
+use super::budget::synthesis_held_bytes;
 use super::dispatch::Dispatched;
 use super::job::Canceller;
 use super::state::{ema, unless_panic, Deferred, Pending, Ready, Shared, State};
@@ -23,6 +23,7 @@ impl Shared {
             synth_bytes,
             requests,
             urgent,
+            witness,
         } = work;
         let Pending { index, synthesize, .. } = partition;
         let result = unless_panic(
@@ -52,13 +53,20 @@ impl Shared {
             Ok(work) if alive => {
                 let held = synthesis_held_bytes(&work);
                 let reserved = st.budget.adjust(reserved, held);
-                // Its proof's host evaluation, when the slots lack it (a partition dispatched
-                // before its compiled circuit existed, or a circuit refused on the device since):
-                // the bytes exist once it is proved, so they are charged even past the limit.
-                if let Synthesis::Witness { circuit, .. } = &work {
-                    let topup = self.evaluation_topup(&st.workers, circuit);
-                    st.budget.force_reserve(topup.bytes);
-                    st.grow_evaluation_slots(topup);
+                match (&work, witness) {
+                    (Synthesis::Witness { circuit, .. }, was) => {
+                        if !was {
+                            // Dispatched for full synthesis before its compiled circuit existed.
+                            st.witnesses_in_flight += 1;
+                        }
+                        // Its proof's host evaluation, when the slots lack it (dispatched before
+                        // its compiled circuit existed, or the circuit refused on a device
+                        // since): those bytes will exist, so they are charged even past the limit.
+                        let slots = self.evaluation_need(&st, circuit, st.witnesses_in_flight);
+                        st.grow_evaluation(slots);
+                    }
+                    (Synthesis::Full(_), true) => st.witness_left(), // fell back to full synthesis
+                    (Synthesis::Full(_), false) => {}
                 }
                 let path = match &work {
                     Synthesis::Full(_) => "in full",
@@ -87,6 +95,9 @@ impl Shared {
                 st.ready.push(item);
             }
             Ok(work) => {
+                if witness {
+                    st.witness_left();
+                }
                 leftover = Some(params);
                 if !urgent {
                     st.pacer.on_synthesis_failed(now);
@@ -98,6 +109,9 @@ impl Shared {
                 st.partition_left(id, &mut deferred);
             }
             Err(e) => {
+                if witness {
+                    st.witness_left();
+                }
                 leftover = Some(params);
                 if !urgent {
                     st.pacer.on_synthesis_failed(now);
@@ -164,17 +178,12 @@ impl Shared {
                 }
                 Synthesis::Witness { circuit, .. } => prover.witness_pool_requests(circuit),
             };
-            if matches!(item.work, Synthesis::Witness { .. }) {
-                // The worker's evaluation slot holds these checkouts; one that grew since the
-                // partition's true-up (its circuit refused on this device meanwhile) grows too.
-                let bytes = requests_bytes(&abc, self.reuse_factor);
-                let books = &mut st.workers[worker];
-                if bytes > books.evaluation {
-                    let more = bytes - books.evaluation;
-                    books.evaluation = bytes;
-                    books.evaluation_requests = abc;
-                    st.budget.force_reserve(more);
-                }
+            let witness = matches!(item.work, Synthesis::Witness { .. });
+            if let Synthesis::Witness { circuit, .. } = &item.work {
+                // The slots hold its checkouts; ones that grew since its true-up (its circuit
+                // refused on a device meanwhile) grow too.
+                let slots = self.evaluation_need(&st, circuit, st.witnesses_in_flight);
+                st.grow_evaluation(slots);
             }
             st.gpu_requests.push(abc);
             let backend = st.workers[worker].backend;
@@ -214,6 +223,9 @@ impl Shared {
             books.since = None;
             books.partitions += 1;
             st.budget.release(reserved);
+            if witness {
+                st.witness_left();
+            }
             st.touch_params(params.id());
             if result.is_ok() && st.evict_epoch[backend] == epoch && st.params.contains_key(&params.id()) {
                 st.resident[backend].insert(params.id());
