@@ -93,7 +93,7 @@ impl Shared {
                 .synthesis_requests
                 .iter()
                 .chain(&state.gpu_requests)
-                .chain(std::iter::repeat_n(&slots.set_requests, free_slots))
+                .chain(std::iter::repeat(&slots.set_requests).take(free_slots))
                 .flatten()
                 .chain(&requests)
                 .copied()
