@@ -35,7 +35,10 @@ use cuzk::filecoin::{
 };
 use cuzk::prover::cpu::CpuBackend;
 use cuzk::prover::{Backend, Commitments, Timings};
-use cuzk::{Circuit, Error, HeapAllocator, Parameters, ProvingAssignment, WitnessStats};
+use cuzk::{
+    Circuit, CompiledCircuit, ConstraintSystem, Error, HeapAllocator, Parameters, ProvingAssignment, WitnessCs,
+    WitnessStats,
+};
 use ff::Field;
 use filecoin_proofs_api::seal::{self as api_seal, SealPreCommitPhase2Output};
 use filecoin_proofs_api::{post as api_post, update as api_update};
@@ -43,6 +46,11 @@ use filecoin_proofs_api::{PieceInfo, PrivateReplicaInfo, PublicReplicaInfo, Sect
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use storage_proofs_core::compound_proof::CompoundProof;
+
+/// The sector bench's SnapDeals partitions, checked against filecoin-proofs' own below.
+#[allow(dead_code)]
+#[path = "../examples/sector_bench/snap.rs"]
+mod sector_bench_snap;
 
 const SEAL: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
 const WINNING: RegisteredPoStProof = RegisteredPoStProof::StackedDrgWinning2KiBV1;
@@ -770,6 +778,199 @@ fn a_submitted_winning_post_can_be_watched_cancelled_and_proved() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Jobs through the C ABI: progress by callback
+
+/// One progress callback call: job id, done, failed, total, finished.
+type Call = (u64, u64, u64, u64, bool);
+
+/// What a registered callback records: its calls, and those that came after the job's handle
+/// was freed (there must be none).
+#[derive(Default)]
+struct Calls {
+    calls: Mutex<Vec<Call>>,
+    freed: std::sync::atomic::AtomicBool,
+    after_free: std::sync::atomic::AtomicUsize,
+}
+
+impl Calls {
+    fn user_data(&self) -> *mut std::ffi::c_void {
+        self as *const Self as *mut std::ffi::c_void
+    }
+
+    fn taken(&self) -> Vec<Call> {
+        self.calls.lock().unwrap().clone()
+    }
+}
+
+/// Records a call in the [`Calls`] behind `user_data`.
+unsafe extern "C" fn record(
+    user_data: *mut std::ffi::c_void,
+    job: u64,
+    done: u64,
+    failed: u64,
+    total: u64,
+    finished: bool,
+) {
+    use std::sync::atomic::Ordering::SeqCst;
+    // SAFETY: the test passes a live `Calls` that outlives the job's engine.
+    let calls = unsafe { &*(user_data as *const Calls) };
+    if calls.freed.load(SeqCst) {
+        calls.after_free.fetch_add(1, SeqCst);
+    }
+    calls.calls.lock().unwrap().push((job, done, failed, total, finished));
+}
+
+/// Runs an entry point with an error out-parameter: its status and message (freed).
+fn abi_call(f: impl FnOnce(*mut *mut std::ffi::c_char) -> cuzk::ffi::cuzk_status) -> (cuzk::ffi::cuzk_status, String) {
+    let mut err = std::ptr::null_mut();
+    let status = f(&mut err);
+    let msg = if err.is_null() {
+        String::new()
+    } else {
+        // SAFETY: a message from the library, freed once.
+        let m = unsafe { std::ffi::CStr::from_ptr(err) }.to_string_lossy().into_owned();
+        unsafe { cuzk::ffi::cuzk_string_free(err) };
+        m
+    };
+    (status, msg)
+}
+
+fn abi_ok(f: impl FnOnce(*mut *mut std::ffi::c_char) -> cuzk::ffi::cuzk_status) {
+    let (status, msg) = abi_call(f);
+    assert_eq!(status, cuzk::ffi::cuzk_status::Ok, "{msg}");
+}
+
+/// A Window PoSt of the three sectors (two partitions) submitted through the C ABI on a CPU
+/// engine made there: its callback counts both partitions up to one final call with
+/// `done == total`, a late registration gets that final call at once, a NULL callback silences
+/// it, and after `cuzk_filecoin_job_free` it is never called, not even when the partition the
+/// engine was proving ends.
+#[test]
+fn a_filecoin_job_through_the_c_abi_reports_its_progress_by_callback() {
+    use cuzk::ffi::cuzk_status;
+    use cuzk::ffi::engine::*;
+    use cuzk::ffi::filecoin::*;
+    use cuzk::ffi::filecoin_job::*;
+    use std::ptr::{null, null_mut};
+    use std::sync::atomic::Ordering::SeqCst;
+
+    ensure_params(ParamsKind::PoSt(WINDOW));
+    let randomness = [19u8; 32];
+    let (vanilla, public) = window_vanilla(&randomness);
+    let slices: Vec<cuzk_byte_slice> = vanilla
+        .iter()
+        .map(|v| cuzk_byte_slice {
+            data: v.as_ptr(),
+            len: v.len(),
+        })
+        .collect();
+    let window_abi = 10; // abi.RegisteredPoStProof StackedDrgWindow2KiBV1_2
+    let mut config = cuzk_engine_config_default();
+    config.backend = cuzk::ffi::prover::cuzk_backend::Cpu;
+    config.memory = cuzk::ffi::pool::cuzk_pool_memory::Heap;
+    config.synthesis_workers = 1;
+    let mut engine = null_mut();
+    abi_ok(|e| unsafe { cuzk_engine_new(&config, &mut engine, e) });
+    let submit = || {
+        let mut job = null_mut();
+        abi_ok(|e| unsafe {
+            cuzk_filecoin_submit_window_post(
+                engine,
+                CUZK_PRIORITY_DEFAULT,
+                window_abi,
+                randomness.as_ptr(),
+                prover_id().as_ptr(),
+                slices.as_ptr(),
+                slices.len(),
+                &mut job,
+                e,
+            )
+        });
+        job
+    };
+    let stats = || {
+        let mut s = cuzk_engine_statistics::default();
+        abi_ok(|e| unsafe { cuzk_engine_stats(engine, &mut s, e) });
+        s
+    };
+    let wait = |job: *mut cuzk_filecoin_job| {
+        let mut out = cuzk_bytes {
+            data: null_mut(),
+            len: 0,
+        };
+        abi_ok(|e| unsafe { cuzk_filecoin_job_wait(job, &mut out, e) });
+        // SAFETY: `len` bytes from the library, copied before they are freed.
+        let proof = unsafe { std::slice::from_raw_parts(out.data, out.len) }.to_vec();
+        unsafe { cuzk_bytes_free(out) };
+        proof
+    };
+
+    // Registered right after the submission: both partitions, then the end.
+    let calls = Calls::default();
+    let job = submit();
+    abi_ok(|e| unsafe { cuzk_filecoin_job_on_progress(job, Some(record), calls.user_data(), e) });
+    let proof = wait(job);
+    assert!(api_post::verify_window_post(&randomness, &[(WINDOW, &proof)], &public, prover_id()).unwrap());
+    let got = calls.taken();
+    let last = *got.last().expect("at least the final call");
+    assert_eq!((last.1, last.2, last.3, last.4), (2, 0, 2, true), "{got:?}");
+    assert_eq!(got.iter().filter(|c| c.4).count(), 1, "one final call: {got:?}");
+    assert!(got.iter().all(|c| c.0 == last.0 && c.3 == 2), "{got:?}");
+    assert!(
+        got.windows(2).all(|w| w[0].1 <= w[1].1 && w[0].2 <= w[1].2),
+        "done and failed never decrease: {got:?}"
+    );
+    // Registered after the wait: one call, now, with the final counts.
+    let late = Calls::default();
+    abi_ok(|e| unsafe { cuzk_filecoin_job_on_progress(job, Some(record), late.user_data(), e) });
+    assert_eq!(late.taken(), [last]);
+    unsafe { cuzk_filecoin_job_free(job) };
+
+    // Replaced by NULL before any partition is proved: never called.
+    let quiet = Calls::default();
+    let job = submit();
+    abi_ok(|e| unsafe { cuzk_filecoin_job_on_progress(job, Some(record), quiet.user_data(), e) });
+    abi_ok(|e| unsafe { cuzk_filecoin_job_on_progress(job, None, quiet.user_data(), e) });
+    wait(job);
+    unsafe { cuzk_filecoin_job_free(job) };
+    assert!(quiet.taken().is_empty(), "{:?}", quiet.taken());
+
+    // Freed while a partition is on the engine's GPU worker: the job ends when that proof
+    // does, after the free, and its callback is not called then.
+    let freed = Calls::default();
+    let job = submit();
+    abi_ok(|e| unsafe { cuzk_filecoin_job_on_progress(job, Some(record), freed.user_data(), e) });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while stats().on_gpu == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no partition went to the GPU worker"
+        );
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    unsafe { cuzk_filecoin_job_free(job) };
+    freed.freed.store(true, SeqCst);
+    while stats().jobs_active > 0 {
+        assert!(std::time::Instant::now() < deadline, "the freed job never ended");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(
+        freed.after_free.load(SeqCst),
+        0,
+        "called after the free: {:?}",
+        freed.taken()
+    );
+    assert!(freed.taken().iter().all(|c| !c.4), "{:?}", freed.taken());
+
+    // A NULL job is refused with a status.
+    let (status, msg) =
+        abi_call(|e| unsafe { cuzk_filecoin_job_on_progress(null(), Some(record), quiet.user_data(), e) });
+    assert_eq!(status, cuzk_status::NullArgument, "{msg}");
+    assert!(msg.contains("job"), "{msg}");
+    unsafe { cuzk_engine_free(engine) };
+}
+
+// ---------------------------------------------------------------------------------------------
 // Commitment CIDs (Curio's GenerateUpdateProofWithVanilla takes cid.Cid)
 
 fn varint(out: &mut Vec<u8>, mut v: u64) {
@@ -911,20 +1112,11 @@ fn update_circuits(
         .collect()
 }
 
-/// SnapDeals by both paths on an engine of the test's own (the first proof records, the
-/// second takes the witness path, counted), with the same r and s: the same bytes, which are
-/// bellperson's for the circuit filecoin-proofs builds and which filecoin-proofs verifies; from
-/// Curio's CIDs, the same bytes again.
-///
-/// The 2 KiB SnapDeals circuit has ten SHA-256 TreeD paths (~1.6 M constraints): generating
-/// its test parameters takes tens of minutes on CI's 2 cores. Run on the GPU machine (16
-/// cores): `cargo test --release --features cuda,filecoin --test filecoin -- --ignored`.
-#[test]
-#[ignore]
-fn snap_deals_update_verifies_with_filecoin_proofs_and_rejects_another_comm_r() {
-    let path = ensure_params(ParamsKind::Update(UPDATE));
-    let key = &sectors()[1];
-    let dir = key.dir.join("update");
+/// `key` updated with 2032 bytes of new data (a new replica under `key.dir/name`), and the
+/// vanilla partition proofs of the update, with the commitments: CommR old, CommR new, CommD
+/// new.
+fn update_vanilla(key: &Sealed, name: &str) -> (Vec<Vec<u8>>, [[u8; 32]; 3]) {
+    let dir = key.dir.join(name);
     std::fs::create_dir_all(&dir).unwrap();
     let new_cache = dir.join("cache");
     std::fs::create_dir_all(&new_cache).unwrap();
@@ -957,18 +1149,58 @@ fn snap_deals_update_verifies_with_filecoin_proofs_and_rejects_another_comm_r() 
         &new_cache,
     )
     .unwrap();
-    let vanilla: Vec<Vec<u8>> = vanilla.into_iter().map(|p| p.0).collect();
-    let commitments = [comm_r_old, encoded.comm_r_new, encoded.comm_d_new];
+    let vanilla = vanilla.into_iter().map(|p| p.0).collect();
+    (vanilla, [comm_r_old, encoded.comm_r_new, encoded.comm_d_new])
+}
+
+/// The sector bench's SnapDeals partition (`examples/sector_bench/snap.rs`: the circuit built
+/// from `PublicParams::from_sector_size`, its witness fabricated) is filecoin-proofs' own
+/// circuit, structurally: at 2 KiB both recorded have the same constraints, inputs, aux,
+/// structure trace and compiled fingerprint (identical A, B, C and densities), and the real
+/// circuit's compiled form accepts the fabricated witness. Seconds: no parameters.
+#[test]
+fn sector_bench_snap_partition_has_the_matrices_of_filecoin_proofs_own() {
+    let (vanilla, commitments) = update_vanilla(&sectors()[1], "update-shape");
+    let mut real = update_circuits(&vanilla, commitments);
+    assert_eq!(real.len(), 1, "a 2 KiB sector has one partition");
+    let (_, real) = CompiledCircuit::record(real.remove(0), None, None).unwrap();
+    let sector_bytes = u64::from(UPDATE.as_v1_config().sector_size);
+    let fabricated = sector_bench_snap::SnapCircuit::fabricate(sector_bytes, 0, 7).unwrap();
+    let (_, compiled) = CompiledCircuit::record(fabricated.clone(), None, None).unwrap();
+    let sizes = |c: &CompiledCircuit| (c.circuit_constraints(), c.num_inputs(), c.num_aux());
+    assert_eq!(sizes(&compiled), sizes(&real));
+    assert_eq!(compiled.structure_hash(), real.structure_hash());
+    assert_eq!(
+        compiled.fingerprint(),
+        real.fingerprint(),
+        "the same sizes, other matrices"
+    );
+    // The witness path's view: the fabricated witness, under the real circuit's type name.
+    let mut cs = WitnessCs::new().without_generator();
+    cs.alloc_input(|| "one", || Ok(Scalar::ONE)).unwrap();
+    fabricated.synthesize(&mut cs).unwrap();
+    real.check(&cs.finish(real.circuit_type()).unwrap()).unwrap();
+}
+
+/// SnapDeals by both paths on an engine of the test's own (the first proof records, the
+/// second takes the witness path, counted), with the same r and s: the same bytes, which are
+/// bellperson's for the circuit filecoin-proofs builds and which filecoin-proofs verifies; from
+/// Curio's CIDs, the same bytes again.
+///
+/// The 2 KiB SnapDeals circuit has ten SHA-256 TreeD paths (~1.6 M constraints): generating
+/// its test parameters takes tens of minutes on CI's 2 cores. Run on the GPU machine (16
+/// cores): `cargo test --release --features cuda,filecoin --test filecoin -- --ignored`.
+#[test]
+#[ignore]
+fn snap_deals_update_verifies_with_filecoin_proofs_and_rejects_another_comm_r() {
+    let path = ensure_params(ParamsKind::Update(UPDATE));
+    let (vanilla, commitments) = update_vanilla(&sectors()[1], "update");
+    let [comm_r_old, comm_r_new, comm_d_new] = commitments;
     let seed = [22; 32];
     let engine = fresh_engine();
     let (out, witness) = prove_by_both_paths("SnapDeals", &engine, seed, |options| {
         filecoin::submit_empty_sector_update_proof_with_vanilla(
-            UPDATE,
-            &vanilla,
-            comm_r_old,
-            encoded.comm_r_new,
-            encoded.comm_d_new,
-            options,
+            UPDATE, &vanilla, comm_r_old, comm_r_new, comm_d_new, options,
         )
     });
     assert_eq!(
@@ -984,8 +1216,8 @@ fn snap_deals_update_verifies_with_filecoin_proofs_and_rejects_another_comm_r() 
     let from_cids = filecoin::submit_update_proof_with_vanilla(
         UPDATE,
         &sealed_cid(&comm_r_old),
-        &sealed_cid(&encoded.comm_r_new),
-        &unsealed_cid(&encoded.comm_d_new),
+        &sealed_cid(&comm_r_new),
+        &unsealed_cid(&comm_d_new),
         &vanilla,
         Options::default().on(&engine).with_rng(&mut rng),
     )
@@ -996,31 +1228,22 @@ fn snap_deals_update_verifies_with_filecoin_proofs_and_rejects_another_comm_r() 
     assert_eq!(after.witness, before.witness + vanilla.len() as u64, "{after:?}");
     assert_eq!(from_cids.proof, out.proof);
     assert_eq!(out.proof.len(), vanilla.len() * 192);
-    assert!(api_update::verify_empty_sector_update_proof(
-        UPDATE,
-        &out.proof,
-        comm_r_old,
-        encoded.comm_r_new,
-        encoded.comm_d_new
-    )
-    .unwrap());
+    assert!(
+        api_update::verify_empty_sector_update_proof(UPDATE, &out.proof, comm_r_old, comm_r_new, comm_d_new).unwrap()
+    );
     // Another sector's comm_r as the old one: rejected.
     let wrong = sectors()[2].comm_r();
-    assert!(!api_update::verify_empty_sector_update_proof(
-        UPDATE,
-        &out.proof,
-        wrong,
-        encoded.comm_r_new,
-        encoded.comm_d_new
-    )
-    .unwrap_or(false));
+    assert!(
+        !api_update::verify_empty_sector_update_proof(UPDATE, &out.proof, wrong, comm_r_new, comm_d_new)
+            .unwrap_or(false)
+    );
     // The wrong number of partition proofs is refused before any proving.
     let err = filecoin::generate_empty_sector_update_proof_with_vanilla(
         UPDATE,
         &vanilla[..0],
         comm_r_old,
-        encoded.comm_r_new,
-        encoded.comm_d_new,
+        comm_r_new,
+        comm_d_new,
     )
     .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");

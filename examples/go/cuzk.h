@@ -206,9 +206,9 @@ typedef struct cuzk_buffer cuzk_buffer;
 // An engine. Opaque; thread-safe (submit, stats and job calls from any thread).
 typedef struct cuzk_engine cuzk_engine;
 
-// A Filecoin proof submitted to an engine. Opaque; thread-safe: `cuzk_filecoin_job_cancel` and
-// `cuzk_filecoin_job_progress` reach it while another thread blocks in
-// `cuzk_filecoin_job_wait`.
+// A Filecoin proof submitted to an engine. Opaque; thread-safe: `cuzk_filecoin_job_cancel`,
+// `cuzk_filecoin_job_progress` and `cuzk_filecoin_job_on_progress` reach it while another
+// thread blocks in `cuzk_filecoin_job_wait`.
 typedef struct cuzk_filecoin_job cuzk_filecoin_job;
 
 // A job submitted to an engine. Opaque; thread-safe.
@@ -311,10 +311,11 @@ typedef struct cuzk_engine_config {
   uint32_t witness_path_off;
 } cuzk_engine_config;
 
-// A job's progress callback: `user_data` as given to `cuzk_job_on_progress`, the job's id
-// (unique within its engine), `done` partitions proved and `failed` partitions left unproved
-// (failed, or dropped because the job failed or was cancelled) of `total`, and whether the
-// job is over (then `done + failed == total`; that call is the last).
+// A job's progress callback: `user_data` as given to `cuzk_job_on_progress` (or
+// `cuzk_filecoin_job_on_progress`), the job's id (unique within its engine), `done`
+// partitions proved and `failed` partitions left unproved (failed, or dropped because the job
+// failed or was cancelled) of `total`, and whether the job is over (then
+// `done + failed == total`; that call is the last).
 typedef void (*cuzk_job_progress_callback)(void *user_data,
                                            uint64_t job_id,
                                            uint64_t done,
@@ -1014,8 +1015,29 @@ enum cuzk_status cuzk_filecoin_job_progress(const struct cuzk_filecoin_job *job,
                                             bool *finished,
                                             char **err);
 
+// Calls `callback(user_data, job id, done, failed, total, finished)` after each partition of
+// the job is proved or fails, and once when the engine is done with the job (`finished` true,
+// the last call; `cuzk_filecoin_job_wait` then only verifies the proofs, and may still fail).
+// The contract is `cuzk_job_on_progress`'s: called on an engine thread (a worker or the
+// dispatcher; or a thread that cancels the job or frees the engine) with the job's lock held,
+// so it must return quickly, not block, and not call `cuzk_filecoin_job_*` on this job; if
+// the engine is done with the job already it is called once, now, on this thread (also after
+// `cuzk_filecoin_job_wait`). A second registration replaces the first; a NULL `callback`
+// removes it; after `cuzk_filecoin_job_free` returns it is never called. `user_data` must
+// stay valid until the last call (`finished`) or `cuzk_filecoin_job_free`. Thread-safe.
+//
+// # Safety
+// `job` live; `callback` NULL or safe to call from any thread with `user_data`; `err` NULL or
+// writable.
+enum cuzk_status cuzk_filecoin_job_on_progress(const struct cuzk_filecoin_job *job,
+                                               cuzk_job_progress_callback callback,
+                                               void *user_data,
+                                               char **err);
+
 // Frees a job handle; a job not yet over is cancelled first (nobody can take its proof any
-// more). NULL is accepted. Not to be called while another thread uses the handle.
+// more). Its progress callback (`cuzk_filecoin_job_on_progress`) is never called once this
+// returns. NULL is accepted. Not to be called while another thread uses the handle, nor from
+// its progress callback.
 //
 // # Safety
 // `job` is NULL or from a `cuzk_filecoin_submit_*` call, not freed before.

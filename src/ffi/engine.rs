@@ -13,12 +13,16 @@ use super::assignment::cuzk_assignment;
 use super::boundary::{arg, call, call_value, call_void, into_handle, take_handle, Out};
 use super::params::cuzk_params;
 use super::pool::{cuzk_pool, cuzk_pool_memory, cuzk_pool_statistics};
+use super::progress::{progress_callback, silenced};
 use super::prover::{cuzk_backend, proof_buffer, take_assignments, write_proofs};
 use super::scalar;
 use super::status::{cuzk_status, AbiError};
 use crate::engine::{Engine, EngineBackend, EngineConfig, Job, JobHandle, PacerMode, Partition, PiConfig};
 use crate::pool::HeapAllocator;
 use crate::prover::BackendChoice;
+
+/// Named here too: `cuzk_job_on_progress` takes it.
+pub use super::progress::cuzk_job_progress_callback;
 
 /// How the engine paces dispatches.
 #[allow(non_camel_case_types)]
@@ -432,25 +436,6 @@ pub unsafe extern "C" fn cuzk_job_progress(
     })
 }
 
-/// A job's progress callback: `user_data` as given to `cuzk_job_on_progress`, the job's id
-/// (unique within its engine), `done` partitions proved and `failed` partitions left unproved
-/// (failed, or dropped because the job failed or was cancelled) of `total`, and whether the
-/// job is over (then `done + failed == total`; that call is the last).
-#[allow(non_camel_case_types)]
-pub type cuzk_job_progress_callback = Option<
-    unsafe extern "C" fn(user_data: *mut c_void, job_id: u64, done: u64, failed: u64, total: u64, finished: bool),
->;
-
-/// A registered callback and its user data.
-struct ProgressSink {
-    callback: unsafe extern "C" fn(*mut c_void, u64, u64, u64, u64, bool),
-    user_data: *mut c_void,
-}
-
-// SAFETY: `cuzk_job_on_progress` requires the callback and its user data to be usable from any
-// thread; the library only passes the pointer back, never dereferences it.
-unsafe impl Send for ProgressSink {}
-
 /// Calls `callback(user_data, job id, done, failed, total, finished)` after each partition of
 /// the job is proved or fails, and once when the job is over (`finished` true, the last call).
 /// Called on an engine thread (a worker or the dispatcher; or a thread that cancels the job or
@@ -475,32 +460,9 @@ pub unsafe extern "C" fn cuzk_job_on_progress(
     call(err, || {
         // SAFETY: live per the contract.
         let job = unsafe { arg(job, "job") }?;
-        let handle = &job.handle;
-        let id = handle.id();
-        match callback {
-            None => handle.on_progress(Box::new(|_| {})),
-            Some(callback) => {
-                let sink = ProgressSink { callback, user_data };
-                handle.on_progress(Box::new(move |p| {
-                    let sink = &sink;
-                    // A panic must not unwind into the engine thread's caller, nor across C.
-                    call_void(|| {
-                        // SAFETY: the caller guarantees the callback may be called with its user
-                        // data from any thread until the job is over or freed.
-                        unsafe {
-                            (sink.callback)(
-                                sink.user_data,
-                                id,
-                                p.done as u64,
-                                p.failed as u64,
-                                p.total as u64,
-                                p.finished,
-                            )
-                        }
-                    })
-                }));
-            }
-        }
+        // SAFETY: the callback's contract is the caller's, per this function's.
+        let callback = unsafe { progress_callback(job.handle.id(), callback, user_data) };
+        job.handle.on_progress(callback);
         Ok(())
     })
 }
@@ -518,7 +480,7 @@ pub unsafe extern "C" fn cuzk_job_free(job: *mut cuzk_job) {
         // SAFETY: per the contract.
         if let Some(job) = unsafe { take_handle(job) } {
             // Waits for a callback under way; the old one is not called again.
-            job.handle.on_progress(Box::new(|_| {}));
+            job.handle.on_progress(silenced());
             job.handle.cancel();
         }
     })

@@ -1,8 +1,8 @@
 //! `cuzk_filecoin_job`: a Filecoin proof submitted by a `cuzk_filecoin_submit_*` call (wait,
-//! cancel, progress, free, as `cuzk_job`), and `cuzk_filecoin_configure`, the process-wide
+//! cancel, progress polled or by callback, free, as `cuzk_job`), and `cuzk_filecoin_configure`, the process-wide
 //! Filecoin engine's configuration.
 
-use std::ffi::c_char;
+use std::ffi::{c_char, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 #[cfg(feature = "filecoin")]
@@ -10,11 +10,14 @@ use super::boundary::into_handle;
 use super::boundary::{arg, call, call_value, call_void, take_handle, AbiResult, Out};
 use super::engine::cuzk_engine_config;
 use super::filecoin::cuzk_bytes;
+use super::progress::cuzk_job_progress_callback;
+#[cfg(feature = "filecoin")]
+use super::progress::{progress_callback, silenced};
 use super::status::cuzk_status;
 
-/// A Filecoin proof submitted to an engine. Opaque; thread-safe: `cuzk_filecoin_job_cancel` and
-/// `cuzk_filecoin_job_progress` reach it while another thread blocks in
-/// `cuzk_filecoin_job_wait`.
+/// A Filecoin proof submitted to an engine. Opaque; thread-safe: `cuzk_filecoin_job_cancel`,
+/// `cuzk_filecoin_job_progress` and `cuzk_filecoin_job_on_progress` reach it while another
+/// thread blocks in `cuzk_filecoin_job_wait`.
 #[allow(non_camel_case_types)]
 pub struct cuzk_filecoin_job {
     #[cfg(feature = "filecoin")]
@@ -169,8 +172,49 @@ pub unsafe extern "C" fn cuzk_filecoin_job_progress(
     })
 }
 
+/// Calls `callback(user_data, job id, done, failed, total, finished)` after each partition of
+/// the job is proved or fails, and once when the engine is done with the job (`finished` true,
+/// the last call; `cuzk_filecoin_job_wait` then only verifies the proofs, and may still fail).
+/// The contract is `cuzk_job_on_progress`'s: called on an engine thread (a worker or the
+/// dispatcher; or a thread that cancels the job or frees the engine) with the job's lock held,
+/// so it must return quickly, not block, and not call `cuzk_filecoin_job_*` on this job; if
+/// the engine is done with the job already it is called once, now, on this thread (also after
+/// `cuzk_filecoin_job_wait`). A second registration replaces the first; a NULL `callback`
+/// removes it; after `cuzk_filecoin_job_free` returns it is never called. `user_data` must
+/// stay valid until the last call (`finished`) or `cuzk_filecoin_job_free`. Thread-safe.
+///
+/// # Safety
+/// `job` live; `callback` NULL or safe to call from any thread with `user_data`; `err` NULL or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn cuzk_filecoin_job_on_progress(
+    job: *const cuzk_filecoin_job,
+    callback: cuzk_job_progress_callback,
+    user_data: *mut c_void,
+    err: *mut *mut c_char,
+) -> cuzk_status {
+    call(err, || {
+        // SAFETY: live per the contract.
+        let job = unsafe { arg(job, "job") }?;
+        #[cfg(feature = "filecoin")]
+        {
+            // SAFETY: the callback's contract is the caller's, per this function's.
+            let callback = unsafe { progress_callback(job.job.id(), callback, user_data) };
+            job.job.on_progress(callback);
+            Ok(())
+        }
+        #[cfg(not(feature = "filecoin"))]
+        {
+            let _ = (job, callback, user_data);
+            super::filecoin::unsupported()
+        }
+    })
+}
+
 /// Frees a job handle; a job not yet over is cancelled first (nobody can take its proof any
-/// more). NULL is accepted. Not to be called while another thread uses the handle.
+/// more). Its progress callback (`cuzk_filecoin_job_on_progress`) is never called once this
+/// returns. NULL is accepted. Not to be called while another thread uses the handle, nor from
+/// its progress callback.
 ///
 /// # Safety
 /// `job` is NULL or from a `cuzk_filecoin_submit_*` call, not freed before.
@@ -180,7 +224,11 @@ pub unsafe extern "C" fn cuzk_filecoin_job_free(job: *mut cuzk_filecoin_job) {
         // SAFETY: per the contract.
         if let Some(job) = unsafe { take_handle(job) } {
             #[cfg(feature = "filecoin")]
-            job.job.cancel();
+            {
+                // Waits for a callback under way; the old one is not called again.
+                job.job.on_progress(silenced());
+                job.job.cancel();
+            }
             drop(job);
         }
     })

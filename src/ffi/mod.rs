@@ -18,7 +18,8 @@
 //!
 //! One module per handle kind: [`pool`], [`params`], [`assignment`] (with the R1CS route),
 //! [`prover`], [`engine`] (the proving engine and its jobs); [`filecoin`] (Filecoin proofs from filecoin-ffi's bytes; `CUZK_STATUS_UNSUPPORTED`
-//! without the `filecoin` feature) and [`filecoin_job`] (their submitted jobs); plus [`status`], [`scalar`], [`strings`], [`log`] and the panic boundary.
+//! without the `filecoin` feature) and [`filecoin_job`] (their submitted jobs); plus [`progress`] (the
+//! progress callback both job kinds take), [`status`], [`scalar`], [`strings`], [`log`] and the panic boundary.
 //! All raw-pointer handling sits in `boundary`; the entry points only call it.
 
 mod boundary;
@@ -30,6 +31,7 @@ pub mod filecoin_job;
 pub mod log;
 pub mod params;
 pub mod pool;
+pub mod progress;
 pub mod prover;
 pub mod scalar;
 pub mod status;
