@@ -4,29 +4,12 @@ package cuzk
 #include <stdint.h>
 #include <stdlib.h>
 #include "cuzk.h"
-
-void cuzkGoProgress(uintptr_t user, uint64_t job_id, uint64_t done, uint64_t failed, uint64_t total, bool finished);
-
-// The ABI's callback: passes its user data (a cgo.Handle's value, never a Go pointer) on.
-static void cuzk_go_progress(void *user, uint64_t job_id, uint64_t done, uint64_t failed, uint64_t total, bool finished) {
-	cuzkGoProgress((uintptr_t)user, job_id, done, failed, total, finished);
-}
-
-// Registers cuzk_go_progress with a cgo.Handle's value as its user data (0: removes it).
-static enum cuzk_status cuzk_go_job_on_progress(const cuzk_job *job, uintptr_t user, char **err) {
-	if (user == 0) {
-		return cuzk_job_on_progress(job, NULL, NULL, err);
-	}
-	return cuzk_job_on_progress(job, cuzk_go_progress, (void *)user, err);
-}
 */
 import "C"
 
 import (
 	"fmt"
 	"runtime"
-	"runtime/cgo"
-	"sync"
 	"time"
 	"unsafe"
 )
@@ -253,14 +236,11 @@ func (eng *Engine) Submit(params *Params, assignments []*Assignment, r, s [][]by
 	if err != nil {
 		return nil, err
 	}
-	j := &Job{h: handle{ptr: unsafe.Pointer(out)}, total: len(assignments), sink: &progressSink{over: make(chan struct{})}}
-	j.handle = cgo.NewHandle(j.sink)
+	j := &Job{h: handle{ptr: unsafe.Pointer(out)}, total: len(assignments), sink: newProgressSink()}
 	runtime.SetFinalizer(j, func(j *Job) { j.Close() })
 	// The job's own callback: it tells Wait when the job is over (see Job) and forwards to
-	// OnProgress's f. The library calls it once at least, when the job is over.
-	if err := call(func(e **C.char) C.enum_cuzk_status {
-		return C.cuzk_go_job_on_progress(out, C.uintptr_t(j.handle), e)
-	}); err != nil {
+	// OnProgress's f.
+	if err := j.sink.watchJob(out); err != nil {
 		j.Close()
 		return nil, err
 	}
@@ -367,38 +347,9 @@ func (eng *Engine) Close() error {
 // once then), so that Close can interrupt a Wait (the library's cuzk_job_free must not run
 // while another thread is inside cuzk_job_wait).
 type Job struct {
-	h      handle
-	total  int
-	sink   *progressSink
-	handle cgo.Handle // of sink; deleted by Close once the library no longer calls it
-}
-
-// progressSink is what a job's cgo.Handle refers to. It holds no reference to the Job, so
-// an abandoned Job can still be collected (its finalizer releases the handle).
-type progressSink struct {
-	mu   sync.Mutex
-	f    func(ProgressEvent) // OnProgress's callback (nil: none)
-	last ProgressEvent       // the latest event
-	over chan struct{}       // closed at the final event, or by Job.Close
-	once sync.Once           // closes over
-}
-
-func (s *progressSink) end() { s.once.Do(func() { close(s.over) }) }
-
-// event runs on an engine thread (through cuzkGoProgress) for each event.
-func (s *progressSink) event(ev ProgressEvent) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.last.Finished {
-		return // the final event came already
-	}
-	s.last = ev
-	if s.f != nil {
-		s.f(ev)
-	}
-	if ev.Finished {
-		s.end()
-	}
+	h     handle
+	total int
+	sink  *progressSink // the job's progress (progress.go)
 }
 
 // Wait blocks until the job is over and returns its proofs (192 bytes each, in the order
@@ -459,17 +410,6 @@ func (j *Job) Progress() (JobProgress, error) {
 	return JobProgress{uint64(done), uint64(total), bool(finished)}, err
 }
 
-// ProgressEvent is what an OnProgress callback receives.
-type ProgressEvent struct {
-	// JobID is unique within the engine.
-	JobID uint64
-	// Done partitions proved and Failed left unproved (failed, or dropped because the job
-	// failed or was cancelled) of Total.
-	Done, Failed, Total uint64
-	// Finished: the job is over (Done+Failed == Total); this is the last event.
-	Finished bool
-}
-
 // OnProgress calls f after each partition of the job is proved or fails, and once when the
 // job is over (Finished, the last call); if the job is over already (Wait may have returned
 // too), f is called once with the final event before OnProgress returns. f runs on an engine
@@ -479,13 +419,7 @@ type ProgressEvent struct {
 // previous f is never called again.
 func (j *Job) OnProgress(f func(ProgressEvent)) error {
 	return j.h.use(func(unsafe.Pointer) error {
-		s := j.sink
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.f = f
-		if s.last.Finished && f != nil {
-			f(s.last)
-		}
+		j.sink.forward(f)
 		return nil
 	})
 }
@@ -499,14 +433,8 @@ func (j *Job) Close() error {
 	j.Cancel()
 	return closeWith(&j.h, func(p unsafe.Pointer) {
 		C.cuzk_job_free((*C.struct_cuzk_job)(p))
-		// cuzk_job_free returned: the library never calls the job's callback again.
-		j.handle.Delete()
-		s := j.sink
-		s.mu.Lock()
-		s.f = nil
-		s.mu.Unlock()
-		// A job cancelled with a partition still proving is over only once that proof ends,
-		// and that final event never comes now: release the Waits under way (ErrClosed).
-		s.end()
+		// cuzk_job_free returned: the library never calls the job's callback again, and the
+		// Waits under way are released (ErrClosed).
+		j.sink.release()
 	})
 }

@@ -19,9 +19,9 @@ import (
 // of the caller's (its methods). Each kind has a priority (PriorityWinningPoSt >
 // PriorityWindowPoSt > PrioritySealCommit = PrioritySnapDeals): a Winning PoSt submitted
 // during a stream of PoRep C2 partitions goes to the GPU before the ones still waiting. The
-// Submit… forms return a *FilecoinJob at once (Wait, Cancel, Progress) and take a priority
-// (PriorityDefault: the kind's). Parameters are read from filecoin-proofs' parameter cache
-// (FIL_PROOFS_PARAMETER_CACHE, default /var/tmp/filecoin-proof-parameters/) and kept loaded
+// Submit… forms return a *FilecoinJob at once (Wait, Cancel, Progress, OnProgress) and take a
+// priority (PriorityDefault: the kind's). Parameters are read from filecoin-proofs' parameter
+// cache (FIL_PROOFS_PARAMETER_CACHE, default /var/tmp/filecoin-proof-parameters/) and kept loaded
 // (and resident on the GPU) for the life of the process. Each proof is checked against the
 // parameters' verifying key before it is returned. The argument and result types are
 // go-state-types' (filecoin_types.go), so these signatures are filecoin-ffi's (and Curio's
@@ -134,17 +134,27 @@ func (c *filecoinCall) result(err error, submit bool) ([]byte, *FilecoinJob, err
 		return nil, nil, err
 	}
 	if submit {
-		j := &FilecoinJob{h: handle{ptr: unsafe.Pointer(c.job)}}
+		j := &FilecoinJob{h: handle{ptr: unsafe.Pointer(c.job)}, sink: newProgressSink()}
 		runtime.SetFinalizer(j, func(j *FilecoinJob) { j.Close() })
+		// The job's own callback, as a Job's: it forwards to OnProgress's f.
+		if err := j.sink.watchFilecoinJob(c.job); err != nil {
+			j.Close()
+			return nil, nil, err
+		}
 		return nil, j, nil
 	}
 	return takeBytes(c.out), nil, nil
 }
 
 // FilecoinJob is a Filecoin proof submitted to an engine (a Submit… call). Safe for concurrent
-// use: Cancel and Progress may be called while another goroutine Waits. Close it when done (it
-// cancels a job not yet over, then waits for a Wait under way to return).
-type FilecoinJob struct{ h handle }
+// use: Cancel, Progress and OnProgress may be called while another goroutine Waits. Close it
+// when done (it cancels a job not yet over, then waits for a Wait under way to return).
+// Progress is polled (Progress) or pushed (OnProgress), as a Job's: the binding registers its
+// own callback with the library (cuzk_filecoin_job_on_progress, through a cgo.Handle).
+type FilecoinJob struct {
+	h    handle
+	sink *progressSink // the job's progress (progress.go)
+}
 
 // Wait blocks until the job is over and returns the proof bytes (192 per partition, in
 // order), checked against the parameters' verifying key; or why it failed (*Error:
@@ -187,12 +197,30 @@ func (j *FilecoinJob) Progress() (JobProgress, error) {
 	return JobProgress{uint64(done), uint64(total), bool(finished)}, err
 }
 
+// OnProgress calls f after each partition of the job is proved or fails, and once when the
+// engine is done with the job (Finished, the last call; Wait then only verifies the proofs, and
+// may still fail); if it is done already (Wait may have returned too), f is called once with
+// the final event before OnProgress returns. As Job.OnProgress: f runs on an engine thread
+// with the job locked, so it must return quickly, must not block, and must not call this
+// FilecoinJob's methods; a second OnProgress replaces the first; nil removes it; once
+// OnProgress or Close returns, the previous f is never called again.
+func (j *FilecoinJob) OnProgress(f func(ProgressEvent)) error {
+	return j.h.use(func(unsafe.Pointer) error {
+		j.sink.forward(f)
+		return nil
+	})
+}
+
 // Close cancels the job if it is not over, waits for a Wait under way to return, and frees
 // the handle. A second Close returns ErrClosed.
 func (j *FilecoinJob) Close() error {
 	runtime.SetFinalizer(j, nil)
 	j.Cancel()
-	return closeWith(&j.h, func(p unsafe.Pointer) { C.cuzk_filecoin_job_free((*C.struct_cuzk_filecoin_job)(p)) })
+	return closeWith(&j.h, func(p unsafe.Pointer) {
+		C.cuzk_filecoin_job_free((*C.struct_cuzk_filecoin_job)(p))
+		// cuzk_filecoin_job_free returned: the library never calls the job's callback again.
+		j.sink.release()
+	})
 }
 
 // SealCommitPhase2 is filecoin-ffi's SealCommitPhase2 on the process-wide Filecoin engine:

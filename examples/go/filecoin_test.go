@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -126,9 +127,17 @@ func TestFilecoinWinningPoStProves(t *testing.T) {
 		t.Fatalf("truncated vanilla proof: %v", err)
 	}
 
-	// Submitted: progress, then the same proof from Wait; at a priority of the caller's.
+	// Submitted: progress polled and pushed, then the same proof from Wait; at a priority of
+	// the caller's.
 	job, err := SubmitWinningPoStWithVanilla(PriorityDefault, f.ProofType, f.Miner, randomness, vanilla)
 	must(t, err)
+	var mu sync.Mutex
+	var events []ProgressEvent
+	must(t, job.OnProgress(func(ev ProgressEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, ev)
+	}))
 	b, err := job.Wait()
 	must(t, err)
 	if len(b) != ProofBytes {
@@ -137,12 +146,37 @@ func TestFilecoinWinningPoStProves(t *testing.T) {
 	if p, err := job.Progress(); err != nil || p != (JobProgress{Done: 1, Total: 1, Finished: true}) {
 		t.Fatalf("progress after Wait: %+v, %v", p, err)
 	}
+	mu.Lock()
+	got := append([]ProgressEvent(nil), events...)
+	mu.Unlock()
+	if len(got) == 0 {
+		t.Fatal("no progress events")
+	}
+	last := got[len(got)-1]
+	if !last.Finished || last.Done != 1 || last.Failed != 0 || last.Total != 1 {
+		t.Fatalf("last event %+v", last)
+	}
+	for i, ev := range got {
+		if ev.JobID != last.JobID || ev.Total != 1 || (ev.Finished && i != len(got)-1) ||
+			(i > 0 && ev.Done < got[i-1].Done) {
+			t.Fatalf("events %+v", got)
+		}
+	}
+	// Registered after Wait: called once, at once, with the final event.
+	var late []ProgressEvent
+	must(t, job.OnProgress(func(ev ProgressEvent) { late = append(late, ev) }))
+	if len(late) != 1 || late[0] != last {
+		t.Fatalf("OnProgress after Wait: %+v, want [%+v]", late, last)
+	}
 	if _, err := job.Wait(); status(err) != StatusInvalidArgument {
 		t.Fatalf("a second Wait: %v", err)
 	}
 	must(t, job.Close())
 	if job.Close() != ErrClosed {
 		t.Fatal("a second Close")
+	}
+	if err := job.OnProgress(func(ProgressEvent) {}); err != ErrClosed {
+		t.Fatalf("OnProgress of a closed job: %v", err)
 	}
 	// Cancelled at once: Wait says so if the cancel came in time, else it gives the proof.
 	job, err = SubmitWinningPoStWithVanilla(PriorityWindowPoSt, f.ProofType, f.Miner, randomness, vanilla)

@@ -8,8 +8,8 @@ import "C"
 
 import "runtime/cgo"
 
-// cuzkGoProgress is the C→Go trampoline of Job.OnProgress: user is the value of the
-// cgo.Handle of the job's progressSink (a Go pointer never crosses into C).
+// cuzkGoProgress is the C→Go trampoline of Job.OnProgress and FilecoinJob.OnProgress: user is
+// the value of the cgo.Handle of the job's progressSink (a Go pointer never crosses into C).
 //
 //export cuzkGoProgress
 func cuzkGoProgress(user C.uintptr_t, jobID, done, failed, total C.uint64_t, finished C.bool) {
