@@ -1,5 +1,5 @@
-//! 32 GiB-shape PoRep C2 sectors streamed through the engine (feature `filecoin`; `cuda` for
-//! GPUs): per sector wall time, GPU busy, synthesis time per partition and peak host RSS, a
+//! 32 GiB-shape PoRep C2 or SnapDeals sectors (`--kind porep|snap`; see "The circuits")
+//! streamed through the engine (feature `filecoin`; `cuda` for GPUs): per sector wall time, GPU busy, synthesis time per partition and peak host RSS, a
 //! Winning-PoSt-priority job's latency under that load against alone, and the engine's memory
 //! promise (peak RSS against its budget) — for one or several streams over one set of
 //! parameters.
@@ -94,6 +94,29 @@
 //!   2: "s / sector after the first" is then the seconds per 2 partitions (synthesis-bound: a
 //!   10-partition sector ≈ 5× that).
 //!
+//! SnapDeals (`--kind snap`, the 32 GiB shape: 16 partitions a sector, 81,049,504 constraints,
+//! domain 2^27), two commands of the same kind, sized by the estimate below:
+//!
+//!     cargo run --release --features cuda,filecoin --example sector_bench -- --kind snap --devices 0 --record-shape --stream witness:3 --stream witness@24:2 --out OUT
+//!     cargo run --release --features cuda,filecoin --example sector_bench -- --kind snap --devices 0 --stream full:1 --out OUT
+//!
+//! The estimate, from the constraint count (not measured on the H200 host): the shape's full
+//! synthesis ~80 s (PoRep's 0.82 µs a constraint there, × 1.19, SnapDeals' cost a constraint
+//! against PoRep's at 2 KiB here; ~90 s recording), random parameters ~90 s (PoRep's 165 s
+//! scaled by the parameters' bytes: ~32 GiB, from the 2 KiB shape's 0.61 GiB with H scaled by
+//! the domain and the rest by aux), a witness-only synthesis 27–36 s (full / 3.0, the ratio at
+//! 2 KiB here, or / 2.2, PoRep's), a proof ~1.2–1.44 s resident (the same domain as PoRep's,
+//! 72% of its aux) and ≤ 2.76 s streamed under 24 GiB (the parameters exceed it). A full
+//! partition reserves ~11 GiB (148 bytes a constraint at 2 KiB), so ~6 full syntheses at a time
+//! beside the parameters under the capped B.
+//!
+//! - Command 1, ~420 s: ~180 s before the first stream; witness:3 (48 partitions) 3 rounds of
+//!   16 ≈ 110 s (the GPU's 48 × 1.44 s behind them) + 15 s; witness@24:2 (32 partitions) 2
+//!   rounds, GPU-bound streamed, 32 × 2.76 s ≈ 90 s + 15 s. Without `--record-shape` partition
+//!   0 records in the first stream (~90 s), about 60 s more.
+//! - Command 2, ~430 s: ~170 s before the stream; one sector of 16 full partitions, ~6 at a
+//!   time, 3 rounds of ~80 s + 15 s. Two sectors (6 rounds) would not fit.
+//!
 //! With few sectors the steady-state column is rough: the engine proves every sector's
 //! partitions at once, in rounds of 16, so sectors finish in bunches (the column is
 //! (last finish − first finish) / (sectors − 1)); `sector_bench.jsonl` has every partition's
@@ -101,7 +124,11 @@
 //!
 //! The CPU smoke test (any machine): `cargo run --release --features filecoin --example
 //! sector_bench -- --layers 2 --challenges 1 --partitions-per-sector 2 --cpu --stream witness:2
-//! --stream full:1 --out /tmp/sb`. Other uses: `--devices 0,1` (two GPUs), `--layers 2
+//! --stream full:1 --out /tmp/sb`; SnapDeals: `-- --kind snap --snap-sector-size 2KiB
+//! --partitions-per-sector 2 --cpu --stream witness:2 --stream full:1 --out /tmp/sb-snap`. A
+//! shape alone: `--kind snap --shape-only` counts partition 0 (constraints, inputs, aux,
+//! domain; nothing stored) and times one witness-only synthesis (no parameters, no engine, no
+//! GPU). Other uses: `--devices 0,1` (two GPUs), `--layers 2
 //! --challenges 2 --partitions-per-sector 2 --compare-cpu 2 --stream witness:1` (the GPU's bytes
 //! against the CPU's, small shape).
 //!
@@ -119,6 +146,32 @@
 //! 8 leaves per subtree), against 130,278,869 for a real 32 GiB partition. The bench prints its
 //! count. A "sector" is `--partitions-per-sector` (10, as a 32 GiB C2) such partitions; every
 //! sector proves the same partitions (same vanilla proofs, synthesized anew each time).
+//!
+//! **SnapDeals** (`--kind snap`): a small real sector would not give production's shape (the
+//! SHA-256 TreeD paths, as deep as the sector, carry most of the constraints), so each
+//! partition is storage-proofs-update's `EmptySectorUpdateCircuit` of `--snap-sector-size`'s
+//! production shape (default 32 GiB; 2 KiB, 16 KiB, 512 MiB, ... also): its public parameters
+//! from `PublicParams::from_sector_size`, filecoin-proofs' TreeR for that size (8-8-0 at
+//! 32 GiB), and a witness fabricated from a seeded RNG with the lengths `synthesize` expects
+//! (`sector_bench/snap.rs`: a valid k and production's h, each `leaf_r_new` as the circuit
+//! asserts it, everything else random: the constraints are not satisfied, so these proofs do
+//! not verify either, whatever the parameters). A sector is its partition count (16 at 32 GiB;
+//! `--partitions-per-sector` past it repeats partition indices with other witnesses). The
+//! structure is production's: at 2 KiB the fabricated partition and filecoin-proofs' own
+//! circuit (from a sealed sector's update) record the same compiled fingerprint — identical
+//! A, B, C — and sizes (`tests/filecoin.rs`,
+//! `sector_bench_snap_partition_has_the_matrices_of_filecoin_proofs_own`, a CI test). Counted
+//! here (`--shape-only`):
+//!
+//! | sector | partitions | challenges | constraints (+ 5 input) | aux | domain | witness-only synthesis here |
+//! |---|---|---|---|---|---|---|
+//! | 2 KiB | 1 | 10 | 1,705,044 | 1,703,569 | 2^21 | 0.7 s |
+//! | 16 KiB | 2 | 10 | 6,300,026 | 6,293,944 | 2^23 | 2.2 s |
+//! | 512 MiB | 16 | 86 | 57,450,484 | 57,401,314 | 2^26 | 30.4 s |
+//! | 32 GiB | 16 | 86 | 81,049,504 | 80,978,488 | 2^27 | 51.0 s, peak RSS 0.07 GiB |
+//!
+//! (5 inputs, the one included; the constraints count the input constraints; the seconds on 2
+//! shared Xeon threads.)
 //!
 //! ## The parameters: the proofs do not verify
 //! Groth16 parameters of that shape are made the bench's way, as `engine_bench` makes them:
@@ -195,7 +248,21 @@
 //! full:1 --stream witness:2` hands the shape's circuit to stream 0 (0 PoRep recordings; its
 //! one recording is the stand-in's) and both circuits over the full stream to stream 2
 //! (0 recorded, 5 witness-only), the full stream's constant counting the 0.07 GiB held.
+//!
+//! The SnapDeals smoke test (2 KiB, one partition index twice a sector): 1,705,044 constraints
+//! a partition, the shape's full synthesis 2.1 s, random parameters 18.0 s (0.61 GiB); 340 s in
+//! all:
+//!
+//! | stream | path | sectors | s / sector after the first | first sector s | busy | synthesis s / partition | peak RSS / B GiB | Winning alone / under load / bound s |
+//! |---|---|---|---|---|---|---|---|---|
+//! | 0 | witness | 2 | 104.6 | 124.0 | 98% | 5.70; 5.85 | 1.64 / 1.81 | 0.684 / 46.7 / 28.5 |
+//! | 1 | full | 1 | n/a | 87.8 | 97% | 4.17 | 1.38 / 1.81 | 0.567 / 34.1 / 13.0 |
+//!
+//! (stream 0: 2 recorded, 3 witness-only, 4 full; stream 1's proofs identical to stream 0's;
+//! the CPU's proof of the 2^21 domain, 12–28 s, holds the stand-in past its bound as above.)
 
+#[path = "sector_bench/snap.rs"]
+mod snap;
 mod support;
 
 use std::fmt;
@@ -205,19 +272,21 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bellpepper_core::{Index, LinearCombination, Variable};
 use blstrs::Scalar;
 use clap::builder::BoolishValueParser;
-use clap::{ArgAction, Parser};
+use clap::{ArgAction, Parser, ValueEnum};
 use cuzk::compiled::CircuitShape;
 use cuzk::engine::budget::{params_hint, partition_bytes};
 use cuzk::engine::{Engine, EngineBackend, EngineConfig, EngineStats, Job, Partition};
-use cuzk::filecoin::{PRIORITY_SEAL_COMMIT, PRIORITY_WINNING_POST};
+use cuzk::filecoin::{PRIORITY_SEAL_COMMIT, PRIORITY_SNAP_DEALS, PRIORITY_WINNING_POST};
 use cuzk::testing::{random_parameters, random_parameters_for, Synthetic};
 use cuzk::{BackendChoice, Circuit, CompiledCircuit, ConstraintSystem, Parameters, Proof, Prover, SynthesisError};
 use ff::{Field, PrimeField};
 use filecoin_hashers::Hasher;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
+use snap::SnapCircuit;
 use storage_proofs_core::api_version::ApiVersion;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::merkle::get_base_tree_count;
@@ -242,19 +311,27 @@ const FILECOIN_BIT_PERCENT: u32 = 98;
 const HOST_SHARE: f64 = 0.9;
 const GIB: f64 = (1u64 << 30) as f64;
 
-/// 32 GiB-shape PoRep C2 sectors streamed through the engine, with a Winning-PoSt-priority job
+/// 32 GiB-shape PoRep C2 or SnapDeals sectors streamed through the engine, with a Winning-PoSt-priority job
 /// under that load, and the engine's memory promise checked; one or several streams.
 #[derive(Parser)]
 #[command(name = "sector_bench")]
 struct Args {
-    /// Stacked-DRG layers (storage-proofs-porep accepts 2 or 11; 11 is 32 GiB's).
+    /// The sectors' proof: PoRep C2 (`porep`) or SnapDeals, the empty-sector update (`snap`).
+    #[arg(long, value_enum, default_value_t = Kind::Porep)]
+    kind: Kind,
+    /// The SnapDeals sector's size, whose production shape the partitions have (`2KiB`,
+    /// `16KiB`, `512MiB`, `32GiB`, ... or bytes; --kind snap).
+    #[arg(long, value_name = "BYTES", default_value = "32GiB", value_parser = parse_snap_sector_size)]
+    snap_sector_size: u64,
+    /// Stacked-DRG layers (storage-proofs-porep accepts 2 or 11; 11 is 32 GiB's; --kind porep).
     #[arg(long, value_name = "2|11", default_value_t = 11, value_parser = parse_layers)]
     layers: usize,
-    /// Challenges per partition (18 is 32 GiB's: 176 over 10 partitions, rounded up).
+    /// Challenges per partition (18 is 32 GiB's: 176 over 10 partitions, rounded up; --kind
+    /// porep).
     #[arg(long, value_name = "N", default_value_t = 18, value_parser = support::at_least_one)]
     challenges: usize,
-    /// The small sector's size (`2KiB`, `16KiB`, `128KiB`, ... or bytes): 8 subtrees of 8^k
-    /// leaves each, k ≥ 1 (2 KiB is the smallest).
+    /// The small PoRep sector's size (`2KiB`, `16KiB`, `128KiB`, ... or bytes): 8 subtrees of
+    /// 8^k leaves each, k ≥ 1 (2 KiB is the smallest; --kind porep).
     #[arg(long, value_name = "BYTES", default_value = "2KiB", value_parser = parse_sector_size)]
     sector_size: u64,
     /// A stream of sectors, repeatable (run in order): `witness|full[@LIMIT_GIB]:SECTORS`, e.g.
@@ -265,9 +342,11 @@ struct Args {
     /// Sectors streamed (the one stream without --stream).
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = support::at_least_one)]
     sectors: usize,
-    /// Partitions per sector (a 32 GiB C2 has 10).
-    #[arg(long, value_name = "N", default_value_t = 10, value_parser = support::at_least_one)]
-    partitions_per_sector: usize,
+    /// Partitions per sector (default: the proof's, 10 for a 32 GiB C2, the SnapDeals sector
+    /// size's partition count, 16 at 32 GiB; past that count a SnapDeals partition index
+    /// repeats with another witness).
+    #[arg(long, value_name = "N", value_parser = support::at_least_one)]
+    partitions_per_sector: Option<usize>,
     /// The engine's memory budget in GiB (default: the parameter sets plus synthesis workers
     /// + GPU workers + 2 partitions, capped at 90% of the host's memory less the constant).
     #[arg(long, value_name = "G")]
@@ -281,6 +360,10 @@ struct Args {
     /// stream (none records in its stream).
     #[arg(long)]
     record_shape: bool,
+    /// Count partition 0 (constraints, inputs, aux, domain: nothing stored) and time one
+    /// witness-only synthesis of it, then exit: no parameters, no engine.
+    #[arg(long)]
+    shape_only: bool,
     /// Prove on the CPU backend (a smoke test; no GPU needed).
     #[arg(long)]
     cpu: bool,
@@ -313,6 +396,33 @@ struct Args {
     /// they happen.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+}
+
+/// The sectors' proof.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Kind {
+    /// PoRep C2: storage-proofs-porep's `StackedCircuit` over a small replicated sector.
+    Porep,
+    /// SnapDeals: storage-proofs-update's `EmptySectorUpdateCircuit` of a sector size's
+    /// production shape, its witness fabricated (`snap`).
+    Snap,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Porep => "PoRep C2",
+            Self::Snap => "SnapDeals",
+        }
+    }
+
+    /// The engine priority its sectors' jobs have, as the Filecoin engine's.
+    fn priority(self) -> i32 {
+        match self {
+            Self::Porep => PRIORITY_SEAL_COMMIT,
+            Self::Snap => PRIORITY_SNAP_DEALS,
+        }
+    }
 }
 
 /// One stream of `--stream`: the synthesis path, the device memory limit, the sectors.
@@ -380,7 +490,8 @@ fn parse_layers(s: &str) -> Result<usize, String> {
     }
 }
 
-fn parse_sector_size(s: &str) -> Result<u64, String> {
+/// `2KiB`, `32GiB`, `512` (bytes).
+fn parse_bytes(s: &str) -> Result<u64, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (digits, unit) = s.split_at(split);
@@ -392,7 +503,11 @@ fn parse_sector_size(s: &str) -> Result<u64, String> {
         "GiB" => 30,
         u => return Err(format!("{s:?}: unit {u:?} (KiB, MiB, GiB or none)")),
     };
-    let bytes = n.checked_shl(shift).ok_or("too large")?;
+    n.checked_mul(1 << shift).ok_or_else(|| format!("{s:?}: too large"))
+}
+
+fn parse_sector_size(s: &str) -> Result<u64, String> {
+    let bytes = parse_bytes(s)?;
     // 8 base trees (8-8-0), each of 8^k leaves of 32 bytes, k >= 1.
     let per_tree = bytes / 32 / 8;
     let mut leaves = 8u64;
@@ -404,6 +519,12 @@ fn parse_sector_size(s: &str) -> Result<u64, String> {
             "{s:?}: an 8-8-0 tree needs 8 subtrees of 8^k 32-byte leaves (2KiB, 16KiB, 128KiB, 1MiB, ...)"
         ));
     }
+    Ok(bytes)
+}
+
+fn parse_snap_sector_size(s: &str) -> Result<u64, String> {
+    let bytes = parse_bytes(s)?;
+    snap::TreeShape::of(bytes)?;
     Ok(bytes)
 }
 
@@ -477,11 +598,27 @@ impl Sampler {
     }
 }
 
+/// A sector's partition circuit, of either kind.
+#[derive(Clone)]
+enum SectorCircuit {
+    Porep(Porep),
+    Snap(SnapCircuit),
+}
+
+impl Circuit<Scalar> for SectorCircuit {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        match self {
+            Self::Porep(c) => c.synthesize(cs),
+            Self::Snap(c) => c.synthesize(cs),
+        }
+    }
+}
+
 /// A partition's circuit that records how long its synthesis took (full or witness-only:
 /// whatever constraint system the engine synthesizes it into).
 #[derive(Clone)]
 struct Timed {
-    circuit: Porep,
+    circuit: SectorCircuit,
     slot: usize,
     times: Arc<Mutex<Vec<Option<Duration>>>>,
 }
@@ -497,7 +634,7 @@ impl Circuit<Scalar> for Timed {
 
 /// Replicates a `sector_size` sector of random data and returns its partitions' C2 circuits
 /// (storage-proofs-porep's setup, replication and vanilla proofs; `StackedCompound::circuit`).
-fn porep_circuits(args: &Args) -> Vec<Porep> {
+fn porep_circuits(args: &Args, partitions: usize) -> Vec<Porep> {
     let nodes = (args.sector_size / 32) as usize;
     assert_eq!(nodes % get_base_tree_count::<Tree>(), 0);
     let _ = std::fs::remove_dir_all(&args.scratch);
@@ -562,7 +699,7 @@ fn porep_circuits(args: &Args) -> Vec<Porep> {
     let priv_inputs = PrivateInputs::<Tree, Piece> { p_aux, t_aux };
     let vanilla = ok(
         "vanilla proofs",
-        StackedDrg::<Tree, Piece>::prove_all_partitions(&pp, &pub_inputs, &priv_inputs, args.partitions_per_sector),
+        StackedDrg::<Tree, Piece>::prove_all_partitions(&pp, &pub_inputs, &priv_inputs, partitions),
     );
     let circuits = vanilla
         .iter()
@@ -584,6 +721,134 @@ fn porep_circuits(args: &Args) -> Vec<Porep> {
     let _ = stacked::clear_cache_dir(&cache);
     let _ = std::fs::remove_dir_all(&args.scratch);
     circuits
+}
+
+/// `partitions` SnapDeals partition circuits of a `sector_bytes` sector's production shape:
+/// partition i is the sector's partition i mod its partition count, its witness fabricated
+/// from seed i / that count (`snap`).
+fn snap_circuits(sector_bytes: u64, partitions: usize) -> Vec<SnapCircuit> {
+    let count = snap_partition_count(sector_bytes);
+    (0..partitions)
+        .map(|i| {
+            ok(
+                "SnapDeals circuit",
+                SnapCircuit::fabricate(sector_bytes, i % count, (i / count) as u64),
+            )
+        })
+        .collect()
+}
+
+fn snap_partition_count(sector_bytes: u64) -> usize {
+    storage_proofs_update::PublicParams::from_sector_size(sector_bytes).partition_count
+}
+
+/// Counts a circuit's variables and constraints, computing no value and storing nothing (for
+/// a shape too big to synthesize here).
+struct Count {
+    inputs: usize,
+    aux: usize,
+    constraints: usize,
+}
+
+impl ConstraintSystem<Scalar> for Count {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux += 1;
+        Ok(Variable::new_unchecked(Index::Aux(self.aux - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.inputs += 1;
+        Ok(Variable::new_unchecked(Index::Input(self.inputs - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        self.constraints += 1;
+    }
+
+    fn push_namespace<NR: Into<String>, N: FnOnce() -> NR>(&mut self, _: N) {}
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self {
+        self
+    }
+}
+
+/// `--shape-only`: partition 0 counted (`Count`), then synthesized witness-only once as the
+/// engine's witness path does (`WitnessCs` without the generator shortcut), timed, with the
+/// peak RSS over it.
+fn shape_only(circuit: &SectorCircuit, out: &mut Out) {
+    let t = Instant::now();
+    // The prover's "one" first, as every count here has it.
+    let mut count = Count {
+        inputs: 1,
+        aux: 0,
+        constraints: 0,
+    };
+    ok("counting partition 0", circuit.clone().synthesize(&mut count));
+    let counted = t.elapsed();
+    // The prover appends one constraint per input: the rows of A, B, C, the domain's floor.
+    let rows = count.constraints + count.inputs;
+    out.line(&format!(
+        "partition 0: {rows} constraints ({} of the circuit + {} input constraints), {} inputs, {} aux; domain 2^{}; \
+         counted in {:.1} s",
+        count.constraints,
+        count.inputs,
+        count.inputs,
+        count.aux,
+        rows.next_power_of_two().trailing_zeros(),
+        secs(counted)
+    ));
+    let before = rss();
+    let sampler = Sampler::start();
+    let t = Instant::now();
+    let witness = ok(
+        "witness-only synthesis",
+        cuzk::WitnessCs::new().without_generator().synthesize(circuit.clone()),
+    );
+    let took = t.elapsed();
+    let peak = sampler.stop();
+    if (witness.num_constraints(), witness.num_inputs(), witness.num_aux())
+        != (count.constraints, count.inputs, count.aux)
+    {
+        fail(&format!(
+            "the witness synthesis counted {} constraints, {} inputs, {} aux; the count {}, {}, {}",
+            witness.num_constraints(),
+            witness.num_inputs(),
+            witness.num_aux(),
+            count.constraints,
+            count.inputs,
+            count.aux
+        ));
+    }
+    out.line(&format!(
+        "witness-only synthesis: {:.1} s; its witness {:.2} GiB ({} of {} aux values 0/1); peak RSS {:.2} GiB ({:.2} before)",
+        secs(took),
+        gib(witness.byte_size()),
+        witness.num_bits(),
+        witness.num_aux(),
+        gib(peak),
+        gib(before)
+    ));
 }
 
 fn winning_circuit(k: u32, seed: u64) -> Synthetic {
@@ -654,7 +919,7 @@ struct Gpus {
 
 impl Gpus {
     fn new(args: &Args) -> Self {
-        if args.cpu {
+        if args.cpu || args.shape_only {
             return Self {
                 #[cfg(feature = "cuda")]
                 list: Vec::new(),
@@ -973,7 +1238,9 @@ impl StreamResult {
 struct Bench<'a> {
     args: &'a Args,
     gpus: &'a Gpus,
-    circuits: &'a [Porep],
+    circuits: &'a [SectorCircuit],
+    kind: Kind,
+    partitions_per_sector: usize,
     params: &'a Parameters,
     wparams: &'a Parameters,
     synthesis_workers: usize,
@@ -985,7 +1252,7 @@ struct Bench<'a> {
 }
 
 impl Bench<'_> {
-    /// The compiled circuits of `engine` the next witness stream's engine can use: the PoRep
+    /// The compiled circuits of `engine` the next witness stream's engine can use: the sector
     /// partition's and the Winning stand-in's (the engine keys them by circuit type and shape).
     fn compiled_of(&self, engine: &Engine) -> Vec<Arc<CompiledCircuit>> {
         let cache = engine.compiled_circuits();
@@ -1013,7 +1280,7 @@ impl Bench<'_> {
         out: &mut Out,
     ) -> (StreamResult, Vec<Option<Vec<Proof>>>) {
         let (args, params, wparams) = (self.args, self.params, self.wparams);
-        let (n_sectors, pps, winning_k) = (spec.sectors, args.partitions_per_sector, self.winning_k);
+        let (n_sectors, pps, winning_k) = (spec.sectors, self.partitions_per_sector, self.winning_k);
         let total = n_sectors * pps;
         if !spec.witness && !later_witness {
             carried.clear();
@@ -1103,7 +1370,7 @@ impl Bench<'_> {
         let (r, s) = randomness(total);
         let (tx, rx) = mpsc::channel::<(usize, cuzk::engine::Progress, Instant)>();
         out.event(json!({
-            "event": "stream_start", "stream": index, "spec": spec.to_string(), "sectors": n_sectors,
+            "event": "stream_start", "stream": index, "kind": self.kind.name(), "spec": spec.to_string(), "sectors": n_sectors,
             "partitions_per_sector": pps, "parameters_ready_s": secs(ready), "winning_alone_s": secs(alone),
             "predicted_streamed": predicted,
         }));
@@ -1128,7 +1395,7 @@ impl Bench<'_> {
                     .collect();
                 let range = sector * pps..(sector + 1) * pps;
                 let job = Job::new(params.clone(), partitions)
-                    .with_priority(PRIORITY_SEAL_COMMIT)
+                    .with_priority(self.kind.priority())
                     .with_randomness(r[range.clone()].to_vec(), s[range].to_vec())
                     .with_label(format!("stream {index} sector {sector}"));
                 let handle = engine.submit(job);
@@ -1159,7 +1426,7 @@ impl Bench<'_> {
             }
             if winning_under_load.is_none() && proved * 2 >= total && proved < total {
                 // Mid-proof, not at a proof's end (when the next GPU start is still open): half
-                // a PoRep proof after this one finished.
+                // a partition's proof after this one finished.
                 let delay = engine.stats().gpu_time_ema.unwrap_or_default() / 2;
                 std::thread::sleep(delay);
                 let (wtx, wrx) = mpsc::channel();
@@ -1354,9 +1621,10 @@ impl Bench<'_> {
         match under_load {
             Some(lat) => out.line(&format!(
                 "Winning PoSt stand-in (2^{winning_k}, priority {PRIORITY_WINNING_POST}): alone {:.3} s, under load {:.3} s; \
-                 bound (one PoRep proof + alone) {:.3} s: {}",
+                 bound (one {} proof + alone) {:.3} s: {}",
                 secs(alone),
                 secs(lat),
+                self.kind.name(),
                 secs(proof_ema + alone),
                 if lat <= proof_ema + alone { "within" } else { "OVER" }
             )),
@@ -1429,7 +1697,10 @@ fn main() {
             ));
         }
     }
-    let pps = args.partitions_per_sector;
+    let pps = args.partitions_per_sector.unwrap_or(match args.kind {
+        Kind::Porep => 10,
+        Kind::Snap => snap_partition_count(args.snap_sector_size),
+    });
     let cores = std::thread::available_parallelism().map_or(2, |c| c.get());
     let synthesis_workers = args.synthesis_workers.unwrap_or(cores);
     let winning_k = args.winning_log_size.unwrap_or(if args.cpu { 14 } else { 22 });
@@ -1438,22 +1709,46 @@ fn main() {
     let command: Vec<String> = std::env::args().collect();
     out.line("");
     out.line(&format!(
-        "## sector_bench: {}",
-        streams.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")
+        "## sector_bench, {}: {}",
+        args.kind.name(),
+        if args.shape_only {
+            "shape only".to_string()
+        } else {
+            streams.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")
+        }
     ));
     out.line(&format!("command: `{}`", command.join(" ")));
     out.line(&format!("machine: {}", machine()));
 
-    // The circuits: storage-proofs-porep's setup, replication, vanilla proofs.
+    // The circuits: storage-proofs-porep's setup, replication, vanilla proofs; or SnapDeals'
+    // of production's shape.
     let t = Instant::now();
-    let circuits = porep_circuits(&args);
-    eprintln!(
-        "replicated a {} B sector ({} layers, {} challenges per partition) and built {pps} partition circuits in {:.2} s",
-        args.sector_size,
-        args.layers,
-        args.challenges,
-        secs(t.elapsed())
-    );
+    let circuits: Vec<SectorCircuit> = match args.kind {
+        Kind::Porep => {
+            let circuits = porep_circuits(&args, pps);
+            eprintln!(
+                "replicated a {} B sector ({} layers, {} challenges per partition) and built {pps} partition circuits in {:.2} s",
+                args.sector_size,
+                args.layers,
+                args.challenges,
+                secs(t.elapsed())
+            );
+            circuits.into_iter().map(SectorCircuit::Porep).collect()
+        }
+        Kind::Snap => {
+            let circuits = snap_circuits(args.snap_sector_size, pps);
+            eprintln!(
+                "built {pps} SnapDeals partition circuits of a {} B sector's shape in {:.2} s",
+                args.snap_sector_size,
+                secs(t.elapsed())
+            );
+            circuits.into_iter().map(SectorCircuit::Snap).collect()
+        }
+    };
+    if args.shape_only {
+        shape_only(&circuits[0], &mut out);
+        return;
+    }
     let baseline = rss();
 
     // The parameters' shape: one partition in full (recording it with --record-shape), its RSS
@@ -1514,13 +1809,30 @@ fn main() {
         (_, Some(cap)) if cap < formula => (cap, true),
         _ => (formula, false),
     };
+    let described = match &circuits[0] {
+        SectorCircuit::Porep(_) => format!(
+            "PoRep C2 shape: {} layers, {} challenges per partition, 8-8-0 tree over {} B ({constraints} constraints a \
+             partition, {inputs} inputs, {aux} aux; a real 32 GiB partition has {REAL_32GIB_CONSTRAINTS} constraints)",
+            args.layers, args.challenges, args.sector_size,
+        ),
+        SectorCircuit::Snap(c) => {
+            let p = c.public_params();
+            format!(
+                "SnapDeals shape: EmptySectorUpdateCircuit of a {} B sector, production's ({} challenges per partition, {} \
+                 partition(s), {} apex leaves, {:?} TreeR; {constraints} constraints a partition, {inputs} inputs, {aux} aux), \
+                 its witness fabricated",
+                args.snap_sector_size,
+                p.challenge_count,
+                p.partition_count,
+                p.apex_leaf_count,
+                snap::TreeShape::of(args.snap_sector_size).expect("checked by the parser"),
+            )
+        }
+    };
     out.line(&format!(
-        "PoRep C2 shape: {} layers, {} challenges per partition, 8-8-0 tree over {} B ({constraints} constraints a partition; \
-         a real 32 GiB partition has {REAL_32GIB_CONSTRAINTS}); {pps} partitions a sector; random parameters of that shape \
-         (the proofs do not verify); shape's full synthesis{} {:.1} s, parameters made in {:.1} s",
-        args.layers,
-        args.challenges,
-        args.sector_size,
+        "{described}; domain 2^{}; {pps} partitions a sector; random parameters of that shape (the proofs do not verify); \
+         shape's full synthesis{} {:.1} s, parameters made in {:.1} s",
+        constraints.next_power_of_two().trailing_zeros(),
         if recorded.is_some() { " with recording" } else { "" },
         secs(shape_time),
         secs(params_time)
@@ -1545,6 +1857,8 @@ fn main() {
         args: &args,
         gpus: &gpus,
         circuits: &circuits,
+        kind: args.kind,
+        partitions_per_sector: pps,
         params: &params,
         wparams: &wparams,
         synthesis_workers,
@@ -1629,7 +1943,7 @@ fn main() {
     }
     out.line(
         "(steady state: mean wall of the sectors after the first to finish; synthesis: mean over the stream's partitions, \
-         then over those of the sectors after the first; bound: one PoRep proof (EMA) + the stand-in alone; evaluations: \
+         then over those of the sectors after the first; bound: one partition's proof (EMA) + the stand-in alone; evaluations: \
          this stream's witness proofs with a, b, c evaluated on the device / on the host)",
     );
     if !identical {
