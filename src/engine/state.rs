@@ -312,6 +312,11 @@ impl State {
         };
         if self.jobs.is_empty() {
             // No partition left to prove: the evaluation slots go with the last job.
+            debug_assert!(
+                self.shutdown || self.witnesses_in_flight == 0,
+                "{} witness partitions counted in flight with no job",
+                self.witnesses_in_flight
+            );
             let slots = std::mem::take(&mut self.evaluation);
             self.budget.release(slots.bytes());
         }
