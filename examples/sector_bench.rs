@@ -904,6 +904,8 @@ struct DeviceBooks {
     resident_circuits: usize,
     circuit_bytes: usize,
     peak: usize,
+    oom_retries: usize,
+    evicted_for_streamed: usize,
 }
 
 /// The CUDA backends every stream's engine proves on: the process's shared backend of each
@@ -1064,6 +1066,8 @@ impl Gpus {
             books.resident_bytes += b.resident_bytes();
             books.streamed_sets += b.streamed_sets();
             books.peak = books.peak.max(b.memory_stats(false).map_or(0, |m| m.peak));
+            books.oom_retries += b.oom_retries();
+            books.evicted_for_streamed += b.evicted_for_streamed_proofs();
         }
         books
     }
@@ -1607,7 +1611,8 @@ impl Bench<'_> {
             out.line(&format!(
                 "device: parameters {placement}{} (predicted {}; most resident {:.2} GiB of the set's {:.2} GiB, {most_streamed} set(s) streamed); \
                  device peak {:.2} GiB, limit {}; witness proofs evaluated on the device {on_device}, on the host {on_host} \
-                 (the Winning stand-in's under load included); compiled circuits resident on the device at the end: {} ({:.2} GiB)",
+                 (the Winning stand-in's under load included); compiled circuits resident on the device at the end: {} ({:.2} GiB); \
+                 out-of-memory retries {}, idle sets evicted before streamed proofs {}",
                 if over_limit { ", OVER THE LIMIT" } else { "" },
                 if predicted == Some(true) { "streamed" } else { "resident" },
                 gib(most_resident),
@@ -1615,7 +1620,9 @@ impl Bench<'_> {
                 gib(dev.peak),
                 spec.limit_gib.map_or("none".to_string(), |g| format!("{g} GiB")),
                 dev.resident_circuits,
-                gib(dev.circuit_bytes)
+                gib(dev.circuit_bytes),
+                dev.oom_retries - books_start.oom_retries,
+                dev.evicted_for_streamed - books_start.evicted_for_streamed
             ));
         }
         match under_load {

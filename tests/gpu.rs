@@ -620,6 +620,74 @@ fn streamed_parameters_give_the_resident_bytes() {
     assert_eq!(pool.stats().bytes_in_use, 0);
 }
 
+/// Before a proof over streamed parameters, the idle sets resident beside them leave the
+/// device: a streamed proof works in what the memory limit leaves (its H phase needs a, b, c on
+/// the device at once), and beside them it could run out of memory, lose its work and retry —
+/// a 2^27 SnapDeals proof under a 24 GiB limit did after each Winning PoSt stand-in's set was
+/// uploaded. A set kept for good stays, a streamed set keeps its host registration, the evicted
+/// set uploads again at its next proof, and every proof is the CPU's bytes.
+#[test]
+fn a_streamed_proof_first_evicts_the_idle_resident_sets() {
+    fn case(k: u32, rng: &mut impl Rng) -> (Synthetic, cuzk::Parameters) {
+        let circuit = Synthetic::new(k).with_seed(rng.gen());
+        let params = random_parameters(circuit.clone(), rng.gen()).unwrap();
+        (circuit, params)
+    }
+    let _serial = serial();
+    let mut rng = common::rng("streamed_room");
+    let small = case(12, &mut rng);
+    let kept = case(11, &mut rng);
+    let big = [case(16, &mut rng), case(16, &mut rng)];
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let cpu = cpu_prover();
+    let bytes_by = |prover: &Prover, (circuit, params): &(Synthetic, cuzk::Parameters)| {
+        prover
+            .prove_with_randomness(vec![circuit.clone()], params, &[r], &[s])
+            .unwrap()[0]
+            .to_bytes()
+    };
+    let expected_small = bytes_by(&cpu, &small);
+    let expected_kept = bytes_by(&cpu, &kept);
+    let expected_big: Vec<_> = big.iter().map(|c| bytes_by(&cpu, c)).collect();
+
+    // 48 MiB, as in streamed_parameters_give_the_resident_bytes: the 2^16 sets stream, the
+    // small ones are resident.
+    let backend = std::sync::Arc::new(cuda::CudaBackend::new(0).unwrap());
+    let _reset = LimitGuard(backend.clone());
+    backend.set_memory_limit(Some(48 << 20)).unwrap();
+    let pool = PinnedPool::cuda(0, PinMode::default(), PoolConfig::default()).unwrap();
+    let gpu = Prover::new()
+        .with_custom_backend(backend.clone())
+        .with_pool(pool.clone());
+    assert!(!backend.would_stream(&small.1) && !backend.would_stream(&kept.1));
+    assert!(big.iter().all(|(_, p)| backend.would_stream(p)));
+    let kept_on_device = (kept.0.clone(), gpu.prepare_device_only(&kept.1).unwrap());
+
+    assert_eq!(bytes_by(&gpu, &small), expected_small);
+    let both = kept.1.device_bytes() + small.1.device_bytes();
+    assert_eq!((backend.resident_sets(), backend.resident_bytes()), (2, both));
+    for (k, case) in big.iter().enumerate() {
+        assert_eq!(bytes_by(&gpu, case), expected_big[k], "streamed proof {k}");
+        assert_eq!(
+            backend.resident_bytes(),
+            kept.1.device_bytes(),
+            "after streamed proof {k} only the set kept for good is on the device"
+        );
+        assert_eq!(
+            backend.streamed_sets(),
+            k + 1,
+            "an earlier streamed set keeps its host registration"
+        );
+    }
+    assert_eq!(backend.evicted_for_streamed_proofs(), 1, "the small set, once");
+    // The small set uploads again; the kept one proves from the device alone.
+    assert_eq!(bytes_by(&gpu, &small), expected_small);
+    assert_eq!(bytes_by(&gpu, &kept_on_device), expected_kept);
+    assert_eq!(backend.resident_bytes(), both);
+    assert_eq!(backend.oom_retries(), 0, "no proof ran out of device memory");
+    assert_eq!(pool.stats().bytes_in_use, 0);
+}
+
 #[test]
 fn msms_on_repeated_bases_and_extreme_scalars_match_the_cpu() {
     let _serial = serial();

@@ -83,6 +83,8 @@ pub struct CudaBackend {
     pub(super) batched_msms: bool,
     pub(super) lost: AtomicBool,
     pub(super) oom_retries: AtomicUsize,
+    /// Idle resident sets evicted before proofs over streamed parameters.
+    pub(super) cleared_for_streamed: AtomicUsize,
     /// Least recently used first.
     pub(super) slots: Mutex<Vec<Arc<Slot>>>,
     /// Device bytes of every uploaded set not yet dropped (evicted ones still in use included).
@@ -143,6 +145,7 @@ impl CudaBackend {
             batched_msms: true,
             lost: AtomicBool::new(false),
             oom_retries: AtomicUsize::new(0),
+            cleared_for_streamed: AtomicUsize::new(0),
             slots: Mutex::new(Vec::new()),
             live: Arc::new(AtomicUsize::new(0)),
             circuits: super::witness::DeviceCircuits::default(),
@@ -303,6 +306,12 @@ impl CudaBackend {
         self.oom_retries.load(Ordering::Acquire)
     }
 
+    /// How many idle resident parameter sets left the device before a proof over streamed
+    /// parameters, to leave it the room it works in (they upload again at their next proof).
+    pub fn evicted_for_streamed_proofs(&self) -> usize {
+        self.cleared_for_streamed.load(Ordering::Acquire)
+    }
+
     /// Whether a sticky CUDA error has made this device unusable.
     pub fn is_device_lost(&self) -> bool {
         self.lost.load(Ordering::Acquire)
@@ -427,6 +436,7 @@ impl Backend for CudaBackend {
                 return Err(e);
             }
         };
+        self.clear_for_streamed_proof(&dev, params.id());
         let keep = Some(params.id());
         let start = Instant::now();
         let log_m = params.domain_size().trailing_zeros();

@@ -13,7 +13,10 @@
 //! memory when probed; `CUZK_GPU_MEMORY_LIMIT` sets it at start) is not uploaded: its host
 //! vectors are page-locked once (`cudaHostRegister`) and every MSM copies the bases it needs
 //! in chunks, double-buffered on the copy stream while the previous chunk computes. Every MSM
-//! still runs on the GPU and the proof bytes are the same as in resident mode.
+//! still runs on the GPU and the proof bytes are the same as in resident mode. Such a proof
+//! works in what the limit leaves, so before it starts the idle resident sets of other
+//! parameters leave the device (those kept for good stay; they upload again at their next
+//! proof).
 //!
 //! **Witness path.** A witness of a compiled circuit ([`crate::compiled`]) is proved with the
 //! circuit resident beside the parameters: the compact witness goes to the device, is expanded

@@ -1,5 +1,6 @@
 //! Which parameter sets live on the device: upload once, stream what does not fit, evict the
-//! least recently used idle set for room, free idle memory and retry once on out-of-memory.
+//! least recently used idle set for room, clear idle sets out of a streamed proof's way, free
+//! idle memory and retry once on out-of-memory.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -68,10 +69,12 @@ impl CudaBackend {
     }
 
     /// Frees device memory nobody is using: the caches and every idle resident set except
-    /// `keep`. Called on out-of-memory before the one retry.
+    /// `keep`. Called on out-of-memory before the one retry. Streamed sets stay: they hold no
+    /// device memory, and dropping one would only unregister host memory that its next proof
+    /// registers again (seconds at Filecoin's sizes).
     pub(super) fn free_idle(&self, keep: Option<u64>) {
         let mut freed = 0usize;
-        while let Some(r) = self.evict_one_idle(keep) {
+        while let Some(r) = self.evict_one_idle_on_device(keep) {
             freed += r.bytes;
         }
         if let Err(e) = self.release_caches() {
@@ -83,11 +86,47 @@ impl CudaBackend {
         );
     }
 
+    /// Before a proof over `dev`, streamed parameters: evicts every idle set that holds device
+    /// memory, except `keep` and those kept for good. A streamed proof works in what the
+    /// memory limit leaves — its H phase needs a, b, c (and on the witness path the expanded
+    /// aux) on the device at once, its MSMs size their chunks from the headroom — so an idle
+    /// set beside it would at best shrink the chunks and at worst make the H phase run out of
+    /// memory, lose its work and retry (a 2^27 SnapDeals proof under a 24 GiB limit after a
+    /// Winning PoSt's set was uploaded). The evicted set uploads again at its own next proof,
+    /// as it would after that retry. Resident proofs leave the list alone: their set and
+    /// working set fit under the limit by [`CudaBackend::would_stream`]'s rule.
+    pub(super) fn clear_for_streamed_proof(&self, dev: &Resident, keep: u64) {
+        if !dev.streamed {
+            return;
+        }
+        let (mut sets, mut freed) = (0usize, 0usize);
+        while let Some(r) = self.evict_one_idle_on_device(Some(keep)) {
+            sets += 1;
+            freed += r.bytes;
+        }
+        if sets > 0 {
+            self.cleared_for_streamed.fetch_add(sets, Ordering::AcqRel);
+            log::info!(
+                "GPU {}: {sets} idle parameter set(s) ({freed} bytes) evicted before a proof over streamed parameters",
+                self.device
+            );
+        }
+    }
+
     /// Evicts the least recently used set that no proof holds and that is not `keep`.
     pub(super) fn evict_one_idle(&self, keep: Option<u64>) -> Option<Arc<Resident>> {
+        self.evict_one_idle_where(keep, |_| true)
+    }
+
+    /// [`CudaBackend::evict_one_idle`] among the sets that hold device memory (not streamed).
+    pub(super) fn evict_one_idle_on_device(&self, keep: Option<u64>) -> Option<Arc<Resident>> {
+        self.evict_one_idle_where(keep, |slot| slot.bytes > 0)
+    }
+
+    fn evict_one_idle_where(&self, keep: Option<u64>, eligible: impl Fn(&Slot) -> bool) -> Option<Arc<Resident>> {
         let mut list = self.slots.lock();
         for i in 0..list.len() {
-            if Some(list[i].params_id) == keep || list[i].pinned.load(Ordering::Acquire) {
+            if Some(list[i].params_id) == keep || list[i].pinned.load(Ordering::Acquire) || !eligible(&list[i]) {
                 continue;
             }
             // A set that is uploading (lock held) or in use (a proof holds a clone) stays.
@@ -177,7 +216,7 @@ impl CudaBackend {
     /// Evicts idle sets until `bytes` more fit under the cap.
     pub(super) fn make_room(&self, bytes: usize, keep: u64) -> Result<()> {
         while self.resident_bytes() + bytes > self.max_resident_bytes {
-            if self.evict_one_idle(Some(keep)).is_none() {
+            if self.evict_one_idle_on_device(Some(keep)).is_none() {
                 return Err(Error::InvalidArgument(format!(
                     "GPU {}: parameters need {bytes} bytes, {} bytes are resident and in use by proofs in flight, cap {}",
                     self.device,

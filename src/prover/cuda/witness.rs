@@ -305,6 +305,7 @@ impl CudaBackend {
             return on_host(t);
         }
         let dev = self.resident(params)?;
+        self.clear_for_streamed_proof(&dev, params.id());
         let Some(dc) = self.device_circuit(circuit, keep)? else {
             return on_host(t);
         };
