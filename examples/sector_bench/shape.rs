@@ -3,9 +3,7 @@
 
 use std::time::Instant;
 
-use bellpepper_core::{Index, LinearCombination, Variable};
-use blstrs::Scalar;
-use cuzk::{Circuit, ConstraintSystem, SynthesisError};
+use cuzk::testing::count_circuit;
 
 use crate::circuits::SectorCircuit;
 use crate::memory::{rss, Sampler};
@@ -13,69 +11,13 @@ use crate::ok;
 use crate::report::{gib, secs, Out};
 use crate::support::fail;
 
-/// Counts a circuit's variables and constraints, computing no value and storing nothing (for
-/// a shape too big to synthesize here).
-pub(crate) struct Count {
-    pub(crate) inputs: usize,
-    pub(crate) aux: usize,
-    pub(crate) constraints: usize,
-}
-
-impl ConstraintSystem<Scalar> for Count {
-    type Root = Self;
-
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.aux += 1;
-        Ok(Variable::new_unchecked(Index::Aux(self.aux - 1)))
-    }
-
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.inputs += 1;
-        Ok(Variable::new_unchecked(Index::Input(self.inputs - 1)))
-    }
-
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-        self.constraints += 1;
-    }
-
-    fn push_namespace<NR: Into<String>, N: FnOnce() -> NR>(&mut self, _: N) {}
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self {
-        self
-    }
-}
-
-/// `--shape-only`: partition 0 counted (`Count`), then synthesized witness-only once as the
-/// engine's witness path does (`WitnessCs` without the generator shortcut), timed, with the
-/// peak RSS over it.
+/// `--shape-only`: partition 0 counted (`cuzk::testing::count_circuit`: nothing computed or
+/// stored), then synthesized witness-only once as the engine's witness path does
+/// (`WitnessCs` without the generator shortcut), timed, with the peak RSS over it.
 pub(crate) fn shape_only(circuit: &SectorCircuit, out: &mut Out) {
     let t = Instant::now();
-    // The prover's "one" first, as every count here has it.
-    let mut count = Count {
-        inputs: 1,
-        aux: 0,
-        constraints: 0,
-    };
-    ok("counting partition 0", circuit.clone().synthesize(&mut count));
+    // The prover's "one" counted first, as every count here has it.
+    let count = ok("counting partition 0", count_circuit(circuit.clone()));
     let counted = t.elapsed();
     // The prover appends one constraint per input: the rows of A, B, C, the domain's floor.
     let rows = count.constraints + count.inputs;

@@ -5,9 +5,10 @@
 //! - `file`: bellperson's file format, read ([`Parameters::load`], [`Parameters::from_bytes`])
 //!   and written ([`Parameters::save`], [`Parameters::write`]); [`PointCheck`].
 //! - `dev`: insecure development parameters for a circuit
-//!   ([`Parameters::generate_insecure_for_development`]).
+//!   ([`Parameters::generate_insecure_for_development`]), and its shape recorder counting a
+//!   circuit's size (`cuzk::testing::count_circuit`).
 
-mod dev;
+pub(crate) mod dev;
 mod file;
 
 use std::sync::Arc;
