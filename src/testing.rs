@@ -107,6 +107,10 @@ impl Circuit<Scalar> for Synthetic {
 
 pub use crate::rng::SplitMix;
 
+/// A circuit's sizes counted without synthesizing it (the development parameters' shape
+/// recorder, counting only).
+pub use crate::params::dev::{count_circuit, CircuitSize};
+
 /// Parameters of the right shape for `circuit` whose points are arbitrary (an arithmetic
 /// progression from a seed), made in seconds even at 2^24 constraints. Proofs made with them
 /// do not verify — there is no trapdoor behind them — but every backend must still compute

@@ -14,7 +14,7 @@
 //! matrices as filecoin-proofs' own circuit of that size (`tests/filecoin.rs` compares the
 //! compiled fingerprints at 2 KiB).
 //!
-//! Shared by `examples/sector_bench.rs` and `tests/filecoin.rs`.
+//! Shared by `examples/sector_bench/main.rs` and `tests/filecoin.rs`.
 
 use std::marker::PhantomData;
 

@@ -2,6 +2,12 @@
 //   harness test            correctness against blst (CPU) on random data
 //   harness bench L1 L2 ..  timings at 2^L (medians of several runs after a warm-up)
 // Reference: blst (p1s/p2s_mult_pippenger, blst_fr arithmetic), OpenMP for speed.
+//
+// One idea, one program: the kernels' standalone test and benchmark harness, apart from the
+// crate (`make harness`, not cargo; the crate's own GPU tests are tests/gpu*.rs). It is one
+// translation unit by design, in sections marked by `// ----` rules: random data, the CPU
+// reference MSM, the CPU reference H (bellperson's), the correctness tests, the benchmarks,
+// and main. Nothing in it is part of libcuzk_kernels.a.
 #include "cuzk_kernels.h"
 #include <blst.h>
 #include <cuda_runtime.h>

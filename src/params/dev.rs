@@ -9,6 +9,9 @@
 //! input, queries A and B over the variables that appear in them with a non-zero coefficient.
 //! Lagrange polynomials are evaluated at τ in closed form, L_j(τ) = ω^j·(τ^m − 1)/(m·(τ − ω^j)),
 //! so no transform is needed.
+//!
+//! The same shape recorder, counting only, sizes a circuit too big to synthesize
+//! ([`count_circuit`], for benchmarks through `cuzk::testing`).
 
 use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
@@ -22,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::rng::SplitMix;
 
 /// Records a circuit's shape (which variable, with which non-zero coefficient, in which
-/// constraint of A, B or C), never its values.
+/// constraint of A, B or C), never its values; or, `counting`, only its sizes.
 #[derive(Default)]
 struct Shape {
     inputs: usize,
@@ -31,6 +34,38 @@ struct Shape {
     /// Per matrix (A, B, C): (constraint, variable, coefficient).
     terms: [Vec<(usize, Index, Scalar)>; 3],
     error: Option<String>,
+    /// Count only: no linear combination is built, no term stored, nothing checked.
+    counting: bool,
+}
+
+/// A circuit's size as its synthesis allocates it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CircuitSize {
+    /// Public inputs, the leading "one" included.
+    pub inputs: usize,
+    /// Aux (private) variables.
+    pub aux: usize,
+    /// The circuit's constraints, without the one a prover appends per input.
+    pub constraints: usize,
+}
+
+/// Counts `circuit`'s variables and constraints, computing no value and storing nothing —
+/// for a shape too big to synthesize or to record.
+///
+/// # Errors
+/// The circuit's own synthesis error.
+pub fn count_circuit<C: Circuit<Scalar>>(circuit: C) -> std::result::Result<CircuitSize, SynthesisError> {
+    let mut cs = Shape {
+        counting: true,
+        ..Shape::default()
+    };
+    cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+    circuit.synthesize(&mut cs)?;
+    Ok(CircuitSize {
+        inputs: cs.inputs,
+        aux: cs.aux,
+        constraints: cs.constraints,
+    })
 }
 
 impl Shape {
@@ -86,9 +121,11 @@ impl ConstraintSystem<Scalar> for Shape {
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
-        self.record(0, &a(LinearCombination::zero()));
-        self.record(1, &b(LinearCombination::zero()));
-        self.record(2, &c(LinearCombination::zero()));
+        if !self.counting {
+            self.record(0, &a(LinearCombination::zero()));
+            self.record(1, &b(LinearCombination::zero()));
+            self.record(2, &c(LinearCombination::zero()));
+        }
         self.constraints += 1;
     }
 
@@ -266,5 +303,26 @@ impl Parameters {
             g1_points(&b),
             g2_points(&b),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::count_circuit;
+    use crate::testing::Synthetic;
+    use crate::Parameters;
+
+    #[test]
+    fn counting_gives_the_sizes_the_development_setup_records() {
+        let circuit = Synthetic::new(10).with_seed(4);
+        let count = count_circuit(circuit.clone()).unwrap();
+        assert_eq!(count.constraints, circuit.num_constraints());
+        assert_eq!(count.inputs, circuit.public_inputs + 1);
+        let params = Parameters::generate_insecure_for_development(circuit, 1).unwrap();
+        assert_eq!((count.inputs, count.aux), (params.num_inputs(), params.num_aux()));
+        assert_eq!(
+            (count.constraints + count.inputs).next_power_of_two(),
+            params.domain_size()
+        );
     }
 }

@@ -11,95 +11,34 @@
 //!   `bytes_idle` (held for reuse) are the pool's bytes; fallback bytes are counted apart.
 //!
 //! Buffers come from a [`HostAllocator`] backend and go back to it only through the pool.
+//!
+//! This file holds [`PinnedPool`] and its checkout/return logic; `config` its configuration
+//! and statistics, `buffer` the [`PinnedBuffer`] it hands out, `backend` and `cuda` the host
+//! allocators, `vec` [`PinnedVec`].
 
 mod backend;
+mod buffer;
+mod config;
 #[cfg(feature = "cuda")]
 mod cuda;
 mod vec;
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 
 pub use self::backend::{HeapAllocator, HostAllocator, PAGE_SIZE};
+pub use self::buffer::PinnedBuffer;
+pub use self::config::{PoolConfig, PoolStats, WhenFull};
 #[cfg(feature = "cuda")]
 pub use self::cuda::{CudaPinnedAllocator, PinMode};
 pub use self::vec::PinnedVec;
 pub(crate) use self::vec::{copy_error, heap_error};
 use crate::error::{Error, Result};
-
-/// What a checkout does when the cap leaves no room.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WhenFull {
-    /// Fail at once with [`Error::PoolExhausted`] (or fall back, if allowed).
-    Fail,
-    /// Wait up to this long for buffers to come back, then fail (or fall back, if allowed).
-    Wait(Duration),
-}
-
-/// How a [`PinnedPool`] behaves.
-#[derive(Debug, Clone)]
-pub struct PoolConfig {
-    /// Most bytes the pool holds, idle and in use together. Default: no cap.
-    pub max_bytes: usize,
-    /// A checkout may reuse an idle buffer of up to this many times the request. Default 2.0.
-    pub max_reuse_factor: f64,
-    /// What to do when the cap leaves no room. Default: wait 60 s.
-    pub when_full: WhenFull,
-    /// Serve from unpinned heap memory when the cap or the backend cannot. Every such
-    /// fallback is counted in [`PoolStats::fallbacks`] and logged as a warning. Default: off.
-    pub allow_fallback: bool,
-}
-
-impl Default for PoolConfig {
-    fn default() -> Self {
-        Self {
-            max_bytes: usize::MAX,
-            max_reuse_factor: 2.0,
-            when_full: WhenFull::Wait(Duration::from_secs(60)),
-            allow_fallback: false,
-        }
-    }
-}
-
-/// A snapshot of a pool's counters. Every checkout is exactly one of an allocation, a reuse
-/// or a fallback, so `allocations + reuses + fallbacks == checkouts`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PoolStats {
-    /// Successful checkouts.
-    pub checkouts: u64,
-    /// Checkouts served by a new block from the backend.
-    pub allocations: u64,
-    /// Checkouts served by an idle block.
-    pub reuses: u64,
-    /// Checkouts (and growths) served by unpinned heap memory instead of the backend.
-    pub fallbacks: u64,
-    /// Checkouts that failed.
-    pub failures: u64,
-    /// Checkouts that had to wait for returned buffers.
-    pub waits: u64,
-    /// Blocks handed back to their allocator (shrink, cap, fallback returns, pool drop).
-    pub frees: u64,
-    /// Pool bytes checked out (or being allocated for a checkout).
-    pub bytes_in_use: usize,
-    /// Pool bytes idle, ready for reuse.
-    pub bytes_idle: usize,
-    /// Most pool bytes (in use + idle) held at once.
-    pub peak_bytes: usize,
-    /// Unpinned fallback bytes checked out (not part of the pool's bytes or cap).
-    pub fallback_bytes_in_use: usize,
-    /// Number of idle blocks.
-    pub idle_buffers: usize,
-    /// Time spent in the backend allocating.
-    pub alloc_time: Duration,
-    /// Time spent in the backend freeing.
-    pub free_time: Duration,
-}
 
 /// A page-aligned block and where it came from.
 struct Block {
@@ -569,97 +508,6 @@ impl PinnedPool {
         }
     }
 }
-
-/// A buffer checked out of a [`PinnedPool`]; dropping it returns it to the pool.
-///
-/// Its contents are unspecified when checked out (a reused buffer holds old bytes), so it
-/// is exposed as `MaybeUninit<u8>`; [`PinnedVec`] builds typed, initialised data on it.
-pub struct PinnedBuffer {
-    block: Option<Block>,
-    len: usize,
-    pinned: bool,
-    pool: PinnedPool,
-}
-
-impl fmt::Debug for PinnedBuffer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PinnedBuffer")
-            .field("len", &self.len)
-            .field("capacity", &self.capacity())
-            .field("pinned", &self.is_pinned())
-            .finish()
-    }
-}
-
-impl PinnedBuffer {
-    fn block(&self) -> &Block {
-        self.block.as_ref().expect("a live PinnedBuffer always holds its block")
-    }
-
-    /// The number of bytes asked for at checkout.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the buffer is empty (never true: checkouts of 0 bytes are refused).
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The usable size of this buffer: at least [`len`](Self::len), page-rounded, and up to
-    /// `max_reuse_factor` × the request when an idle buffer was reused.
-    pub fn capacity(&self) -> usize {
-        self.block().capacity
-    }
-
-    /// Whether the bytes are page-locked (false for the heap backend and for fallbacks).
-    pub fn is_pinned(&self) -> bool {
-        self.pinned && !self.block().fallback
-    }
-
-    /// Whether this buffer came from the unpinned fallback rather than the pool's backend.
-    pub fn is_fallback(&self) -> bool {
-        self.block().fallback
-    }
-
-    /// The pool this buffer returns to.
-    pub fn pool(&self) -> &PinnedPool {
-        &self.pool
-    }
-
-    /// The start of the buffer (page-aligned).
-    pub fn as_ptr(&self) -> *const u8 {
-        self.block().ptr.as_ptr()
-    }
-
-    /// The start of the buffer (page-aligned), for writing.
-    pub fn as_mut_ptr(&mut self) -> *mut u8 {
-        self.block().ptr.as_ptr()
-    }
-
-    /// The whole capacity as possibly-uninitialised bytes.
-    pub fn as_uninit_mut(&mut self) -> &mut [MaybeUninit<u8>] {
-        let block = self.block();
-        // SAFETY: the block is `capacity` bytes of memory owned exclusively by this buffer
-        // (borrowed mutably here) and live until the buffer drops; MaybeUninit<u8> has no
-        // validity requirements.
-        unsafe { std::slice::from_raw_parts_mut(block.ptr.as_ptr().cast::<MaybeUninit<u8>>(), block.capacity) }
-    }
-}
-
-impl Drop for PinnedBuffer {
-    fn drop(&mut self) {
-        if let Some(block) = self.block.take() {
-            self.pool.inner.give_back(block);
-        }
-    }
-}
-
-// SAFETY: PinnedBuffer owns its block exclusively (no aliasing handles exist) and the pool
-// handle is Send + Sync; moving or sharing it between threads is like a `Box<[u8]>`.
-unsafe impl Send for PinnedBuffer {}
-// SAFETY: shared references only allow reading the pointer values and metadata.
-unsafe impl Sync for PinnedBuffer {}
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,227 @@
+//! The command line: `Args` (clap), the proof kind, `--stream` specs and the size parsers.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use clap::builder::BoolishValueParser;
+use clap::{ArgAction, Parser, ValueEnum};
+use cuzk::filecoin::{PRIORITY_SEAL_COMMIT, PRIORITY_SNAP_DEALS};
+
+use crate::{snap, support, GIB};
+
+/// 32 GiB-shape PoRep C2 or SnapDeals sectors streamed through the engine, with a Winning-PoSt-priority job
+/// under that load, and the engine's memory promise checked; one or several streams.
+#[derive(Parser)]
+#[command(name = "sector_bench")]
+pub(crate) struct Args {
+    /// The sectors' proof: PoRep C2 (`porep`) or SnapDeals, the empty-sector update (`snap`).
+    #[arg(long, value_enum, default_value_t = Kind::Porep)]
+    pub(crate) kind: Kind,
+    /// The SnapDeals sector's size, whose production shape the partitions have (`2KiB`,
+    /// `16KiB`, `512MiB`, `32GiB`, ... or bytes; --kind snap).
+    #[arg(long, value_name = "BYTES", default_value = "32GiB", value_parser = parse_snap_sector_size)]
+    pub(crate) snap_sector_size: u64,
+    /// Stacked-DRG layers (storage-proofs-porep accepts 2 or 11; 11 is 32 GiB's; --kind porep).
+    #[arg(long, value_name = "2|11", default_value_t = 11, value_parser = parse_layers)]
+    pub(crate) layers: usize,
+    /// Challenges per partition (18 is 32 GiB's: 176 over 10 partitions, rounded up; --kind
+    /// porep).
+    #[arg(long, value_name = "N", default_value_t = 18, value_parser = support::at_least_one)]
+    pub(crate) challenges: usize,
+    /// The small PoRep sector's size (`2KiB`, `16KiB`, `128KiB`, ... or bytes): 8 subtrees of
+    /// 8^k leaves each, k ≥ 1 (2 KiB is the smallest; --kind porep).
+    #[arg(long, value_name = "BYTES", default_value = "2KiB", value_parser = parse_sector_size)]
+    pub(crate) sector_size: u64,
+    /// A stream of sectors, repeatable (run in order): `witness|full[@LIMIT_GIB]:SECTORS`, e.g.
+    /// `witness:3`, `witness@24:2` (CUDA device memory limit 24 GiB), `full:1`. Replaces
+    /// --witness-path and --sectors.
+    #[arg(long = "stream", value_name = "SPEC", value_parser = parse_stream, conflicts_with_all = ["sectors", "witness_path"])]
+    pub(crate) streams: Vec<StreamSpec>,
+    /// Sectors streamed (the one stream without --stream).
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = support::at_least_one)]
+    pub(crate) sectors: usize,
+    /// Partitions per sector (default: the proof's, 10 for a 32 GiB C2, the SnapDeals sector
+    /// size's partition count, 16 at 32 GiB; past that count a SnapDeals partition index
+    /// repeats with another witness).
+    #[arg(long, value_name = "N", value_parser = support::at_least_one)]
+    pub(crate) partitions_per_sector: Option<usize>,
+    /// The engine's memory budget in GiB (default: the parameter sets plus synthesis workers
+    /// + GPU workers + 2 partitions, capped at 90% of the host's memory less the constant).
+    #[arg(long, value_name = "G")]
+    pub(crate) budget_gib: Option<f64>,
+    /// The engine's witness path for the one stream without --stream (1: the first partition
+    /// records the compiled circuit, the next are synthesized witness-only; 0: every partition
+    /// in full).
+    #[arg(long, value_name = "0|1", default_value = "1", action = ArgAction::Set, value_parser = BoolishValueParser::new(), hide_possible_values = true)]
+    pub(crate) witness_path: bool,
+    /// Record the compiled circuit in the shape's full synthesis and give it to every witness
+    /// stream (none records in its stream).
+    #[arg(long)]
+    pub(crate) record_shape: bool,
+    /// Count partition 0 (constraints, inputs, aux, domain: nothing stored) and time one
+    /// witness-only synthesis of it, then exit: no parameters, no engine.
+    #[arg(long)]
+    pub(crate) shape_only: bool,
+    /// Prove on the CPU backend (a smoke test; no GPU needed).
+    #[arg(long)]
+    pub(crate) cpu: bool,
+    /// GPUs (`cuda` build): `all` or a comma-separated list of device numbers.
+    #[arg(long, value_name = "all|0,1", default_value = "all")]
+    pub(crate) devices: String,
+    /// GPU worker threads per device.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = support::at_least_one)]
+    pub(crate) gpu_workers: usize,
+    /// Synthesis threads (default: the host's cores).
+    #[arg(long, value_name = "N", value_parser = support::at_least_one)]
+    pub(crate) synthesis_workers: Option<usize>,
+    /// EngineConfig::synthesis_bytes_per_constraint (default 0, the engine's).
+    #[arg(long, value_name = "B", default_value_t = 0)]
+    pub(crate) synthesis_bytes_per_constraint: usize,
+    /// The Winning-PoSt stand-in's size: 2^K constraints (default 22; 14 with --cpu).
+    #[arg(long, value_name = "K")]
+    pub(crate) winning_log_size: Option<u32>,
+    /// Prove the first N partitions of the first stream's sector 0 again on the CPU and
+    /// compare the bytes.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) compare_cpu: usize,
+    /// What the memory check allows beyond B and the RSS before the parameters, in GiB.
+    #[arg(long, value_name = "G", default_value_t = 2.0)]
+    pub(crate) slack_gib: f64,
+    /// Scratch directory for the replicated sector (emptied first, removed at the end).
+    #[arg(long, value_name = "DIR", default_value = "target/sector-bench")]
+    pub(crate) scratch: PathBuf,
+    /// Append every line to DIR/sector_bench.md and every event to DIR/sector_bench.jsonl as
+    /// they happen.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
+}
+
+/// The sectors' proof.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Kind {
+    /// PoRep C2: storage-proofs-porep's `StackedCircuit` over a small replicated sector.
+    Porep,
+    /// SnapDeals: storage-proofs-update's `EmptySectorUpdateCircuit` of a sector size's
+    /// production shape, its witness fabricated (`snap`).
+    Snap,
+}
+
+impl Kind {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Porep => "PoRep C2",
+            Self::Snap => "SnapDeals",
+        }
+    }
+
+    /// The engine priority its sectors' jobs have, as the Filecoin engine's.
+    pub(crate) fn priority(self) -> i32 {
+        match self {
+            Self::Porep => PRIORITY_SEAL_COMMIT,
+            Self::Snap => PRIORITY_SNAP_DEALS,
+        }
+    }
+}
+
+/// One stream of `--stream`: the synthesis path, the device memory limit, the sectors.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct StreamSpec {
+    pub(crate) witness: bool,
+    pub(crate) limit_gib: Option<f64>,
+    pub(crate) sectors: usize,
+}
+
+impl StreamSpec {
+    pub(crate) fn limit_bytes(&self) -> Option<usize> {
+        self.limit_gib.map(|g| (g * GIB) as usize)
+    }
+
+    pub(crate) fn path(&self) -> &'static str {
+        if self.witness {
+            "witness"
+        } else {
+            "full"
+        }
+    }
+}
+
+impl fmt::Display for StreamSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.path())?;
+        if let Some(g) = self.limit_gib {
+            write!(f, "@{g}")?;
+        }
+        write!(f, ":{}", self.sectors)
+    }
+}
+
+fn parse_stream(s: &str) -> Result<StreamSpec, String> {
+    const USAGE: &str = "expected witness|full[@LIMIT_GIB]:SECTORS, e.g. witness:3, witness@24:2, full:1";
+    let (head, sectors) = s.rsplit_once(':').ok_or_else(|| format!("{s:?}: {USAGE}"))?;
+    let sectors = support::at_least_one(sectors.trim()).map_err(|e| format!("{s:?}: sectors {e}"))?;
+    let (path, limit) = match head.split_once('@') {
+        Some((p, l)) => (p, Some(l)),
+        None => (head, None),
+    };
+    let witness = match path.trim() {
+        "witness" => true,
+        "full" => false,
+        p => return Err(format!("{s:?}: path {p:?}: {USAGE}")),
+    };
+    let limit_gib = match limit.map(|l| (l, l.trim().parse::<f64>())) {
+        None => None,
+        Some((_, Ok(g))) if g.is_finite() && g > 0.0 => Some(g),
+        Some((l, _)) => return Err(format!("{s:?}: device memory limit {l:?}: a positive number of GiB")),
+    };
+    Ok(StreamSpec {
+        witness,
+        limit_gib,
+        sectors,
+    })
+}
+
+fn parse_layers(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n @ (2 | 11)) => Ok(n),
+        Ok(n) => Err(format!("storage-proofs-porep accepts 2 or 11 layers, not {n}")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// `2KiB`, `32GiB`, `512` (bytes).
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let n: u64 = digits.parse().map_err(|e| format!("{s:?}: {e}"))?;
+    let shift = match unit.trim() {
+        "" | "B" => 0,
+        "KiB" => 10,
+        "MiB" => 20,
+        "GiB" => 30,
+        u => return Err(format!("{s:?}: unit {u:?} (KiB, MiB, GiB or none)")),
+    };
+    n.checked_mul(1 << shift).ok_or_else(|| format!("{s:?}: too large"))
+}
+
+fn parse_sector_size(s: &str) -> Result<u64, String> {
+    let bytes = parse_bytes(s)?;
+    // 8 base trees (8-8-0), each of 8^k leaves of 32 bytes, k >= 1.
+    let per_tree = bytes / 32 / 8;
+    let mut leaves = 8u64;
+    while leaves < per_tree {
+        leaves *= 8;
+    }
+    if bytes % 256 != 0 || leaves != per_tree {
+        return Err(format!(
+            "{s:?}: an 8-8-0 tree needs 8 subtrees of 8^k 32-byte leaves (2KiB, 16KiB, 128KiB, 1MiB, ...)"
+        ));
+    }
+    Ok(bytes)
+}
+
+fn parse_snap_sector_size(s: &str) -> Result<u64, String> {
+    let bytes = parse_bytes(s)?;
+    snap::TreeShape::of(bytes)?;
+    Ok(bytes)
+}

@@ -1,0 +1,193 @@
+//! The partitions' circuits: PoRep C2's `StackedCircuit` over a small replicated sector or a
+//! SnapDeals partition of production's shape (`snap`), a wrapper that times each synthesis,
+//! the Winning-PoSt stand-in, and the r, s every stream proves with.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use blstrs::Scalar;
+use cuzk::testing::Synthetic;
+use cuzk::{Circuit, ConstraintSystem, SynthesisError};
+use ff::{Field, PrimeField};
+use filecoin_hashers::Hasher;
+use rand::{Rng, SeedableRng};
+use storage_proofs_core::api_version::ApiVersion;
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::merkle::get_base_tree_count;
+use storage_proofs_core::proof::ProofScheme;
+use storage_proofs_porep::stacked::{
+    self, Challenges, PrivateInputs, PublicInputs, SetupParams, StackedCircuit, StackedCompound, StackedDrg,
+    TemporaryAuxCache, EXP_DEGREE,
+};
+
+use crate::args::Args;
+use crate::ok;
+use crate::snap::SnapCircuit;
+
+/// The 32 GiB sector's tree: Poseidon, arity 8-8-0 (filecoin-proofs' `SectorShape32GiB`).
+pub(crate) type Tree = filecoin_proofs::SectorShape32GiB;
+/// The data tree's hasher (SHA-256).
+pub(crate) type Piece = filecoin_proofs::DefaultPieceHasher;
+pub(crate) type Porep = StackedCircuit<Tree, Piece>;
+
+/// Filecoin's witness mix for the Winning-PoSt stand-in.
+pub(crate) const FILECOIN_BIT_PERCENT: u32 = 98;
+
+/// A sector's partition circuit, of either kind.
+#[derive(Clone)]
+pub(crate) enum SectorCircuit {
+    Porep(Porep),
+    Snap(SnapCircuit),
+}
+
+impl Circuit<Scalar> for SectorCircuit {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        match self {
+            Self::Porep(c) => c.synthesize(cs),
+            Self::Snap(c) => c.synthesize(cs),
+        }
+    }
+}
+
+/// A partition's circuit that records how long its synthesis took (full or witness-only:
+/// whatever constraint system the engine synthesizes it into).
+#[derive(Clone)]
+pub(crate) struct Timed {
+    pub(crate) circuit: SectorCircuit,
+    pub(crate) slot: usize,
+    pub(crate) times: Arc<Mutex<Vec<Option<Duration>>>>,
+}
+
+impl Circuit<Scalar> for Timed {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let start = Instant::now();
+        let r = self.circuit.synthesize(cs);
+        self.times.lock().unwrap_or_else(|p| p.into_inner())[self.slot] = Some(start.elapsed());
+        r
+    }
+}
+
+/// Replicates a `sector_size` sector of random data and returns its partitions' C2 circuits
+/// (storage-proofs-porep's setup, replication and vanilla proofs; `StackedCompound::circuit`).
+pub(crate) fn porep_circuits(args: &Args, partitions: usize) -> Vec<Porep> {
+    let nodes = (args.sector_size / 32) as usize;
+    assert_eq!(nodes % get_base_tree_count::<Tree>(), 0);
+    let _ = std::fs::remove_dir_all(&args.scratch);
+    ok("scratch", std::fs::create_dir_all(&args.scratch));
+    let cache = args.scratch.join("cache");
+    ok("scratch", std::fs::create_dir_all(&cache));
+    let replica_path = args.scratch.join("replica");
+
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(32);
+    let replica_id: Scalar = Scalar::random(&mut rng);
+    let data: Vec<u8> = (0..nodes)
+        .flat_map(|_| Scalar::random(&mut rng).to_repr().as_ref().to_vec())
+        .collect();
+    ok("writing the replica", std::fs::write(&replica_path, &data));
+    let file = ok(
+        "opening the replica",
+        std::fs::OpenOptions::new().read(true).write(true).open(&replica_path),
+    );
+    // SAFETY: the file is this process's scratch file, mapped once, not resized while mapped.
+    let mut mapped = ok("mapping the replica", unsafe { memmap2::MmapMut::map_mut(&file) });
+
+    let setup = SetupParams {
+        nodes,
+        degree: storage_proofs_core::drgraph::BASE_DEGREE,
+        expansion_degree: EXP_DEGREE,
+        porep_id: [5; 32],
+        challenges: Challenges::new_interactive(args.challenges),
+        num_layers: args.layers,
+        api_version: ApiVersion::V1_2_0,
+        api_features: vec![],
+    };
+    let pp = ok("PoRep setup", StackedDrg::<Tree, Piece>::setup(&setup));
+    let replica_domain = replica_id.into();
+    let (labels, _) = ok(
+        "replicate_phase1",
+        StackedDrg::<Tree, Piece>::replicate_phase1(&pp, &replica_domain, &cache),
+    );
+    let (tau, (p_aux, t_aux)) = ok(
+        "replicate_phase2",
+        StackedDrg::<Tree, Piece>::replicate_phase2(
+            &pp,
+            labels,
+            mapped.as_mut().into(),
+            None,
+            cache.clone(),
+            replica_path.clone(),
+        ),
+    );
+    drop(mapped);
+    let seed: [u8; 32] = rng.gen();
+    let pub_inputs =
+        PublicInputs::<<<Tree as storage_proofs_core::merkle::MerkleTreeTrait>::Hasher as Hasher>::Domain, _> {
+            replica_id: replica_domain,
+            seed: Some(seed),
+            tau: Some(tau),
+            k: None,
+        };
+    let t_aux = ok(
+        "TemporaryAuxCache",
+        TemporaryAuxCache::<Tree, Piece>::new(&t_aux, replica_path, false),
+    );
+    let priv_inputs = PrivateInputs::<Tree, Piece> { p_aux, t_aux };
+    let vanilla = ok(
+        "vanilla proofs",
+        StackedDrg::<Tree, Piece>::prove_all_partitions(&pp, &pub_inputs, &priv_inputs, partitions),
+    );
+    let circuits = vanilla
+        .iter()
+        .enumerate()
+        .map(|(k, proofs)| {
+            ok(
+                "StackedCompound::circuit",
+                <StackedCompound<Tree, Piece> as CompoundProof<'_, _, _>>::circuit(
+                    &pub_inputs,
+                    (),
+                    proofs,
+                    &pp,
+                    Some(k),
+                ),
+            )
+        })
+        .collect();
+    drop(priv_inputs);
+    let _ = stacked::clear_cache_dir(&cache);
+    let _ = std::fs::remove_dir_all(&args.scratch);
+    circuits
+}
+
+/// `partitions` SnapDeals partition circuits of a `sector_bytes` sector's production shape:
+/// partition i is the sector's partition i mod its partition count, its witness fabricated
+/// from seed i / that count (`snap`).
+pub(crate) fn snap_circuits(sector_bytes: u64, partitions: usize) -> Vec<SnapCircuit> {
+    let count = snap_partition_count(sector_bytes);
+    (0..partitions)
+        .map(|i| {
+            ok(
+                "SnapDeals circuit",
+                SnapCircuit::fabricate(sector_bytes, i % count, (i / count) as u64),
+            )
+        })
+        .collect()
+}
+
+pub(crate) fn snap_partition_count(sector_bytes: u64) -> usize {
+    storage_proofs_update::PublicParams::from_sector_size(sector_bytes).partition_count
+}
+
+pub(crate) fn winning_circuit(k: u32, seed: u64) -> Synthetic {
+    let mut c = Synthetic::new(k).with_seed(seed);
+    c.bit_percent = FILECOIN_BIT_PERCENT;
+    c
+}
+
+/// r and s of partition slots `0..n` (sector × partitions per sector + partition): the same
+/// for a slot in every stream, so every stream's proofs of a sector are the same bytes.
+pub(crate) fn randomness(n: usize) -> (Vec<Scalar>, Vec<Scalar>) {
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(42);
+    (0..n)
+        .map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng)))
+        .unzip()
+}

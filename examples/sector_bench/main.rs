@@ -1,0 +1,585 @@
+//! 32 GiB-shape PoRep C2 or SnapDeals sectors (`--kind porep|snap`; see "The circuits")
+//! streamed through the engine (feature `filecoin`; `cuda` for GPUs): per sector wall time, GPU busy, synthesis time per partition and peak host RSS, a
+//! Winning-PoSt-priority job's latency under that load against alone, and the engine's memory
+//! promise (peak RSS against its budget) — for one or several streams over one set of
+//! parameters.
+//!
+//! ## Streams
+//! `--stream SPEC` (repeatable, run in the order given), SPEC = `witness|full[@LIMIT_GIB]:SECTORS`:
+//! the synthesis path (`witness`: the engine's witness path; `full`: every partition
+//! synthesized in full), optionally a CUDA device memory limit in GiB, and the sectors. For
+//! example `--stream witness:3 --stream witness@24:2 --stream full:1`. Without `--stream`,
+//! `--witness-path` and `--sectors` make the one stream (as before; they conflict with
+//! `--stream`). The partitions' circuits and the parameters (the expensive part: see "The
+//! parameters") are made once; each stream then gets an engine of its own, built the same
+//! way (same budget, workers, backends), so its books, pool, budget and peak RSS are its own:
+//!
+//! - **Compiled circuits are handed on in memory.** After a witness stream the bench takes the
+//!   compiled circuits its engine recorded (`Engine::compiled_circuits()`: the PoRep
+//!   partition's and the Winning stand-in's, by `CompiledCircuits::get_in_memory`) and inserts
+//!   them into the next witness stream's engine (`CompiledCircuits::insert`), so only the first
+//!   witness stream records; no file is written (no `compiled_dir`: a file of several GiB would
+//!   be written inside the first stream's timing and mapped back from disk). The bench holds
+//!   them between streams; a full stream between two witness streams does not get them (its
+//!   engine would charge them), so the bench's memory check adds their bytes to that stream's
+//!   constant. With `--record-shape` the shape's full synthesis (below) records the partition's
+//!   circuit in the same pass (about 11% slower there) and every witness stream gets it: none
+//!   records, and the first sector is then pipeline fill only.
+//! - **`@LIMIT_GIB`** (CUDA only; refused with `--cpu`): the engines prove on the process's
+//!   shared backends (`EngineBackend::Custom(CudaBackend::shared(d))`, the object
+//!   `BackendChoice::Gpu(d)` gives). Before every stream the bench sets each device's limit
+//!   (`set_memory_limit(Some(limit))`, or the limit the device began with —
+//!   `CUZK_GPU_MEMORY_LIMIT` or none — which it restores after the stream) and resets the
+//!   device peak. `set_memory_limit` evicts the idle parameter sets, so the stream's engine
+//!   places each anew when it prepares it: resident only if it fits beside a proof's working
+//!   set (`would_stream`); the engine never pins a set (`add_parameters` prepares, it does not
+//!   `keep_resident`) and no proof holds one between streams, so a set bigger than the limit
+//!   is not kept. It does not evict the compiled circuits resident on the device (nor forget
+//!   those that did not fit): the bench keeps them only for a witness stream whose limit is no
+//!   higher than the last stream's, and only when the device memory in use with them is within
+//!   the new limit — the state the stream's first witness proof would reach by uploading them;
+//!   otherwise it calls `release_device_memory()` first, and the stream
+//!   decides anew. The bench prints the prediction, then what the backend did: **resident**
+//!   (its resident device bytes reached the set's) or **streamed** (a set held streamed,
+//!   resident bytes below the set's), the most resident bytes seen (sampled at every sector),
+//!   the device peak, and flags a resident set over the limit (exit 4). It also prints how the
+//!   witness proofs were evaluated — `CudaBackend::witness_evaluations()`, this stream's
+//!   on-device and on-host counts (the Winning stand-in's proof under load included) — and the
+//!   compiled circuits resident on the device at the end (and those kept from before).
+//! - **Results survive a timeout.** Every line goes to stdout as soon as it is known (flushed),
+//!   each sector's row when the sector finishes; with `--out DIR` the same lines are appended
+//!   to `DIR/sector_bench.md`, and one JSON object per event (each partition proved, each
+//!   sector, each stream's summary) to `DIR/sector_bench.jsonl`, as they happen. Each stream
+//!   ends with its summary row; the process ends with all of them in one table: path, device
+//!   limit, sectors, steady-state seconds per sector (the mean wall of the sectors after the
+//!   first to finish; n/a with one sector), the first sector's seconds, GPU busy, synthesis per
+//!   partition (mean over the stream; over the sectors after the first), peak RSS against B,
+//!   the Winning stand-in alone / under load / bound, where the parameters were, and the
+//!   device/host evaluations. Every stream proves the same partitions with the same r, s, so
+//!   the bench also checks that each stream's proofs equal the first stream's (exit 1 if not).
+//!
+//! ## On the H200 host (one GPU, 16 cores, 128 GiB; 600 s a command)
+//! Two commands, sized by the estimate below to end before 600 s; every line is out as it
+//! happens, so a command cut short still leaves every finished sector and stream:
+//!
+//!     cargo run --release --features cuda,filecoin --example sector_bench -- --layers 11 --challenges 18 --sector-size 16KiB --devices 0 --record-shape --stream witness:3 --stream witness@24:2 --out OUT
+//!     cargo run --release --features cuda,filecoin --example sector_bench -- --layers 11 --challenges 18 --sector-size 16KiB --devices 0 --partitions-per-sector 2 --stream full:2 --out OUT
+//!
+//! The estimate (measured: the shape's full synthesis ~92 s, random parameters ~165 s, a 2^27
+//! proof 1.44 s resident and 2.76 s streamed under 24 GiB, parameters ~75 GiB; assumed: a
+//! witness-only synthesis ~92 / 2.2 ≈ 42 s, the witness-only/full ratio of the 2 KiB PoRep
+//! circuit, 2.16–2.35×, holding with 16 at once; not measured: uploading or page-locking the
+//! parameters, guessed 10–20 s a stream):
+//!
+//! - Both: circuits (seconds) + shape (~92 s; ~102 s recording, `--record-shape`) + parameters
+//!   (~165 s) ≈ 265 s before the first stream; per stream ~15 s of engine, parameters and the
+//!   stand-in alone.
+//! - The budget: the default B is capped near 110 GiB on this host; the parameters take ~76 of
+//!   it, a full 2^27 partition reserves ~15 GiB (`partition_bytes`), so **two full syntheses
+//!   at a time**. A witness partition reserves its compact witness (~0.2 GiB); when the
+//!   backend evaluates a, b, c on the host (the circuit refused on the device, as under a
+//!   24 GiB limit) the GPU worker's evaluation slot holds them (a, b, c and aux, ~14 GiB:
+//!   `Backend::witness_pool_requests`), charged once per GPU worker, not per partition.
+//! - Command 1, ~550 s: witness:3 (30 partitions, the circuit recorded with the shape): two
+//!   partitions alone (~45 s), then 16 at a time, ~3 synthesis rounds ≈ 140 s (the GPU, 30 ×
+//!   1.44 s, keeps up); witness@24:2 (20 partitions, the compiled circuit kept on the device):
+//!   16 + 4 ≈ 2 rounds, the GPU's 20 × 2.76 = 55 s mostly behind the first, ≈ 100 s;
+//!   265 + 2 × 15 + 140 + 100 + teardown. Without `--record-shape` the first stream records
+//!   in-stream: partition 0 records (~102 s) beside one full synthesis, and another starts in
+//!   full when that one ends, so its sector 0 takes ~190 s and the stream ~240 s: ~650 s in
+//!   all. If witness-only synthesis runs past ~55 s a partition at 16 at once, the second
+//!   stream is cut (the first's rows and summary are out by then).
+//! - Command 2, ~470 s: full synthesis, two at a time, 4 partitions = 2 rounds of ~92 s. A
+//!   10-partition sector (5 rounds, ~460 s) does not fit beside the 265 s, hence 2 sectors of
+//!   2: "s / sector after the first" is then the seconds per 2 partitions (synthesis-bound: a
+//!   10-partition sector ≈ 5× that).
+//!
+//! SnapDeals (`--kind snap`, the 32 GiB shape: 16 partitions a sector, 81,049,504 constraints,
+//! domain 2^27), two commands of the same kind, sized by the estimate below:
+//!
+//!     cargo run --release --features cuda,filecoin --example sector_bench -- --kind snap --devices 0 --record-shape --stream witness:3 --stream witness@24:2 --out OUT
+//!     cargo run --release --features cuda,filecoin --example sector_bench -- --kind snap --devices 0 --stream full:1 --out OUT
+//!
+//! The estimate, from the constraint count (not measured on the H200 host): the shape's full
+//! synthesis ~80 s (PoRep's 0.82 µs a constraint there, × 1.19, SnapDeals' cost a constraint
+//! against PoRep's at 2 KiB here; ~90 s recording), random parameters ~90 s (PoRep's 165 s
+//! scaled by the parameters' bytes: ~32 GiB, from the 2 KiB shape's 0.61 GiB with H scaled by
+//! the domain and the rest by aux), a witness-only synthesis 27–36 s (full / 3.0, the ratio at
+//! 2 KiB here, or / 2.2, PoRep's), a proof ~1.2–1.44 s resident (the same domain as PoRep's,
+//! 72% of its aux) and ≤ 2.76 s streamed under 24 GiB (the parameters exceed it). A full
+//! partition reserves ~11 GiB (148 bytes a constraint at 2 KiB), so ~6 full syntheses at a time
+//! beside the parameters under the capped B.
+//!
+//! - Command 1, ~420 s: ~180 s before the first stream; witness:3 (48 partitions) 3 rounds of
+//!   16 ≈ 110 s (the GPU's 48 × 1.44 s behind them) + 15 s; witness@24:2 (32 partitions) 2
+//!   rounds, GPU-bound streamed, 32 × 2.76 s ≈ 90 s + 15 s. Without `--record-shape` partition
+//!   0 records in the first stream (~90 s), about 60 s more.
+//! - Command 2, ~430 s: ~170 s before the stream; one sector of 16 full partitions, ~6 at a
+//!   time, 3 rounds of ~80 s + 15 s. Two sectors (6 rounds) would not fit.
+//!
+//! With few sectors the steady-state column is rough: the engine proves every sector's
+//! partitions at once, in rounds of 16, so sectors finish in bunches (the column is
+//! (last finish − first finish) / (sectors − 1)); `sector_bench.jsonl` has every partition's
+//! finish for a finer look.
+//!
+//! The CPU smoke test (any machine): `cargo run --release --features filecoin --example
+//! sector_bench -- --layers 2 --challenges 1 --partitions-per-sector 2 --cpu --stream witness:2
+//! --stream full:1 --out /tmp/sb`; SnapDeals: `-- --kind snap --snap-sector-size 2KiB
+//! --partitions-per-sector 2 --cpu --stream witness:2 --stream full:1 --out /tmp/sb-snap`. A
+//! shape alone: `--kind snap --shape-only` counts partition 0 (constraints, inputs, aux,
+//! domain; nothing stored) and times one witness-only synthesis (no parameters, no engine, no
+//! GPU). Other uses: `--devices 0,1` (two GPUs), `--layers 2
+//! --challenges 2 --partitions-per-sector 2 --compare-cpu 2 --stream witness:1` (the GPU's bytes
+//! against the CPU's, small shape).
+//!
+//! ## The circuits
+//! Real 32 GiB sectors cannot be sealed here, so the partitions are storage-proofs-porep's own
+//! `StackedCircuit` of production's shape over a small tree: `stacked::SetupParams` with
+//! `--layers` (11 for 32 GiB; the crate accepts only 2 or 11) and `--challenges` per partition
+//! (18 for 32 GiB: filecoin-proofs' 176 interactive PoRep challenges over 10 partitions, rounded
+//! up), the 32 GiB tree arity (`SectorShape32GiB`: 8-8-0, Poseidon; SHA-256 for the data tree),
+//! a sector of `--sector-size` random bytes replicated (`replicate_phase1`, `replicate_phase2`),
+//! its vanilla proofs made (`prove_all_partitions`) and each partition's circuit built by
+//! `StackedCompound::circuit`, as filecoin-proofs builds C2's. The tree is shallower than a
+//! 32 GiB one, so a partition has fewer constraints: 112,055,993 at 11 layers, 18 challenges and
+//! 16 KiB (the smallest filecoin-proofs sector of this arity; 2 KiB, the default, also works:
+//! 8 leaves per subtree), against 130,278,869 for a real 32 GiB partition. The bench prints its
+//! count. A "sector" is `--partitions-per-sector` (10, as a 32 GiB C2) such partitions; every
+//! sector proves the same partitions (same vanilla proofs, synthesized anew each time).
+//!
+//! **SnapDeals** (`--kind snap`): a small real sector would not give production's shape (the
+//! SHA-256 TreeD paths, as deep as the sector, carry most of the constraints), so each
+//! partition is storage-proofs-update's `EmptySectorUpdateCircuit` of `--snap-sector-size`'s
+//! production shape (default 32 GiB; 2 KiB, 16 KiB, 512 MiB, ... also): its public parameters
+//! from `PublicParams::from_sector_size`, filecoin-proofs' TreeR for that size (8-8-0 at
+//! 32 GiB), and a witness fabricated from a seeded RNG with the lengths `synthesize` expects
+//! (`sector_bench/snap.rs`: a valid k and production's h, each `leaf_r_new` as the circuit
+//! asserts it, everything else random: the constraints are not satisfied, so these proofs do
+//! not verify either, whatever the parameters). A sector is its partition count (16 at 32 GiB;
+//! `--partitions-per-sector` past it repeats partition indices with other witnesses). The
+//! structure is production's: at 2 KiB the fabricated partition and filecoin-proofs' own
+//! circuit (from a sealed sector's update) record the same compiled fingerprint — identical
+//! A, B, C — and sizes (`tests/filecoin.rs`,
+//! `sector_bench_snap_partition_has_the_matrices_of_filecoin_proofs_own`, a CI test). Counted
+//! here (`--shape-only`):
+//!
+//! | sector | partitions | challenges | constraints (+ 5 input) | aux | domain | witness-only synthesis here |
+//! |---|---|---|---|---|---|---|
+//! | 2 KiB | 1 | 10 | 1,705,044 | 1,703,569 | 2^21 | 0.7 s |
+//! | 16 KiB | 2 | 10 | 6,300,026 | 6,293,944 | 2^23 | 2.2 s |
+//! | 512 MiB | 16 | 86 | 57,450,484 | 57,401,314 | 2^26 | 30.4 s |
+//! | 32 GiB | 16 | 86 | 81,049,504 | 80,978,488 | 2^27 | 51.0 s, peak RSS 0.07 GiB |
+//!
+//! (5 inputs, the one included; the constraints count the input constraints; the seconds on 2
+//! shared Xeon threads.)
+//!
+//! ## The parameters: the proofs do not verify
+//! Groth16 parameters of that shape are made the bench's way, as `engine_bench` makes them:
+//! one partition is synthesized in full and `cuzk::testing::random_parameters_for` fills its
+//! shape with arbitrary points. There is no trapdoor behind them, so **the proofs do not
+//! verify**; every backend must still compute the same bytes from them: `--compare-cpu N`
+//! proves the first N partitions of the first stream's sector 0 again on the CPU (synthesize,
+//! then prove, same r and s) and compares the bytes with the engine's (exit 1 when they differ)
+//! — meant for a small shape, the CPU taking minutes per full-shape partition.
+//!
+//! ## A stream
+//! All its sectors are submitted at once, one engine job each at PoRep C2's priority
+//! (`cuzk::filecoin::PRIORITY_SEAL_COMMIT`); the engine streams their partitions through its
+//! budget. Per sector: when it finished (since the stream began) and its wall time (since the
+//! previous sector finished: the stream's time per sector; the first includes the pipeline's
+//! fill and, in the first witness stream, the recording of the compiled circuit and the full
+//! syntheses meanwhile), the GPU workers' busy fraction over that time, the synthesis time of
+//! its partitions (mean, min–max: measured around the circuit's `synthesize`, full or
+//! witness-only), and the process's peak RSS over that time (sampled every 10 ms from
+//! `/proc/self/status` VmRSS) and VmHWM (reset at each stream's start through
+//! `/proc/self/clear_refs` where the kernel allows; the bench says when it could not). A
+//! failed sector is counted and the stream goes on (exit 2 at the end).
+//!
+//! ## Winning PoSt under load
+//! A small job at `cuzk::filecoin::PRIORITY_WINNING_POST` — a synthetic circuit of
+//! 2^`--winning-log-size` constraints (default 22 on GPUs, 14 with `--cpu`) with the Filecoin
+//! witness mix, standing in for a Winning PoSt (not its circuit) — is proved alone twice on each
+//! stream's engine before its stream (the second is reported: its path, and so its time,
+//! depends on the stream's), then submitted once mid-stream (half a PoRep proof, by the
+//! engine's EMA, after half of the stream's partitions are proved: in the middle of a
+//! proof). Its latency is submit to proof. The issue's target: under load ≤ the
+//! partition in progress + its own proof, printed as "bound" (one PoRep proof, the engine's
+//! EMA, plus the job's latency alone).
+//!
+//! ## The memory promise
+//! The engine's budget `B` (`--budget-gib`; default: the two parameter sets plus synthesis
+//! workers + GPU workers + 2 partitions, capped at 90% of the host's memory less the constant
+//! below — a full partition of 2^27 reserves ~16 GiB, so uncapped, 16 full syntheses at once
+//! would overrun a 128 GiB host) counts what `src/engine/budget.rs` lists: partitions'
+//! a/b/c/aux (or compact witnesses), parameter sets, compiled circuits, the pool's idle
+//! buffers. It documents no constant for what it does not count; this bench states one: the
+//! RSS the process had before the parameters were made (its binary, threads, the vanilla
+//! proofs and circuits: the caller's memory) plus `--slack-gib` (default 2 GiB), for what the
+//! engine does not count — a circuit's own memory while it synthesizes (unless
+//! `--synthesis-bytes-per-constraint` is set; the bench prints what the shape's full synthesis
+//! measured), the recorder's memory while it records, the backends' scratch — plus, for a full
+//! stream between witness streams, the compiled circuits the bench holds for the next. The
+//! bench prints each stream's peak RSS against B and against B + that constant, and **exits 3
+//! if a stream's peak exceeds B + the constant**. Between streams it returns the freed heap to
+//! the system (`malloc_trim`), so a stream's RSS starts near the parameters and circuits.
+//!
+//! ## Smoke test on 2 cores, no GPU
+//! The command above (2 KiB, 2 partitions a sector; 2 Xeon threads shared with other builds,
+//! so the seconds are not a benchmark): 1,344,268 constraints a partition, the shape's full
+//! synthesis 1.4 s, random parameters 9.9 s; then, with the summary's numbers:
+//!
+//! | stream | path | sectors | s / sector after the first | first sector s | busy | synthesis s / partition | peak RSS / B GiB | Winning alone / under load / bound s |
+//! |---|---|---|---|---|---|---|---|---|
+//! | 0 | witness | 2 | 63.7 | 67.0 | 98% | 2.53; 2.90 | 1.43 / 1.67 | 0.550 / 32.5 / 17.1 |
+//! | 1 | full | 1 | n/a | 67.0 | 97% | 2.69 | 1.17 / 1.67 | 0.411 / 34.1 / 10.0 |
+//!
+//! (stream 0: 2 recorded — the partition's circuit and the stand-in's —, 3 witness-only, 4
+//! full, the partitions dispatched while partition 0 recorded going in full; stream 1's proofs
+//! identical to stream 0's.) The CPU proves a partition in 10–17 s, so both streams are
+//! proof-bound here and witness-only synthesis saves nothing visible. The Winning stand-in
+//! took 32–34 s under load, two PoRep proofs, over the "one partition + its own proof" bound:
+//! the dispatcher admitted it only when the pacer and a free synthesis worker let it, and a
+//! PoRep partition synthesized meanwhile took the GPU first. The engine's urgent jobs
+//! (`EngineConfig::urgent_priority`, set here as in the Filecoin engine) fixed that: at
+//! bf28dcf the same smoke test (`--stream witness:2`) gave the stand-in 0.219 s alone and
+//! 0.385 s under load (bound 16.3 s) — submitted then right at a proof's end, where the
+//! holding GPU worker took it at once; it is now submitted mid-proof, so under load it waits
+//! for the rest of the partition in progress. `--record-shape --partitions-per-sector 1 --stream witness:1 --stream
+//! full:1 --stream witness:2` hands the shape's circuit to stream 0 (0 PoRep recordings; its
+//! one recording is the stand-in's) and both circuits over the full stream to stream 2
+//! (0 recorded, 5 witness-only), the full stream's constant counting the 0.07 GiB held.
+//!
+//! The SnapDeals smoke test (2 KiB, one partition index twice a sector): 1,705,044 constraints
+//! a partition, the shape's full synthesis 2.1 s, random parameters 18.0 s (0.61 GiB); 340 s in
+//! all:
+//!
+//! | stream | path | sectors | s / sector after the first | first sector s | busy | synthesis s / partition | peak RSS / B GiB | Winning alone / under load / bound s |
+//! |---|---|---|---|---|---|---|---|---|
+//! | 0 | witness | 2 | 104.6 | 124.0 | 98% | 5.70; 5.85 | 1.64 / 1.81 | 0.684 / 46.7 / 28.5 |
+//! | 1 | full | 1 | n/a | 87.8 | 97% | 4.17 | 1.38 / 1.81 | 0.567 / 34.1 / 13.0 |
+//!
+//! (stream 0: 2 recorded, 3 witness-only, 4 full; stream 1's proofs identical to stream 0's;
+//! the CPU's proof of the 2^21 domain, 12–28 s, holds the stand-in past its bound as above.)
+
+mod args;
+mod circuits;
+mod gpus;
+mod memory;
+mod report;
+mod shape;
+mod snap;
+mod stream;
+#[path = "../support/mod.rs"]
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use clap::Parser;
+use cuzk::engine::budget::{params_hint, partition_bytes};
+use cuzk::testing::{random_parameters, random_parameters_for};
+use cuzk::{BackendChoice, CompiledCircuit, Proof, Prover};
+
+use args::{Args, Kind, StreamSpec};
+use circuits::{
+    porep_circuits, randomness, snap_circuits, snap_partition_count, winning_circuit, SectorCircuit, Timed,
+};
+use gpus::Gpus;
+use memory::{host_memory, rss, Sampler};
+use report::{gib, secs, summary_event, Out, StreamResult};
+use shape::shape_only;
+use stream::Bench;
+use support::{fail, machine};
+
+/// A real 32 GiB PoRep C2 partition's constraints (measured on the H200 host, issue 23).
+const REAL_32GIB_CONSTRAINTS: usize = 130_278_869;
+
+/// The default budget's cap: this share of the host's memory (less the bench's constant).
+const HOST_SHARE: f64 = 0.9;
+pub(crate) const GIB: f64 = (1u64 << 30) as f64;
+
+pub(crate) fn ok<T, E: std::fmt::Display>(what: &str, r: Result<T, E>) -> T {
+    r.unwrap_or_else(|e| fail(&format!("{what}: {e}")))
+}
+
+fn main() {
+    support::init_logging("warn");
+    let args = Args::parse();
+    let streams = if args.streams.is_empty() {
+        vec![StreamSpec {
+            witness: args.witness_path,
+            limit_gib: None,
+            sectors: args.sectors,
+        }]
+    } else {
+        args.streams.clone()
+    };
+    if args.cpu {
+        if let Some(s) = streams.iter().find(|s| s.limit_gib.is_some()) {
+            fail(&format!(
+                "--stream {s}: a device memory limit applies to the CUDA backends; --cpu proves on the CPU (drop the @LIMIT or --cpu)"
+            ));
+        }
+    }
+    let pps = args.partitions_per_sector.unwrap_or(match args.kind {
+        Kind::Porep => 10,
+        Kind::Snap => snap_partition_count(args.snap_sector_size),
+    });
+    let cores = std::thread::available_parallelism().map_or(2, |c| c.get());
+    let synthesis_workers = args.synthesis_workers.unwrap_or(cores);
+    let winning_k = args.winning_log_size.unwrap_or(if args.cpu { 14 } else { 22 });
+    let gpus = Gpus::new(&args);
+    let mut out = Out::open(args.out.as_deref());
+    let command: Vec<String> = std::env::args().collect();
+    out.line("");
+    out.line(&format!(
+        "## sector_bench, {}: {}",
+        args.kind.name(),
+        if args.shape_only {
+            "shape only".to_string()
+        } else {
+            streams.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")
+        }
+    ));
+    out.line(&format!("command: `{}`", command.join(" ")));
+    out.line(&format!("machine: {}", machine()));
+
+    // The circuits: storage-proofs-porep's setup, replication, vanilla proofs; or SnapDeals'
+    // of production's shape.
+    let t = Instant::now();
+    let circuits: Vec<SectorCircuit> = match args.kind {
+        Kind::Porep => {
+            let circuits = porep_circuits(&args, pps);
+            eprintln!(
+                "replicated a {} B sector ({} layers, {} challenges per partition) and built {pps} partition circuits in {:.2} s",
+                args.sector_size,
+                args.layers,
+                args.challenges,
+                secs(t.elapsed())
+            );
+            circuits.into_iter().map(SectorCircuit::Porep).collect()
+        }
+        Kind::Snap => {
+            let circuits = snap_circuits(args.snap_sector_size, pps);
+            eprintln!(
+                "built {pps} SnapDeals partition circuits of a {} B sector's shape in {:.2} s",
+                args.snap_sector_size,
+                secs(t.elapsed())
+            );
+            circuits.into_iter().map(SectorCircuit::Snap).collect()
+        }
+    };
+    if args.shape_only {
+        shape_only(&circuits[0], &mut out);
+        return;
+    }
+    let baseline = rss();
+
+    // The parameters' shape: one partition in full (recording it with --record-shape), its RSS
+    // over it sampled.
+    let sampler = Sampler::start();
+    let t = Instant::now();
+    let (shape, recorded) = if args.record_shape {
+        let timed = Timed {
+            circuit: circuits[0].clone(),
+            slot: 0,
+            times: Arc::new(Mutex::new(vec![None])),
+        };
+        let (shape, compiled) = ok("recording partition 0", CompiledCircuit::record(timed, None, None));
+        (shape, Some(Arc::new(compiled)))
+    } else {
+        let shape = ok(
+            "synthesizing partition 0",
+            Prover::new().synthesize(circuits[0].clone()),
+        );
+        (shape, None)
+    };
+    let shape_time = t.elapsed();
+    let shape_peak = sampler.stop();
+    let constraints = shape.num_constraints();
+    let (inputs, aux) = (shape.input_assignment().len(), shape.aux_assignment().len());
+    let held = cuzk::engine::budget::assignment_bytes(&shape) + recorded.as_ref().map_or(0, |c| c.byte_size());
+    let overhead = shape_peak.saturating_sub(baseline).saturating_sub(held);
+    eprintln!(
+        "partition 0: {constraints} constraints, {inputs} inputs, {aux} aux; full synthesis{} {:.2} s; \
+         its own memory beyond a/b/c/aux{} ~{} bytes per constraint",
+        if recorded.is_some() { " with recording" } else { "" },
+        secs(shape_time),
+        if recorded.is_some() {
+            " and the compiled circuit"
+        } else {
+            ""
+        },
+        overhead / constraints.max(1)
+    );
+    let t = Instant::now();
+    let params = ok("random parameters", random_parameters_for(&shape, 32));
+    drop(shape);
+    let wparams = ok(
+        "Winning PoSt stand-in parameters",
+        random_parameters(winning_circuit(winning_k, 0), 22),
+    );
+    let params_time = t.elapsed();
+    eprintln!("random parameters made in {:.2} s", secs(params_time));
+
+    // The engines' budget (the same for every stream).
+    let gpu_workers = gpus.count() * args.gpu_workers;
+    let one = partition_bytes(params_hint(&params), 1.0);
+    let slack = (args.slack_gib * GIB) as usize;
+    let formula = params.host_bytes() + wparams.host_bytes() + (synthesis_workers + gpu_workers + 2) * one;
+    let cap = host_memory().map(|m| ((m as f64 * HOST_SHARE) as usize).saturating_sub(baseline + slack));
+    let (budget, capped) = match (args.budget_gib, cap) {
+        (Some(g), _) if g > 0.0 => ((g * GIB) as usize, false),
+        (_, Some(cap)) if cap < formula => (cap, true),
+        _ => (formula, false),
+    };
+    let described = match &circuits[0] {
+        SectorCircuit::Porep(_) => format!(
+            "PoRep C2 shape: {} layers, {} challenges per partition, 8-8-0 tree over {} B ({constraints} constraints a \
+             partition, {inputs} inputs, {aux} aux; a real 32 GiB partition has {REAL_32GIB_CONSTRAINTS} constraints)",
+            args.layers, args.challenges, args.sector_size,
+        ),
+        SectorCircuit::Snap(c) => {
+            let p = c.public_params();
+            format!(
+                "SnapDeals shape: EmptySectorUpdateCircuit of a {} B sector, production's ({} challenges per partition, {} \
+                 partition(s), {} apex leaves, {:?} TreeR; {constraints} constraints a partition, {inputs} inputs, {aux} aux), \
+                 its witness fabricated",
+                args.snap_sector_size,
+                p.challenge_count,
+                p.partition_count,
+                p.apex_leaf_count,
+                snap::TreeShape::of(args.snap_sector_size).expect("checked by the parser"),
+            )
+        }
+    };
+    out.line(&format!(
+        "{described}; domain 2^{}; {pps} partitions a sector; random parameters of that shape (the proofs do not verify); \
+         shape's full synthesis{} {:.1} s, parameters made in {:.1} s",
+        constraints.next_power_of_two().trailing_zeros(),
+        if recorded.is_some() { " with recording" } else { "" },
+        secs(shape_time),
+        secs(params_time)
+    ));
+    out.line(&format!(
+        "engines (one per stream): {} × {} ({} GPU worker(s) each), {synthesis_workers} synthesis workers, budget {:.2} GiB{} \
+         (one full partition reserves {:.2} GiB; parameters {:.2} GiB)",
+        gpus.count(),
+        if gpus.is_cpu() { "cpu" } else { "cuda" },
+        args.gpu_workers,
+        gib(budget),
+        if capped {
+            format!(" (capped at {:.0}% of the host's memory less the constant)", HOST_SHARE * 100.0)
+        } else {
+            String::new()
+        },
+        gib(one),
+        gib(params.host_bytes())
+    ));
+
+    let bench = Bench {
+        args: &args,
+        gpus: &gpus,
+        circuits: &circuits,
+        kind: args.kind,
+        partitions_per_sector: pps,
+        params: &params,
+        wparams: &wparams,
+        synthesis_workers,
+        gpu_workers,
+        winning_k,
+        budget,
+        baseline,
+        slack,
+    };
+    let mut carried: Vec<Arc<CompiledCircuit>> = recorded.into_iter().collect();
+    let mut results: Vec<StreamResult> = Vec::new();
+    let mut first_proofs: Vec<Option<Vec<Proof>>> = Vec::new();
+    for (i, spec) in streams.iter().enumerate() {
+        let later_witness = streams[i + 1..].iter().any(|s| s.witness);
+        let (mut result, proofs) = bench.stream(i, spec, &mut carried, later_witness, &mut out);
+        if i == 0 {
+            first_proofs = proofs;
+        } else {
+            let compared: Vec<bool> = proofs
+                .iter()
+                .zip(&first_proofs)
+                .filter_map(|(a, b)| Some(a.as_ref()? == b.as_ref()?))
+                .collect();
+            if !compared.is_empty() {
+                let same = compared.iter().all(|&x| x);
+                result.same_as_first = Some(same);
+                out.line(&format!(
+                    "proofs of {} sector(s) against stream 0's (same partitions, same r, s): {}",
+                    compared.len(),
+                    if same { "identical" } else { "DIFFER" }
+                ));
+            }
+        }
+        for l in StreamResult::header() {
+            out.line(l);
+        }
+        out.line(&result.row(i, budget));
+        summary_event(&mut out, i, &result, budget);
+        results.push(result);
+    }
+
+    // GPU bytes against the CPU's.
+    let compared = args.compare_cpu.min(pps);
+    let mut identical = results.iter().all(|r| r.same_as_first != Some(false));
+    if compared > 0 {
+        match first_proofs.first().and_then(Option::as_ref) {
+            None => out.line("CPU comparison: the first stream's sector 0 has no proofs"),
+            Some(sector0) => {
+                let cpu = ok("CPU prover", Prover::new().with_backend(BackendChoice::Cpu));
+                let (r, s) = randomness(pps);
+                let mut same_all = true;
+                for (k, circuit) in circuits.iter().take(compared).enumerate() {
+                    let a = ok("CPU synthesis", cpu.synthesize_for(circuit.clone(), &params));
+                    let (p, _) = ok(
+                        "CPU proof",
+                        cpu.prove_synthesized(vec![a], &params, &r[k..=k], &s[k..=k]),
+                    );
+                    let same = p[0] == sector0[k];
+                    eprintln!(
+                        "sector 0 partition {k}: CPU bytes {}",
+                        if same { "identical" } else { "DIFFER" }
+                    );
+                    same_all &= same;
+                }
+                out.line(&format!(
+                    "CPU bytes of the first stream's sector 0, first {compared} partition(s): {}",
+                    if same_all { "identical" } else { "DIFFER" }
+                ));
+                identical &= same_all;
+            }
+        }
+    }
+
+    // The summary: one row per stream.
+    out.line("");
+    out.line("### summary");
+    for l in StreamResult::header() {
+        out.line(l);
+    }
+    for (i, r) in results.iter().enumerate() {
+        out.line(&r.row(i, budget));
+    }
+    out.line(
+        "(steady state: mean wall of the sectors after the first to finish; synthesis: mean over the stream's partitions, \
+         then over those of the sectors after the first; bound: one partition's proof (EMA) + the stand-in alone; evaluations: \
+         this stream's witness proofs with a, b, c evaluated on the device / on the host)",
+    );
+    if !identical {
+        std::process::exit(1);
+    }
+    if results.iter().any(|r| r.failed_sectors > 0) {
+        std::process::exit(2);
+    }
+    if results.iter().any(|r| r.peak_rss > r.bound) {
+        std::process::exit(3);
+    }
+    if results.iter().any(|r| r.over_limit) {
+        std::process::exit(4);
+    }
+}
