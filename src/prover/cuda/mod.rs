@@ -31,11 +31,13 @@
 
 mod backend;
 mod bases;
+mod batch;
 mod device;
 mod error;
 #[cfg(feature = "fault-injection")]
 pub mod fault;
 mod ffi;
+mod health;
 mod residency;
 mod witness;
 

@@ -21,7 +21,8 @@ use ff::Field;
 use group::Group;
 use parking_lot::Mutex;
 
-use super::backend::{CudaBackend, JobSpec};
+use super::backend::CudaBackend;
+use super::batch::JobSpec;
 use super::bases::Staged;
 use super::error::{check, is_out_of_memory};
 use super::ffi;
