@@ -269,6 +269,7 @@ impl Residency {
         }
     }
 
+    /// Frees the kernels' device caches: NTT tables and the memory pool's reserve.
     fn release_caches(&self) -> Result<()> {
         // SAFETY: plain device ordinal; the kernels wait for the device's streams first.
         let r = unsafe { ffi::cuzk_k_device_release_caches(self.health.device()) };

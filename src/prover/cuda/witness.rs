@@ -1,4 +1,5 @@
-//! The witness path on the device: a compiled circuit resident beside the parameters, the
+//! The witness path on the device ([`DeviceCircuits`]: the compiled circuits a backend keeps
+//! there, and its witness proofs): a compiled circuit resident beside the parameters, the
 //! compact witness expanded there, a, b, c evaluated inside the H call (SpMV), and the L, A, B
 //! MSMs fed from the expanded aux without it ever existing on the host.
 //!
