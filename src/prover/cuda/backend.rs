@@ -1,49 +1,23 @@
-//! [`CudaBackend`]: one device's backend — its configuration, statistics and the proof's
-//! commitments (H, then the batched L/A/B MSMs) on the device.
+//! [`CudaBackend`]: one device's backend, composed of its parts — the device's health, the
+//! parameter sets resident on it, the compiled circuits resident on it, and the batch runner
+//! that computes a proof's commitments — and the public face and [`Backend`] impl over them.
 
-use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
-use blstrs::{G1Projective, G2Projective};
-use group::Group;
 use parking_lot::Mutex;
 
-use super::bases::{msm, DeviceCurve, Staged};
+use super::batch::BatchRunner;
 use super::device::{probe, DeviceInfo};
-use super::error::{check, check_jobs};
-use super::ffi;
-use super::residency::{Resident, Slot};
-use crate::assignment::{DensityTracker, ProvingAssignment};
+use super::health::Health;
+use super::residency::{DeviceMemStats, Residency};
+use super::witness::{DeviceCircuits, WitnessEvaluations};
+use crate::assignment::ProvingAssignment;
 use crate::compiled::{CompiledCircuit, Witness};
-use crate::curve::{G1, G2};
 use crate::error::{Error, Result};
 use crate::params::Parameters;
 use crate::pool::PinnedPool;
-use crate::prover::msm_plan::{resolve, ProofMsm, Sums, PROOF_MSMS, PROOF_MSM_NAMES};
+use crate::prover::witness::evaluate_on_host;
 use crate::prover::{Backend, Commitments, Timings};
-
-/// Device memory cuzk's kernels hold on one GPU, as they count it (see
-/// [`CudaBackend::memory_stats`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct DeviceMemStats {
-    /// The limit the kernels keep to (0 = none: the device's own memory).
-    pub limit: usize,
-    /// Bytes held now: resident parameters, NTT tables, scratch of a call in progress.
-    pub used: usize,
-    /// The most held at once since the last reset.
-    pub peak: usize,
-    /// Bytes cuzk's stream-ordered memory pool holds from the device now (freed scratch is
-    /// kept for the next call).
-    pub pool_reserved: usize,
-    /// The pool's high-water mark since the last reset.
-    pub pool_reserved_high: usize,
-}
-
-/// Device bytes a proof needs besides the parameters, per element of its evaluation domain:
-/// the kernels' working-set model (`CUZK_K_WORKING_BYTES_PER_DOMAIN_ELEMENT`).
-pub const WORKING_BYTES_PER_DOMAIN_ELEMENT: usize = crate::prover::kernel_contract::WORKING_BYTES_PER_DOMAIN_ELEMENT;
 
 /// Parses a byte count: a plain integer, or with a suffix K/M/G/T (powers of 1024; "GiB",
 /// "GB" and "G" all mean 2^30).
@@ -73,32 +47,24 @@ pub(super) fn parse_bytes(v: &str) -> Option<usize> {
 /// parameter sets and retries once; a sticky error (see [`Error::DeviceLost`]) marks the
 /// backend lost, and every later call fails fast with `DeviceLost`.
 pub struct CudaBackend {
-    pub(super) device: i32,
-    pub(super) info: DeviceInfo,
-    pub(super) max_resident_bytes: usize,
-    /// Device memory a parameter set and a proof's working set must fit in to be resident.
-    pub(super) memory_limit: AtomicUsize,
-    /// Stream every parameter set, whatever fits.
-    pub(super) always_stream: AtomicBool,
-    pub(super) batched_msms: bool,
-    pub(super) lost: AtomicBool,
-    pub(super) oom_retries: AtomicUsize,
-    /// Idle resident sets evicted before proofs over streamed parameters.
-    pub(super) cleared_for_streamed: AtomicUsize,
-    /// Least recently used first.
-    pub(super) slots: Mutex<Vec<Arc<Slot>>>,
-    /// Device bytes of every uploaded set not yet dropped (evicted ones still in use included).
-    pub(super) live: Arc<AtomicUsize>,
+    info: DeviceInfo,
+    /// The device ordinal and whether a sticky error has lost it (shared with the parts below,
+    /// which report their errors to it).
+    health: Arc<Health>,
+    /// Which parameter sets live on the device, the memory limit, the out-of-memory retry.
+    residency: Residency,
     /// Compiled circuits resident for the witness path, and how its proofs were evaluated.
-    pub(super) circuits: super::witness::DeviceCircuits,
+    circuits: DeviceCircuits,
+    /// The H call over an assignment and the MSMs after H, batched or not.
+    batch: BatchRunner,
 }
 
 impl std::fmt::Debug for CudaBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CudaBackend")
-            .field("device", &self.device)
+            .field("device", &self.health.device())
             .field("name", &self.info.name)
-            .field("max_resident_bytes", &self.max_resident_bytes)
+            .field("max_resident_bytes", &self.max_resident_bytes())
             .field("memory_limit", &self.memory_limit())
             .field("resident_bytes", &self.resident_bytes())
             .field("lost", &self.is_device_lost())
@@ -136,19 +102,13 @@ impl CudaBackend {
                 )))
             }
         };
+        let health = Arc::new(Health::new(device as i32));
         let this = Self {
-            device: device as i32,
-            max_resident_bytes: info.free_bytes,
-            memory_limit: AtomicUsize::new(info.free_bytes),
-            always_stream: AtomicBool::new(false),
+            residency: Residency::new(health.clone(), info.free_bytes),
+            circuits: DeviceCircuits::new(health.clone()),
+            batch: BatchRunner::new(true),
+            health,
             info,
-            batched_msms: true,
-            lost: AtomicBool::new(false),
-            oom_retries: AtomicUsize::new(0),
-            cleared_for_streamed: AtomicUsize::new(0),
-            slots: Mutex::new(Vec::new()),
-            live: Arc::new(AtomicUsize::new(0)),
-            circuits: super::witness::DeviceCircuits::default(),
         };
         if let Some(bytes) = limit {
             log::info!(
@@ -168,14 +128,12 @@ impl CudaBackend {
     /// backend on this device in the process; idle resident sets are evicted so the next proof
     /// decides anew.
     ///
+    /// [`WORKING_BYTES_PER_DOMAIN_ELEMENT`]: super::WORKING_BYTES_PER_DOMAIN_ELEMENT
+    ///
     /// # Errors
     /// [`Error::Cuda`] / [`Error::DeviceLost`] from the device.
     pub fn set_memory_limit(&self, bytes: Option<usize>) -> Result<()> {
-        self.memory_limit
-            .store(bytes.unwrap_or(self.info.free_bytes), Ordering::Release);
-        self.set_kernel_limit(bytes.unwrap_or(0), 0)?;
-        while self.evict_one_idle(None).is_some() {}
-        self.release_caches()
+        self.residency.set_memory_limit(bytes)
     }
 
     /// Forces the number of bases per chunk of streamed MSMs (0: from the memory limit). For
@@ -184,39 +142,25 @@ impl CudaBackend {
     /// # Errors
     /// As [`CudaBackend::set_memory_limit`].
     pub fn set_stream_chunk_points(&self, points: usize) -> Result<()> {
-        let limit = self.memory_stats(false)?.limit;
-        self.set_kernel_limit(limit, points)
-    }
-
-    pub(super) fn set_kernel_limit(&self, limit: usize, chunk: usize) -> Result<()> {
-        // SAFETY: plain integers; the kernels take the device's lock.
-        let r = unsafe { ffi::cuzk_k_device_set_limit(self.device, limit, chunk) };
-        check("cuzk_k_device_set_limit", r).map_err(|e| self.classify(e))
+        self.residency.set_stream_chunk_points(points)
     }
 
     /// The device memory limit parameter sets are placed under (see
     /// [`CudaBackend::set_memory_limit`]).
     pub fn memory_limit(&self) -> usize {
-        self.memory_limit.load(Ordering::Acquire)
+        self.residency.memory_limit()
     }
 
     /// Streams every parameter set from now on (`true`), or only those that do not fit
     /// (`false`, the default): for leaving the device's memory to others, and for tests.
     /// Idle resident sets are evicted so the next proof decides anew.
     pub fn set_always_stream(&self, always: bool) {
-        self.always_stream.store(always, Ordering::Release);
-        while self.evict_one_idle(None).is_some() {}
+        self.residency.set_always_stream(always);
     }
 
     /// Whether `params` would be streamed rather than resident under the current limit.
     pub fn would_stream(&self, params: &Parameters) -> bool {
-        if self.always_stream.load(Ordering::Acquire) {
-            return true;
-        }
-        let need = params
-            .device_bytes()
-            .saturating_add(params.domain_size().saturating_mul(WORKING_BYTES_PER_DOMAIN_ELEMENT));
-        need > self.memory_limit() || params.device_bytes() > self.max_resident_bytes
+        self.residency.would_stream(params)
     }
 
     /// Device memory the kernels hold on this GPU, as they count it; `reset_peak` restarts the
@@ -225,26 +169,12 @@ impl CudaBackend {
     /// # Errors
     /// [`Error::Cuda`] / [`Error::DeviceLost`] from the device.
     pub fn memory_stats(&self, reset_peak: bool) -> Result<DeviceMemStats> {
-        let mut st = ffi::KMemStats::default();
-        // SAFETY: `st` is a valid out-pointer for the call.
-        let r = unsafe { ffi::cuzk_k_device_mem_stats(self.device, i32::from(reset_peak), &mut st) };
-        check("cuzk_k_device_mem_stats", r).map_err(|e| self.classify(e))?;
-        Ok(DeviceMemStats {
-            limit: st.limit,
-            used: st.used,
-            peak: st.peak,
-            pool_reserved: st.pool_reserved,
-            pool_reserved_high: st.pool_reserved_high,
-        })
+        self.residency.memory_stats(reset_peak)
     }
 
     /// Number of parameter sets held in streamed mode.
     pub fn streamed_sets(&self) -> usize {
-        let slots: Vec<Arc<Slot>> = self.slots.lock().clone();
-        slots
-            .iter()
-            .filter(|s| s.state.lock().as_ref().is_some_and(|r| r.streamed))
-            .count()
+        self.residency.streamed_sets()
     }
 
     /// The process's one backend on `device`, made (and probed) on first use. Every
@@ -272,49 +202,47 @@ impl CudaBackend {
     /// Caps the device memory held by resident parameters (default: the device's free memory
     /// when the backend was made).
     pub fn with_max_resident_bytes(mut self, bytes: usize) -> Self {
-        self.max_resident_bytes = bytes;
+        self.residency.set_max_resident_bytes(bytes);
         self
     }
 
     /// The residency cap.
     pub fn max_resident_bytes(&self) -> usize {
-        self.max_resident_bytes
+        self.residency.max_resident_bytes()
     }
 
     /// Whether L, A, B_G1 and B_G2 run as one batched call (default; uploads overlap
     /// compute) or as separate calls, each timed on its own in [`Timings`] (at 2^24 on the
     /// H200: 316 ms batched, 319 ms separate).
     pub fn with_batched_msms(mut self, batched: bool) -> Self {
-        self.batched_msms = batched;
+        self.batch = BatchRunner::new(batched);
         self
     }
 
     /// Device memory held by resident parameters, sets evicted but still in use included.
     pub fn resident_bytes(&self) -> usize {
-        self.live.load(Ordering::Acquire)
+        self.residency.resident_bytes()
     }
 
     /// Number of parameter sets resident (evicted ones still in use not included).
     pub fn resident_sets(&self) -> usize {
-        // A snapshot first: an uploading caller holds its slot's lock and may want the list's.
-        let slots: Vec<Arc<Slot>> = self.slots.lock().clone();
-        slots.iter().filter(|s| s.state.lock().is_some()).count()
+        self.residency.resident_sets()
     }
 
     /// How many times a call ran out of device memory and was retried after freeing caches.
     pub fn oom_retries(&self) -> usize {
-        self.oom_retries.load(Ordering::Acquire)
+        self.residency.oom_retries()
     }
 
     /// How many idle resident parameter sets left the device before a proof over streamed
     /// parameters, to leave it the room it works in (they upload again at their next proof).
     pub fn evicted_for_streamed_proofs(&self) -> usize {
-        self.cleared_for_streamed.load(Ordering::Acquire)
+        self.residency.evicted_for_streamed_proofs()
     }
 
     /// Whether a sticky CUDA error has made this device unusable.
     pub fn is_device_lost(&self) -> bool {
-        self.lost.load(Ordering::Acquire)
+        self.health.is_lost()
     }
 
     /// Frees every resident parameter set (sets in use by proofs in flight go when those
@@ -325,41 +253,35 @@ impl CudaBackend {
     /// [`Error::Cuda`] / [`Error::DeviceLost`] from the device.
     pub fn release_device_memory(&self) -> Result<()> {
         self.circuits.clear();
-        let gone: Vec<Arc<Slot>> = std::mem::take(&mut *self.slots.lock());
-        for slot in gone {
-            slot.evicted.store(true, Ordering::Release);
-            drop(slot.state.lock().take());
-        }
-        self.release_caches()
+        self.residency.release()
     }
 
     /// Frees the resident copy of the one parameter set `params_id` ([`Parameters::id`]; a set
     /// kept for good included), leaving the other sets and the device caches; proofs in flight
     /// with it keep it until they finish. Returns whether the set was resident.
     pub fn evict_params(&self, params_id: u64) -> bool {
-        // Out of the list under its lock, then emptied under the slot's own lock (never both
-        // at once: an uploading caller holds its slot's lock and may want the list's).
-        let slot = {
-            let mut slots = self.slots.lock();
-            let i = slots.iter().position(|s| s.params_id == params_id);
-            i.map(|i| slots.remove(i))
-        };
-        let Some(slot) = slot else { return false };
-        slot.evicted.store(true, Ordering::Release);
-        let resident = slot.state.lock().take();
-        log::debug!(
-            "GPU {}: parameters {params_id} evicted ({} bytes)",
-            self.device,
-            resident.as_ref().map_or(0, |r| r.bytes)
-        );
-        resident.is_some()
+        self.residency.evict_params(params_id)
     }
 
     /// Same as [`CudaBackend::release_device_memory`].
     pub fn evict_all(&self) {
         if let Err(e) = self.release_device_memory() {
-            log::warn!("GPU {}: releasing device memory: {e}", self.device);
+            log::warn!("GPU {}: releasing device memory: {e}", self.health.device());
         }
+    }
+
+    /// How this backend's witness proofs were evaluated, and the circuits it keeps.
+    pub fn witness_evaluations(&self) -> WitnessEvaluations {
+        self.circuits.evaluations()
+    }
+
+    /// a, b, c and the expanded aux of `witness`, evaluated on the device and copied back (for
+    /// tests and benchmarks: the proving path never copies them out).
+    ///
+    /// # Errors
+    /// [`Error::WitnessMismatch`] for a witness of another circuit; device failures.
+    pub fn evaluate_on_device(&self, circuit: &CompiledCircuit, witness: &Witness) -> Result<crate::compiled::Abc> {
+        self.circuits.evaluate(&self.residency, circuit, witness)
     }
 }
 
@@ -370,34 +292,31 @@ impl Backend for CudaBackend {
 
     fn prepare(&self, params: &Parameters) -> Result<()> {
         if self.is_device_lost() {
-            return Err(self.lost_error());
+            return Err(self.health.lost_error());
         }
-        self.resident(params).map(|_| ())
+        self.residency.resident(params).map(|_| ())
     }
 
     fn keep_resident(&self, params: &Parameters) -> Result<()> {
         if self.is_device_lost() {
-            return Err(self.lost_error());
+            return Err(self.health.lost_error());
         }
         if self.would_stream(params) {
             return Err(Error::InvalidArgument(format!(
                 "parameters of {} MiB do not fit on GPU {} with a proof's working set (limit {} MiB): they are streamed from host memory, which must stay",
                 params.device_bytes() >> 20,
-                self.device,
+                self.health.device(),
                 self.memory_limit() >> 20
             )));
         }
-        let r = self.resident(params)?;
-        if r.streamed {
+        let r = self.residency.resident(params)?;
+        if r.is_streamed() {
             return Err(Error::InvalidArgument(format!(
                 "parameters are streamed on GPU {}: their host copy must stay",
-                self.device
+                self.health.device()
             )));
         }
-        let slots: Vec<Arc<Slot>> = self.slots.lock().clone();
-        for s in slots.iter().filter(|s| s.params_id == params.id()) {
-            s.pinned.store(true, Ordering::Release);
-        }
+        self.residency.pin(params.id());
         Ok(())
     }
 
@@ -421,118 +340,9 @@ impl Backend for CudaBackend {
     ) -> Result<Commitments> {
         if self.is_device_lost() {
             assignment.release_abc();
-            return Err(self.lost_error());
+            return Err(self.health.lost_error());
         }
-        if params.domain_size() < 2 {
-            // A circuit without constraints: a domain of one point, no H coefficients, at most
-            // a few points per query. The kernels take domains of 2^1 and up; the CPU backend
-            // computes the same bytes in microseconds.
-            return crate::prover::cpu::CpuBackend.commitments(assignment, params, t);
-        }
-        let dev = match self.resident(params) {
-            Ok(d) => d,
-            Err(e) => {
-                assignment.release_abc();
-                return Err(e);
-            }
-        };
-        self.clear_for_streamed_proof(&dev, params.id());
-        let keep = Some(params.id());
-        let start = Instant::now();
-        let log_m = params.domain_size().trailing_zeros();
-        let mut h = G1Projective::identity();
-        // The batch reads the aux vector (L, A, B): the H call copies it to the device while
-        // its MSM computes. The batch matches it by pointer and length; release_abc below
-        // does not touch aux.
-        let stage = if self.batched_msms {
-            assignment.aux_assignment()
-        } else {
-            &[]
-        };
-        let (stage_ptr, stage_n) = (stage.as_ptr().cast::<c_void>(), stage.len());
-        // The batch's first job (PROOF_MSMS[0]: L over all of aux, from its first base): over
-        // streamed bases the H call copies its first chunk during the H MSM's last one. Only
-        // its bases, offset, scalars and density are read.
-        let next_job = ffi::KMsmJob {
-            bases: dev.query(PROOF_MSMS[0].query).raw,
-            base_offset: 0,
-            host_scalars: stage_ptr,
-            n: stage_n,
-            density_bits: std::ptr::null(),
-            out_jacobian: std::ptr::null_mut(),
-        };
-        let mut staged = Staged(std::ptr::null_mut());
-        let result = self.with_oom_retry(keep, || {
-            let (a, b, c) = (assignment.a(), assignment.b(), assignment.c());
-            let ret: &mut blst::blst_p1 = h.as_mut();
-            let mut raw = std::ptr::null_mut();
-            // SAFETY: a, b, c are a.len() live scalars each (blst_fr layout; equal lengths by
-            // construction of the assignment); h_out is null (not wanted); `ret` is a blst_p1;
-            // the H bases hold m − 1 points (check_assignment: the domain size matches the
-            // parameters); stage_ptr is stage_n live scalars (aux, borrowed from the
-            // assignment, which nothing mutates before the batch); next_job describes the L
-            // bases (live for `dev`'s lifetime) over those same scalars; `raw` is a valid
-            // out-pointer. The call waits for its copies on every path, so a/b/c may go back
-            // to the pool as soon as it returns.
-            let r = unsafe {
-                ffi::cuzk_k_compute_h_msm_staged(
-                    dev.h.raw,
-                    a.as_ptr().cast::<c_void>(),
-                    b.as_ptr().cast::<c_void>(),
-                    c.as_ptr().cast::<c_void>(),
-                    a.len(),
-                    log_m,
-                    std::ptr::null_mut(),
-                    (ret as *mut blst::blst_p1).cast::<c_void>(),
-                    stage_ptr,
-                    stage_n,
-                    if stage_n > 0 { &next_job } else { std::ptr::null() },
-                    &mut raw,
-                )
-            };
-            staged = Staged(raw);
-            check("cuzk_k_compute_h_msm_staged", r)
-        });
-        // a/b/c are on the device (or the call failed): either way the buffers go back now.
-        assignment.release_abc();
-        result?;
-        t.h += start.elapsed();
-
-        let msms = resolve(assignment);
-        let mut sums = Sums::default();
-        if !self.batched_msms {
-            for m in &msms {
-                let s = Instant::now();
-                let bases = dev.query(m.msm.query);
-                let density = m.density.map(DensityTracker::words);
-                if m.msm.query.is_g2() {
-                    sums.add_g2(self.with_oom_retry(keep, || msm::<G2>(bases, m.offset, m.scalars, density))?);
-                } else {
-                    let p = self.with_oom_retry(keep, || msm::<G1>(bases, m.offset, m.scalars, density))?;
-                    sums.add_g1(m.msm.query, p);
-                }
-                *t.msm_slot(m.msm.query) += s.elapsed();
-            }
-            let Sums { l, a, b_g1, b_g2 } = sums;
-            return Ok(Commitments { h, l, a, b_g1, b_g2 });
-        }
-
-        let jobs: Vec<JobSpec<'_>> = msms
-            .iter()
-            .map(|m| JobSpec {
-                msm: m.msm,
-                offset: m.offset,
-                scalars: m.scalars.as_ptr().cast::<c_void>(),
-                n: m.scalars.len(),
-                density: m.density,
-            })
-            .collect();
-        // SAFETY: every spec's scalars are a live slice of the assignment (blst_fr layout) with
-        // its exact length, borrowed until run_batch returns; `staged` is null or the H call's
-        // copy of this same aux, unchanged since.
-        let sums = unsafe { self.run_batch(&dev, keep, &jobs, &staged, t)? };
-        let Sums { l, a, b_g1, b_g2 } = sums;
-        Ok(Commitments { h, l, a, b_g1, b_g2 })
+        self.batch.commitments(&self.residency, assignment, params, t)
     }
 
     fn witness_commitments(
@@ -543,84 +353,25 @@ impl Backend for CudaBackend {
         pool: Option<&PinnedPool>,
         t: &mut Timings,
     ) -> Result<Commitments> {
-        self.witness_on_device(circuit, witness, params, pool, t)
+        if self.is_device_lost() {
+            return Err(self.health.lost_error());
+        }
+        match self
+            .circuits
+            .commitments(&self.residency, &self.batch, circuit, witness, params, t)?
+        {
+            Some(commitments) => Ok(commitments),
+            None => evaluate_on_host(self, circuit, witness, params, pool, t),
+        }
     }
 
     fn witness_pool_requests(&self, circuit: &CompiledCircuit) -> [usize; 4] {
         // Nothing from the pool when the circuit is (or is expected to become) resident: what
         // the host evaluation would take when it does not fit.
-        if self.batched_msms && self.expects_circuit(circuit) {
+        if self.batch.is_batched() && self.circuits.expects_circuit(&self.residency, circuit) {
             [0; 4]
         } else {
             crate::prover::witness::host_pool_requests(circuit)
         }
-    }
-}
-
-/// One job of the batch after H: an MSM of [`PROOF_MSMS`] over `n` scalars at `scalars` (host
-/// memory, or the name of a staged device vector).
-pub(super) struct JobSpec<'a> {
-    pub(super) msm: &'static ProofMsm,
-    pub(super) offset: usize,
-    pub(super) scalars: *const c_void,
-    pub(super) n: usize,
-    pub(super) density: Option<&'a DensityTracker>,
-}
-
-impl CudaBackend {
-    /// The seven MSMs in one batched call: the kernels upload each scalar vector once, the
-    /// next job's while the current one computes, and jobs over the staged vector read its
-    /// device copy.
-    ///
-    /// # Safety
-    /// Every spec's `scalars` is `n` live scalars (blst_fr layout) for the duration of the
-    /// call, or (with the same `n`) the name of `staged`'s device-only vector; `staged` is
-    /// null or a live handle of this device whose host vector, if any, is unchanged since it
-    /// was staged.
-    pub(super) unsafe fn run_batch(
-        &self,
-        dev: &Resident,
-        keep: Option<u64>,
-        specs: &[JobSpec<'_>],
-        staged: &Staged,
-        t: &mut Timings,
-    ) -> Result<Sums> {
-        let s = Instant::now();
-        let mut g1 = [G1Projective::identity(); PROOF_MSMS.len()];
-        let mut g2 = [G2Projective::identity(); PROOF_MSMS.len()];
-        self.with_oom_retry(keep, || {
-            let jobs: Vec<ffi::KMsmJob> = specs
-                .iter()
-                .zip(g1.iter_mut().zip(g2.iter_mut()))
-                .map(|(m, (p1, p2))| ffi::KMsmJob {
-                    bases: dev.query(m.msm.query).raw,
-                    base_offset: m.offset,
-                    host_scalars: m.scalars,
-                    n: m.n,
-                    density_bits: m.density.map_or(std::ptr::null(), |d| d.words().as_ptr()),
-                    out_jacobian: if m.msm.query.is_g2() {
-                        G2::jacobian_out(p2)
-                    } else {
-                        G1::jacobian_out(p1)
-                    },
-                })
-                .collect();
-            // SAFETY: every job points at live bases handles, its scalars (the caller's
-            // promise), density words covering them (one word per 64 variables), and an output
-            // of the bases' group (blst_p1 for G1, blst_p2 for G2), all borrowed until the call
-            // returns; it waits for its copies on every path. `staged.0` is null or live.
-            let r = unsafe { ffi::cuzk_k_msm_batch_staged(jobs.as_ptr(), jobs.len(), staged.0) };
-            check_jobs("cuzk_k_msm_batch_staged", r, &PROOF_MSM_NAMES)
-        })?;
-        t.msm_batch += s.elapsed();
-        let mut sums = Sums::default();
-        for (m, (p1, p2)) in specs.iter().zip(g1.iter().zip(g2.iter())) {
-            if m.msm.query.is_g2() {
-                sums.add_g2(*p2);
-            } else {
-                sums.add_g1(m.msm.query, *p1);
-            }
-        }
-        Ok(sums)
     }
 }

@@ -141,9 +141,7 @@ impl DeviceBases {
         // owns the points (a Vec inside an Arc is never moved or mutated).
         unsafe { Self::make(C::HOST.0, C::HOST.1, device, ptr, len, Some(points)) }
     }
-}
 
-impl DeviceBases {
     pub(super) fn check_len(&self) -> Result<()> {
         // SAFETY: `raw` is a live handle from an upload.
         let on_device = unsafe { ffi::cuzk_k_bases_len(self.raw) };

@@ -1,9 +1,6 @@
 //! CUDA errors as the crate's: a kernel result checked and named by its call and phase, the
 //! sticky codes that lose a device, out-of-memory recognised for the one retry.
 
-use std::sync::atomic::Ordering;
-
-use super::backend::CudaBackend;
 use super::ffi;
 use crate::error::{Error, Result};
 use crate::prover::kernel_contract::phase;
@@ -62,34 +59,4 @@ pub(super) fn check_jobs(call: &'static str, r: ffi::KResult, jobs: &[&str]) -> 
 
 pub(super) fn is_out_of_memory(e: &Error) -> bool {
     matches!(e, Error::Cuda { code, .. } if *code == OUT_OF_MEMORY)
-}
-
-impl CudaBackend {
-    /// Turns a sticky CUDA error into [`Error::DeviceLost`] and marks the device lost.
-    pub(super) fn classify(&self, e: Error) -> Error {
-        match e {
-            Error::Cuda { call, code, message } if STICKY_CODES.contains(&code) => {
-                if !self.lost.swap(true, Ordering::AcqRel) {
-                    log::error!(
-                        "GPU {}: sticky CUDA error {code} in {call} ({message}); the device is unusable until the process restarts",
-                        self.device
-                    );
-                }
-                Error::DeviceLost {
-                    device: self.device as usize,
-                    code,
-                    message: format!("{call}: {message}"),
-                }
-            }
-            other => other,
-        }
-    }
-
-    pub(super) fn lost_error(&self) -> Error {
-        Error::DeviceLost {
-            device: self.device as usize,
-            code: 0,
-            message: "an earlier call hit a sticky CUDA error".into(),
-        }
-    }
 }

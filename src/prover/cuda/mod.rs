@@ -24,22 +24,30 @@
 //! (`witness`; a circuit that does not fit is evaluated on the host instead, counted in
 //! [`WitnessEvaluations`]).
 //!
-//! Code map: `error` (kernel results as errors), `device` (probe, counts, memory), `fault`
-//! (test-only fault injection), `bases` (device bases over either curve, one-shot MSMs and H), `residency`
-//! (which sets live on the device), `witness` (resident circuits, the witness path), `backend` ([`CudaBackend`] and its commitments), `ffi`
-//! (the `extern "C"` declarations of `kernels/cuzk_kernels.h`).
+//! Code map, bottom up: `ffi` (the `extern "C"` declarations of `kernels/cuzk_kernels.h`),
+//! `error` (kernel results as errors), `device` (probe, counts, memory), `fault` (test-only
+//! fault injection), `bases` (device bases over either curve, one-shot MSMs and H). Then the
+//! parts a [`CudaBackend`] is composed of, each a struct that owns its state, none of which
+//! knows the backend: `health` (the device ordinal, the sticky lost state every part reports
+//! its errors to), `residency` (which parameter sets live on the device, the memory limit, the
+//! out-of-memory retry), `batch` (the assignment path's H call and the MSMs after H),
+//! `witness` (compiled circuits resident on the device, the witness path). On top, `backend`
+//! ([`CudaBackend`] composing them: its public methods and the `Backend` impl).
 
 mod backend;
 mod bases;
+mod batch;
 mod device;
 mod error;
 #[cfg(feature = "fault-injection")]
 pub mod fault;
 mod ffi;
+mod health;
 mod residency;
 mod witness;
 
-pub use backend::{CudaBackend, DeviceMemStats, WORKING_BYTES_PER_DOMAIN_ELEMENT};
+pub use backend::CudaBackend;
 pub use bases::{compute_h_once, msm_once, DeviceCurve, OnceBases};
 pub use device::{device_count, device_memory, probe, DeviceInfo, BUILT_ARCHS, MIN_FREE_BYTES};
+pub use residency::{DeviceMemStats, WORKING_BYTES_PER_DOMAIN_ELEMENT};
 pub use witness::WitnessEvaluations;

@@ -1,4 +1,5 @@
-//! The witness path on the device: a compiled circuit resident beside the parameters, the
+//! The witness path on the device ([`DeviceCircuits`]: the compiled circuits a backend keeps
+//! there, and its witness proofs): a compiled circuit resident beside the parameters, the
 //! compact witness expanded there, a, b, c evaluated inside the H call (SpMV), and the L, A, B
 //! MSMs fed from the expanded aux without it ever existing on the host.
 //!
@@ -21,16 +22,17 @@ use ff::Field;
 use group::Group;
 use parking_lot::Mutex;
 
-use super::backend::{CudaBackend, JobSpec};
 use super::bases::Staged;
+use super::batch::{first_job, BatchRunner, JobSpec};
 use super::error::{check, is_out_of_memory};
 use super::ffi;
+use super::health::Health;
+use super::residency::Residency;
 use crate::compiled::{CompiledCircuit, Matrix, Witness, WitnessAux};
 use crate::error::{Error, Result};
 use crate::params::Parameters;
-use crate::pool::PinnedPool;
 use crate::prover::msm_plan::{Densities, Scalars, Sums, PROOF_MSMS};
-use crate::prover::{witness::evaluate_on_host, Commitments, Timings};
+use crate::prover::{Commitments, Timings};
 
 /// How the witness proofs of one CUDA backend were evaluated, and what it keeps resident.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -66,24 +68,6 @@ impl Drop for DeviceCircuit {
         if let Err(e) = check("cuzk_k_circuit_free", r) {
             log::warn!("compiled circuit not freed from the device: {e}");
         }
-    }
-}
-
-/// The backend's resident circuits (most recently used last) and its counters.
-#[derive(Default)]
-pub(super) struct DeviceCircuits {
-    list: Mutex<Vec<Arc<DeviceCircuit>>>,
-    /// Fingerprints of circuits that did not fit (warned once each).
-    refused: Mutex<Vec<u128>>,
-    on_device: AtomicUsize,
-    on_host: AtomicUsize,
-}
-
-impl DeviceCircuits {
-    /// Drops every resident circuit (proofs in flight keep theirs until they finish).
-    pub(super) fn clear(&self) {
-        self.list.lock().clear();
-        self.refused.lock().clear();
     }
 }
 
@@ -160,22 +144,49 @@ fn k_witness(w: &Witness) -> ffi::KWitness {
     }
 }
 
-impl CudaBackend {
+/// The backend's resident circuits (most recently used last) and its counters.
+pub(super) struct DeviceCircuits {
+    health: Arc<Health>,
+    list: Mutex<Vec<Arc<DeviceCircuit>>>,
+    /// Fingerprints of circuits that did not fit (warned once each).
+    refused: Mutex<Vec<u128>>,
+    on_device: AtomicUsize,
+    on_host: AtomicUsize,
+}
+
+impl DeviceCircuits {
+    /// No circuit resident yet on `health`'s device.
+    pub(super) fn new(health: Arc<Health>) -> Self {
+        Self {
+            health,
+            list: Mutex::new(Vec::new()),
+            refused: Mutex::new(Vec::new()),
+            on_device: AtomicUsize::new(0),
+            on_host: AtomicUsize::new(0),
+        }
+    }
+
+    /// Drops every resident circuit (proofs in flight keep theirs until they finish).
+    pub(super) fn clear(&self) {
+        self.list.lock().clear();
+        self.refused.lock().clear();
+    }
+
     /// How this backend's witness proofs were evaluated, and the circuits it keeps.
-    pub fn witness_evaluations(&self) -> WitnessEvaluations {
-        let list = self.circuits.list.lock();
+    pub(super) fn evaluations(&self) -> WitnessEvaluations {
+        let list = self.list.lock();
         WitnessEvaluations {
-            on_device: self.circuits.on_device.load(Ordering::Acquire),
-            on_host: self.circuits.on_host.load(Ordering::Acquire),
+            on_device: self.on_device.load(Ordering::Acquire),
+            on_host: self.on_host.load(Ordering::Acquire),
             resident_circuits: list.len(),
             circuit_bytes: list.iter().map(|c| c.bytes).sum(),
         }
     }
 
     /// Whether `c` is resident on this device now.
-    pub(super) fn has_circuit(&self, c: &CompiledCircuit) -> bool {
+    fn has_circuit(&self, c: &CompiledCircuit) -> bool {
         let fp = c.fingerprint();
-        self.circuits.list.lock().iter().any(|d| d.fingerprint == fp)
+        self.list.lock().iter().any(|d| d.fingerprint == fp)
     }
 
     /// Whether `c`'s a, b, c are expected to be evaluated on this device: it is resident, or it
@@ -183,66 +194,71 @@ impl CudaBackend {
     /// evicting idle parameters if needed). A guess until that upload: a circuit refused then
     /// is evaluated on the host from then on, its pool checkouts waiting for room if the
     /// partitions reserved before did not count them.
-    pub(super) fn expects_circuit(&self, c: &CompiledCircuit) -> bool {
+    pub(super) fn expects_circuit(&self, residency: &Residency, c: &CompiledCircuit) -> bool {
         if self.has_circuit(c) {
             return true;
         }
-        !self.circuits.refused.lock().contains(&c.fingerprint()) && c.byte_size() <= self.memory_limit() / 2
+        !self.refused.lock().contains(&c.fingerprint()) && c.byte_size() <= residency.memory_limit() / 2
     }
 
     /// `c` did not fit beside a proof (`e`): its resident copy is dropped (freed once no proof
     /// holds it) and it is refused on this device until `release_device_memory`.
-    fn give_up_circuit(&self, c: &CompiledCircuit, e: &Error) {
+    fn give_up_circuit(&self, residency: &Residency, c: &CompiledCircuit, e: &Error) {
         let fp = c.fingerprint();
         log::warn!(
             "GPU {}: compiled circuit {} ({} MiB) does not fit beside a proof's device vectors under the device limit ({} MiB): {e}; dropped from the device, its a, b, c are evaluated on the host",
-            self.device,
+            self.health.device(),
             c.circuit_type(),
             c.byte_size() >> 20,
-            self.memory_limit() >> 20
+            residency.memory_limit() >> 20
         );
-        self.circuits.list.lock().retain(|d| d.fingerprint != fp);
-        let mut refused = self.circuits.refused.lock();
+        self.list.lock().retain(|d| d.fingerprint != fp);
+        let mut refused = self.refused.lock();
         if !refused.contains(&fp) {
             refused.push(fp);
         }
     }
 
     /// The resident copy of `c`, uploading it if needed; `None` when it does not fit.
-    fn device_circuit(&self, c: &CompiledCircuit, keep: Option<u64>) -> Result<Option<Arc<DeviceCircuit>>> {
+    fn device_circuit(
+        &self,
+        residency: &Residency,
+        c: &CompiledCircuit,
+        keep: Option<u64>,
+    ) -> Result<Option<Arc<DeviceCircuit>>> {
         let fp = c.fingerprint();
         {
-            let mut list = self.circuits.list.lock();
+            let mut list = self.list.lock();
             if let Some(i) = list.iter().position(|d| d.fingerprint == fp) {
                 let d = list.remove(i);
                 list.push(d.clone());
                 return Ok(Some(d));
             }
         }
-        if self.circuits.refused.lock().contains(&fp) {
+        if self.refused.lock().contains(&fp) {
             return Ok(None);
         }
-        match self.with_oom_retry(keep, || upload(self.device, c)) {
+        match residency.with_oom_retry(keep, || upload(self.health.device(), c)) {
             Ok(d) => {
                 log::info!(
                     "GPU {}: compiled circuit {} resident ({} MiB)",
-                    self.device,
+                    self.health.device(),
                     c.circuit_type(),
                     d.bytes >> 20
                 );
                 let d = Arc::new(d);
-                self.circuits.list.lock().push(d.clone());
+                self.list.lock().push(d.clone());
                 Ok(Some(d))
             }
             Err(e) if is_out_of_memory(&e) => {
                 log::warn!(
                     "GPU {}: compiled circuit {} ({} MiB on the host) does not fit beside the parameters under the device limit ({} MiB): its a, b, c are evaluated on the host",
-                    self.device,
+                    self.health.device(),
                     c.circuit_type(),
                     c.byte_size() >> 20,
-                    self.memory_limit() >> 20
+                    residency.memory_limit() >> 20
                 );
-                self.circuits.refused.lock().push(fp);
+                self.refused.lock().push(fp);
                 Ok(None)
             }
             Err(e) => Err(e),
@@ -254,13 +270,18 @@ impl CudaBackend {
     ///
     /// # Errors
     /// [`Error::WitnessMismatch`] for a witness of another circuit; device failures.
-    pub fn evaluate_on_device(&self, circuit: &CompiledCircuit, witness: &Witness) -> Result<crate::compiled::Abc> {
+    pub(super) fn evaluate(
+        &self,
+        residency: &Residency,
+        circuit: &CompiledCircuit,
+        witness: &Witness,
+    ) -> Result<crate::compiled::Abc> {
         circuit.check(witness)?;
-        let Some(dc) = self.device_circuit(circuit, None)? else {
+        let Some(dc) = self.device_circuit(residency, circuit, None)? else {
             return Err(Error::Unsupported(format!(
                 "compiled circuit {} does not fit on GPU {} under its memory limit",
                 circuit.circuit_type(),
-                self.device
+                self.health.device()
             )));
         };
         let rows = circuit.num_constraints();
@@ -279,35 +300,36 @@ impl CudaBackend {
                 std::ptr::null_mut(),
             )
         };
-        check("cuzk_k_circuit_evaluate", r).map_err(|e| self.classify(e))?;
+        self.health.check("cuzk_k_circuit_evaluate", r)?;
         Ok(crate::compiled::Abc { a, b, c })
     }
 
     /// [`Backend::witness_commitments`](crate::prover::Backend::witness_commitments) on this
-    /// device (see the module docs).
-    pub(super) fn witness_on_device(
+    /// device (see the module docs), over `residency`'s copy of `params`, its MSMs run by
+    /// `batch`. `None` (counted in [`WitnessEvaluations::on_host`]): the caller evaluates a,
+    /// b, c on the host and proves that assignment instead. The caller has checked that the
+    /// device is not lost.
+    pub(super) fn commitments(
         &self,
+        residency: &Residency,
+        batch: &BatchRunner,
         circuit: &CompiledCircuit,
         witness: &Witness,
         params: &Parameters,
-        pool: Option<&PinnedPool>,
         t: &mut Timings,
-    ) -> Result<Commitments> {
-        if self.is_device_lost() {
-            return Err(self.lost_error());
-        }
+    ) -> Result<Option<Commitments>> {
         let keep = Some(params.id());
-        let on_host = |t: &mut Timings| {
-            self.circuits.on_host.fetch_add(1, Ordering::AcqRel);
-            evaluate_on_host(self, circuit, witness, params, pool, t)
+        let on_host = || {
+            self.on_host.fetch_add(1, Ordering::AcqRel);
+            Ok(None)
         };
-        if params.domain_size() < 2 || !self.batched_msms {
-            return on_host(t);
+        if params.domain_size() < 2 || !batch.is_batched() {
+            return on_host();
         }
-        let dev = self.resident(params)?;
-        self.clear_for_streamed_proof(&dev, params.id());
-        let Some(dc) = self.device_circuit(circuit, keep)? else {
-            return on_host(t);
+        let dev = residency.resident(params)?;
+        residency.clear_for_streamed_proof(&dev, params.id());
+        let Some(dc) = self.device_circuit(residency, circuit, keep)? else {
+            return on_host();
         };
         let start = Instant::now();
         let log_m = params.domain_size().trailing_zeros();
@@ -315,17 +337,10 @@ impl CudaBackend {
         // The batch names the device-only aux vector by this pointer (never read as memory).
         let aux_key = (witness as *const Witness).cast::<c_void>();
         let num_aux = witness.num_aux();
-        let next_job = ffi::KMsmJob {
-            bases: dev.query(PROOF_MSMS[0].query).raw,
-            base_offset: 0,
-            host_scalars: aux_key,
-            n: num_aux,
-            density_bits: std::ptr::null(),
-            out_jacobian: std::ptr::null_mut(),
-        };
+        let next_job = first_job(&dev, aux_key, num_aux);
         let mut h = G1Projective::identity();
         let mut staged = Staged(std::ptr::null_mut());
-        let fitted = self.with_oom_retry(keep, || {
+        let fitted = residency.with_oom_retry(keep, || {
             let ret: &mut blst::blst_p1 = h.as_mut();
             let mut raw = std::ptr::null_mut();
             // SAFETY: the H bases hold m − 1 points (check_compiled: the domain matches the
@@ -336,7 +351,7 @@ impl CudaBackend {
             // its copies on every path.
             let r = unsafe {
                 ffi::cuzk_k_compute_h_msm_witness(
-                    dev.h.raw,
+                    dev.h().raw,
                     dc.raw,
                     &kw,
                     log_m,
@@ -357,8 +372,8 @@ impl CudaBackend {
                 // it leaves the device, is refused there from now on, and this proof and the
                 // next evaluate a, b, c on the host.
                 drop(dc);
-                self.give_up_circuit(circuit, &e);
-                return on_host(t);
+                self.give_up_circuit(residency, circuit, &e);
+                return on_host();
             }
             other => other?,
         }
@@ -394,8 +409,8 @@ impl CudaBackend {
             .collect();
         // SAFETY: the input jobs read `inputs` (live, exact length); the aux jobs name the
         // staged device-only vector with its length (num_aux), which `staged` holds.
-        let Sums { l, a, b_g1, b_g2 } = unsafe { self.run_batch(&dev, keep, &jobs, &staged, t)? };
-        self.circuits.on_device.fetch_add(1, Ordering::AcqRel);
-        Ok(Commitments { h, l, a, b_g1, b_g2 })
+        let Sums { l, a, b_g1, b_g2 } = unsafe { batch.run_batch(residency, &dev, keep, &jobs, &staged, t)? };
+        self.on_device.fetch_add(1, Ordering::AcqRel);
+        Ok(Some(Commitments { h, l, a, b_g1, b_g2 }))
     }
 }
