@@ -1,8 +1,9 @@
 //! The dispatch pacer: when may the next partition's synthesis start?
 //!
 //! Partitions walk `dispatch → synthesis → waiting → GPU`. Dispatching them in a burst makes
-//! every synthesis ask for pinned buffers at once (the "burst dispatch" failure in
-//! `CONTEXT.md`: 474 allocations for 12 reuses); dispatching too slowly leaves the GPU idle.
+//! every synthesis ask for pinned buffers at once, before any proof has given its buffers back
+//! to the pool, so nearly every checkout pins new memory instead of reusing a buffer;
+//! dispatching too slowly leaves the GPU idle.
 //! The pacer keeps the number of synthesized partitions **waiting** for a GPU near a target
 //! depth, in one of two modes:
 //!
