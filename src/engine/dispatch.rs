@@ -84,7 +84,7 @@ impl Shared {
                 None => state.evaluation.clone(),
             };
             let slots_more = slots.bytes().saturating_sub(state.evaluation.bytes());
-            let own_params = state.params.get(&job.params.id()).map_or(0, |e| e.host_bytes);
+            let own_params = state.params.get(job.params.id()).map_or(0, |e| e.host_bytes);
             // Room beside what is reserved and the idle pool bytes neither it, a partition in
             // synthesis (which may not have checked out yet), one on a GPU nor a free
             // evaluation slot would reuse.
@@ -151,7 +151,7 @@ impl Shared {
             job.budget_waited = false;
             let next = job.pending.pop_front().expect("front checked above");
             let params = job.params.clone();
-            state.touch_params(params.id());
+            state.params.touch(params.id());
             state.in_synthesis += 1;
             state.synthesis_reserved += synth_bytes;
             state.synthesis_requests.push(requests);

@@ -187,7 +187,7 @@ impl Shared {
             }
             st.gpu_requests.push(abc);
             let backend = st.workers[worker].backend;
-            let epoch = st.evict_epoch[backend];
+            let epoch = st.params.epochs()[backend];
             drop(st);
             self.dispatch_cv.notify_all();
 
@@ -226,9 +226,9 @@ impl Shared {
             if witness {
                 st.witness_left();
             }
-            st.touch_params(params.id());
-            if result.is_ok() && st.evict_epoch[backend] == epoch && st.params.contains_key(&params.id()) {
-                st.resident[backend].insert(params.id());
+            st.params.touch(params.id());
+            if result.is_ok() {
+                st.params.mark_resident(backend, params.id(), epoch);
             }
             let alive = st.jobs.get(&id).is_some_and(|j| j.error.is_none());
             match result {
