@@ -6,16 +6,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::budget::{params_hint, partition_bytes, pool_requests, synthesis_bytes, witness_partition_bytes, Budget};
-use super::state::{Deferred, Shared, State};
+use super::state::{Deferred, Dispatched, Shared, State};
 use crate::assignment::CapacityHint;
 use crate::compiled::CompiledCircuit;
 use crate::error::Error;
 
 impl Shared {
-    pub(super) fn now(&self) -> Duration {
-        self.start.elapsed()
-    }
-
     pub(super) fn dispatcher(self: Arc<Self>, synth: Arc<rayon::ThreadPool>) {
         let mut st = self.state.lock();
         loop {
@@ -312,23 +308,6 @@ impl Shared {
         log::info!("engine: under pressure, evicted idle parameters {pid} ({freed} host bytes freed)");
         true
     }
-}
-
-/// A partition dispatched to synthesis, with what its dispatch reserved.
-pub(super) struct Dispatched {
-    pub(super) id: u64,
-    pub(super) partition: super::state::Pending,
-    pub(super) params: crate::Parameters,
-    /// Its reservation in the budget.
-    pub(super) reserved: usize,
-    /// Of which, for its synthesis (released when the synthesis ends).
-    pub(super) synth_bytes: usize,
-    /// The pool requests its synthesis makes.
-    pub(super) requests: [usize; 4],
-    /// Dispatched past the pacer (an urgent job's).
-    pub(super) urgent: bool,
-    /// Dispatched for witness-only synthesis (counted in `State::witnesses_in_flight`).
-    pub(super) witness: bool,
 }
 
 /// A partition asking for room in the budget.

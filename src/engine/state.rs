@@ -10,7 +10,7 @@ use blstrs::Scalar;
 use parking_lot::{Condvar, Mutex};
 
 use super::budget::{requests_bytes, Budget};
-use super::job::{JobShared, SynthesizeFn};
+use super::job::{Canceller, JobShared, SynthesizeFn};
 use super::pacer::Pacer;
 use super::param_cache::{ParamCache, ParamEntry};
 use crate::assignment::CapacityHints;
@@ -30,6 +30,23 @@ pub(super) struct Pending {
     pub(super) index: usize,
     pub(super) circuit_type: &'static str,
     pub(super) synthesize: SynthesizeFn,
+}
+
+/// A partition dispatched to synthesis, with what its dispatch reserved.
+pub(super) struct Dispatched {
+    pub(super) id: u64,
+    pub(super) partition: Pending,
+    pub(super) params: crate::Parameters,
+    /// Its reservation in the budget.
+    pub(super) reserved: usize,
+    /// Of which, for its synthesis (released when the synthesis ends).
+    pub(super) synth_bytes: usize,
+    /// The pool requests its synthesis makes.
+    pub(super) requests: [usize; 4],
+    /// Dispatched past the pacer (an urgent job's).
+    pub(super) urgent: bool,
+    /// Dispatched for witness-only synthesis (counted in `State::witnesses_in_flight`).
+    pub(super) witness: bool,
 }
 
 /// A synthesized partition waiting for a GPU worker.
@@ -203,6 +220,10 @@ pub(super) fn unless_panic<T>(what: impl FnOnce() -> String, f: impl FnOnce() ->
 }
 
 impl Shared {
+    pub(super) fn now(&self) -> Duration {
+        self.start.elapsed()
+    }
+
     /// Whether a job of `priority` is urgent.
     pub(super) fn is_urgent(&self, priority: i32) -> bool {
         self.urgent_priority.is_some_and(|u| priority >= u)
@@ -249,6 +270,45 @@ impl Shared {
         if now != st.compiled_charged {
             st.compiled_charged = st.budget.adjust(st.compiled_charged, now);
         }
+    }
+
+    pub(super) fn shutdown(&self) {
+        let mut deferred = Deferred::default();
+        let mut st = self.state.lock();
+        st.shutdown = true;
+        let now = self.now();
+        let ids: Vec<u64> = st.jobs.keys().copied().collect();
+        for id in ids {
+            st.fail_job(id, Error::Cancelled("the engine shut down".into()), now, &mut deferred);
+            // Partitions still in synthesis or on a GPU come back to a job that is gone.
+            st.finalize(id, &mut deferred);
+        }
+        drop(st);
+        self.dispatch_cv.notify_all();
+        self.gpu_cv.notify_all();
+        deferred.run();
+    }
+}
+
+impl Canceller for Shared {
+    fn cancel(&self, id: u64) -> bool {
+        let mut deferred = Deferred::default();
+        let mut st = self.state.lock();
+        let running = st.jobs.get(&id).is_some_and(|j| j.error.is_none());
+        if running {
+            let now = self.now();
+            log::info!("engine: job {id} cancelled");
+            st.fail_job(
+                id,
+                Error::Cancelled(format!("job {id} cancelled by its handle")),
+                now,
+                &mut deferred,
+            );
+        }
+        drop(st);
+        self.dispatch_cv.notify_all();
+        deferred.run();
+        running
     }
 }
 

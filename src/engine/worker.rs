@@ -6,9 +6,7 @@ use std::time::Instant;
 use blstrs::Scalar;
 
 use super::budget::synthesis_held_bytes;
-use super::dispatch::Dispatched;
-use super::job::Canceller;
-use super::state::{ema, unless_panic, Deferred, Pending, Ready, Shared, State};
+use super::state::{ema, unless_panic, Deferred, Dispatched, Pending, Ready, Shared, State};
 use crate::error::Error;
 use crate::prover::{Prover, Synthesis};
 
@@ -291,44 +289,5 @@ impl Shared {
             self.dispatch_cv.notify_all();
             deferred.run();
         });
-    }
-
-    pub(super) fn shutdown(&self) {
-        let mut deferred = Deferred::default();
-        let mut st = self.state.lock();
-        st.shutdown = true;
-        let now = self.now();
-        let ids: Vec<u64> = st.jobs.keys().copied().collect();
-        for id in ids {
-            st.fail_job(id, Error::Cancelled("the engine shut down".into()), now, &mut deferred);
-            // Partitions still in synthesis or on a GPU come back to a job that is gone.
-            st.finalize(id, &mut deferred);
-        }
-        drop(st);
-        self.dispatch_cv.notify_all();
-        self.gpu_cv.notify_all();
-        deferred.run();
-    }
-}
-
-impl Canceller for Shared {
-    fn cancel(&self, id: u64) -> bool {
-        let mut deferred = Deferred::default();
-        let mut st = self.state.lock();
-        let running = st.jobs.get(&id).is_some_and(|j| j.error.is_none());
-        if running {
-            let now = self.now();
-            log::info!("engine: job {id} cancelled");
-            st.fail_job(
-                id,
-                Error::Cancelled(format!("job {id} cancelled by its handle")),
-                now,
-                &mut deferred,
-            );
-        }
-        drop(st);
-        self.dispatch_cv.notify_all();
-        deferred.run();
-        running
     }
 }
