@@ -12,11 +12,13 @@ use parking_lot::{Condvar, Mutex};
 
 use super::budget::{assignment_bytes, partition_bytes, pool_requests, Budget};
 use super::config::{EngineBackend, EngineConfig};
+use super::dispatch::dispatcher;
 use super::job::{Canceller, Job, JobHandle, JobShared, Partition, PartitionKind, Randomness};
 use super::pacer::{Pacer, PacerMode};
 use super::param_cache::ParamCache;
 use super::state::{secs, Counters, JobEntry, Pending, Ready, Shared, State, WorkerBooks};
 use super::stats::{EngineStats, ParamSetStats, WorkerStats};
+use super::worker::gpu_worker;
 use crate::assignment::{CapacityHint, CapacityHints, ProvingAssignment};
 use crate::compiled::CompiledCircuits;
 use crate::error::{Error, Result};
@@ -192,14 +194,14 @@ impl Engine {
         let s = shared.clone();
         let t = std::thread::Builder::new()
             .name("cuzk-dispatch".into())
-            .spawn(move || s.dispatcher(synth))
+            .spawn(move || dispatcher(s, synth))
             .map_err(|e| spawn_error("the dispatcher", e))?;
         engine.threads.push(t);
         for (w, (b, prover)) in provers.into_iter().enumerate() {
             let s = shared.clone();
             let t = std::thread::Builder::new()
                 .name(format!("cuzk-gpu-{b}-{w}"))
-                .spawn(move || s.gpu_worker(w, prover))
+                .spawn(move || gpu_worker(&s, w, prover))
                 .map_err(|e| spawn_error("a GPU worker", e))?;
             engine.threads.push(t);
         }

@@ -1,5 +1,6 @@
 //! The engine's shared state: the jobs and their partitions in each stage, the counters,
-//! the workers' books, and the bookkeeping that moves a partition along and finishes a job.
+//! the workers' books, and the bookkeeping that moves a partition along and finishes a job;
+//! [`Shared`], what the engine's threads share, with how cancellation and shutdown end work.
 
 use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
