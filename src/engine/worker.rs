@@ -94,7 +94,8 @@ pub(super) fn synthesize(shared: &Shared, work: Dispatched) {
             );
             st.ready.push(item);
         }
-        Ok(work) => {
+        unproved => {
+            // Synthesized for a job that failed (or an engine shutting down), or failed.
             if witness {
                 st.witness_left();
             }
@@ -102,25 +103,21 @@ pub(super) fn synthesize(shared: &Shared, work: Dispatched) {
             if !urgent {
                 st.pacer.on_synthesis_failed(now);
             }
-            drop(work); // buffers back before the budget says they are free
+            // A synthesized partition is dropped here: its buffers go back before the budget
+            // says they are free.
+            let failure = unproved.err();
             st.budget.release(reserved);
-            st.counters.dropped += 1;
-            st.note_unproved(id, &mut deferred);
-            st.partition_left(id, &mut deferred);
-        }
-        Err(e) => {
-            if witness {
-                st.witness_left();
+            match &failure {
+                None => st.counters.dropped += 1,
+                Some(e) => {
+                    st.counters.failed += 1;
+                    log::info!("engine: job {id} partition {index} failed in synthesis: {e}");
+                }
             }
-            leftover = Some(params);
-            if !urgent {
-                st.pacer.on_synthesis_failed(now);
-            }
-            st.budget.release(reserved);
-            st.counters.failed += 1;
-            log::info!("engine: job {id} partition {index} failed in synthesis: {e}");
             st.note_unproved(id, &mut deferred);
-            st.fail_job(id, e, now, &mut deferred);
+            if let Some(e) = failure {
+                st.fail_job(id, e, now, &mut deferred);
+            }
             st.partition_left(id, &mut deferred);
         }
     }
