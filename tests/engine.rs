@@ -6,12 +6,14 @@
 //! until the test opens it) and wait for states by polling `stats()`; they assert outcomes
 //! (bytes, counts, orders), never timings.
 
+mod common;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cuzk::engine::budget::{assignment_bytes, params_hint, partition_bytes};
-use cuzk::engine::{Engine, EngineBackend, EngineConfig, EngineStats, Job, PacerMode, Partition, PiConfig, Progress};
+use cuzk::engine::{Engine, EngineBackend, EngineConfig, Job, PacerMode, Partition, PiConfig, Progress};
 use cuzk::prover::cpu::CpuBackend;
 use cuzk::prover::{Backend, Commitments, Timings};
 use cuzk::testing::{random_parameters, Synthetic};
@@ -23,6 +25,8 @@ use ff::Field;
 use parking_lot::{Condvar, Mutex};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
+
+use common::engine::wait_for;
 
 const K: u32 = 6;
 /// Long enough never to fire on a working engine; a broken one fails instead of hanging.
@@ -253,23 +257,10 @@ fn job_of(circuits: Vec<TestCircuit>, seed: u64) -> (Job, Vec<Scalar>, Vec<Scala
     (job, r, s)
 }
 
-/// Polls until `pred` holds (a state, not a timing); panics after `DEADLINE`.
-fn wait_for(engine: &Engine, what: &str, pred: impl Fn(&EngineStats) -> bool) {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        let stats = engine.stats();
-        if pred(&stats) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "never reached: {what}; {stats:#?}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
 /// Every buffer back, nothing but the held parameters and compiled circuits in the budget, no
 /// job left, and no fallback or refusal ever.
 fn assert_drained(engine: &Engine) {
-    wait_for(engine, "drained", |s| {
+    wait_for(engine, DEADLINE, "drained", |s| {
         s.jobs_active == 0 && s.in_synthesis == 0 && s.on_gpu == 0
     });
     let stats = engine.stats();
@@ -443,7 +434,9 @@ fn cancel_frees_partitions_not_yet_on_a_gpu() {
     held.gate = Some(gate.clone());
     let (held_job, r, s) = job_of(vec![held], 6);
     let held = engine.submit(held_job);
-    wait_for(&engine, "the gated partition in synthesis", |s| s.in_synthesis == 1);
+    wait_for(&engine, DEADLINE, "the gated partition in synthesis", |s| {
+        s.in_synthesis == 1
+    });
     let (job, ..) = job_of((71..75).map(TestCircuit::new).collect(), 7);
     let cancelled = engine.submit(job);
     assert_eq!(engine.stats().pending, 4);
@@ -469,10 +462,10 @@ fn cancel_frees_partitions_not_yet_on_a_gpu() {
     .unwrap();
     let (first, r, s) = job_of(vec![TestCircuit::new(80)], 8);
     let first = engine.submit(first);
-    wait_for(&engine, "a partition on the GPU", |s| s.on_gpu == 1);
+    wait_for(&engine, DEADLINE, "a partition on the GPU", |s| s.on_gpu == 1);
     let (job, ..) = job_of((81..84).map(TestCircuit::new).collect(), 9);
     let waiting = engine.submit(job);
-    wait_for(&engine, "three partitions waiting", |s| s.waiting == 3);
+    wait_for(&engine, DEADLINE, "three partitions waiting", |s| s.waiting == 3);
     let before = engine.stats();
     assert!(waiting.cancel());
     // Their buffers and budget are back as soon as cancel returns.
@@ -514,7 +507,9 @@ fn priorities_order_dispatch() {
     let mut held = tagged(90, 0);
     held.gate = Some(gate.clone());
     let held = engine.submit(job_of(vec![held], 1).0);
-    wait_for(&engine, "the gated partition in synthesis", |s| s.in_synthesis == 1);
+    wait_for(&engine, DEADLINE, "the gated partition in synthesis", |s| {
+        s.in_synthesis == 1
+    });
     let low = engine.submit(job_of((1..4).map(|i| tagged(90 + i, 100 + i as u32)).collect(), 2).0);
     let high = engine.submit(
         job_of((1..4).map(|i| tagged(95 + i, 200 + i as u32)).collect(), 3)
@@ -634,7 +629,7 @@ fn a_partition_larger_than_the_budget_fails_its_job_clearly() {
     let mut held = TestCircuit::new(2);
     held.gate = Some(gate.clone());
     let held = engine.submit(job_of(vec![held], 2).0);
-    wait_for(&engine, "the budget full", |s| s.in_synthesis == 1);
+    wait_for(&engine, DEADLINE, "the budget full", |s| s.in_synthesis == 1);
     let starved = engine.submit(job_of(vec![TestCircuit::new(3)], 3).0);
     let e = starved.wait().unwrap_err();
     assert!(
@@ -713,7 +708,7 @@ fn dropping_the_engine_cancels_its_jobs() {
     let mut held = TestCircuit::new(1);
     held.gate = Some(gate.clone());
     let held = engine.submit(job_of(vec![held, TestCircuit::new(2)], 1).0);
-    wait_for(&engine, "in synthesis", |s| s.in_synthesis == 1);
+    wait_for(&engine, DEADLINE, "in synthesis", |s| s.in_synthesis == 1);
     let queued = engine.submit(job_of(vec![TestCircuit::new(3)], 2).0);
     drop(engine);
     assert!(matches!(held.wait(), Err(Error::Cancelled(_))));
@@ -747,7 +742,9 @@ fn a_lost_gpu_fails_its_partitions_and_stops_taking_work() {
     // already, before taking anything (then no worker is left and the job is refused).
     let e = engine.prove(b).unwrap_err();
     assert!(matches!(e, Error::DeviceLost { .. } | Error::NoGpu(_)), "{e}");
-    wait_for(&engine, "both workers retired", |s| s.workers.iter().all(|w| w.lost));
+    wait_for(&engine, DEADLINE, "both workers retired", |s| {
+        s.workers.iter().all(|w| w.lost)
+    });
     let (c, ..) = job_of(vec![TestCircuit::new(3)], 3);
     assert!(matches!(engine.prove(c), Err(Error::NoGpu(_))));
     assert_drained(&engine);
@@ -761,7 +758,7 @@ fn a_lost_gpu_fails_its_partitions_and_stops_taking_work() {
         ..config(2, 1 << 30)
     })
     .unwrap();
-    wait_for(&engine, "the lost worker retired", |s| s.workers[1].lost);
+    wait_for(&engine, DEADLINE, "the lost worker retired", |s| s.workers[1].lost);
     let seeds = [4, 5, 6, 7];
     let (job, r, s) = job_of(seeds.iter().map(|&s| TestCircuit::new(s)).collect(), 4);
     assert_eq!(engine.prove(job).unwrap(), reference(&seeds, &r, &s));
@@ -935,7 +932,7 @@ fn parameters_are_charged_once() {
     let (b, rb, sb) = job_of(vec![gated(2)], 2);
     let a = engine.submit(a);
     let b = engine.submit(b);
-    wait_for(&engine, "both in synthesis", |s| s.in_synthesis == 2);
+    wait_for(&engine, DEADLINE, "both in synthesis", |s| s.in_synthesis == 2);
     let stats = engine.stats();
     assert_eq!((stats.params_sets, stats.params_host_bytes), (1, host), "{stats:#?}");
     assert_eq!(
@@ -979,7 +976,7 @@ fn parameters_are_charged_once() {
     held.gate = Some(gate.clone());
     let (r, s) = randomness(1, 3);
     let job = engine.submit(Job::from_circuits(other.clone(), vec![held]).with_randomness(r.clone(), s.clone()));
-    wait_for(&engine, "in synthesis", |s| s.in_synthesis == 1);
+    wait_for(&engine, DEADLINE, "in synthesis", |s| s.in_synthesis == 1);
     assert!(!engine.remove_parameters(&other), "in use");
     gate.open();
     assert_eq!(job.wait().unwrap(), reference_with(&other, &[3], &r, &s));
@@ -1013,13 +1010,13 @@ fn under_pressure_an_idle_parameter_set_is_evicted_and_one_in_use_never() {
     held.gate = Some(gate.clone());
     let (a, ra, sa) = job_of(vec![held], 1);
     let a = engine.submit(a);
-    wait_for(&engine, "A in synthesis", |s| s.in_synthesis == 1);
+    wait_for(&engine, DEADLINE, "A in synthesis", |s| s.in_synthesis == 1);
     let (rb, sb) = randomness(2, 2);
     let b = engine.submit(
         Job::from_circuits(pb.clone(), vec![TestCircuit::new(2), TestCircuit::new(3)])
             .with_randomness(rb.clone(), sb.clone()),
     );
-    wait_for(&engine, "B waits for budget room", |s| s.budget_waits == 1);
+    wait_for(&engine, DEADLINE, "B waits for budget room", |s| s.budget_waits == 1);
     let stats = engine.stats();
     assert_eq!((stats.evicted_params, stats.params_sets), (0, 2), "{stats:#?}");
     assert_eq!((stats.in_synthesis, stats.pending), (1, 2), "B not dispatched");
@@ -1158,7 +1155,7 @@ fn the_synthesis_reservation_ends_with_the_synthesis() {
     let (good, r, s) = job_of(vec![good], 1);
     let good = engine.submit(good);
     let bad = engine.submit(job_of(vec![bad], 2).0);
-    wait_for(&engine, "both in synthesis", |s| s.in_synthesis == 2);
+    wait_for(&engine, DEADLINE, "both in synthesis", |s| s.in_synthesis == 2);
     let stats = engine.stats();
     assert_eq!(stats.synthesis_reserved, 2 * synth);
     assert_eq!(stats.budget_used, host + 2 * (one_partition() + synth));
@@ -1167,7 +1164,9 @@ fn the_synthesis_reservation_ends_with_the_synthesis() {
     // synthesis bytes.
     gate.open();
     assert!(matches!(bad.wait(), Err(Error::Synthesis(_))));
-    wait_for(&engine, "on the GPU, alone", |s| s.on_gpu == 1 && s.jobs_active == 1);
+    wait_for(&engine, DEADLINE, "on the GPU, alone", |s| {
+        s.on_gpu == 1 && s.jobs_active == 1
+    });
     let stats = engine.stats();
     assert_eq!(stats.synthesis_reserved, 0);
     assert!(

@@ -6,15 +6,19 @@
 //! on the GPU, the GPU waiting for its synthesis rather than starting the next partition. The
 //! order is read from the jobs' progress callbacks, never from timings.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cuzk::engine::{Engine, EngineBackend, EngineConfig, EngineStats, Job, PacerMode};
+use cuzk::engine::{Engine, EngineBackend, EngineConfig, Job, PacerMode};
 use cuzk::prover::cpu::CpuBackend;
 use cuzk::prover::{Backend, Commitments, Timings};
 use cuzk::testing::{random_parameters, Synthetic};
 use cuzk::{Circuit, ConstraintSystem, Error, HeapAllocator, Parameters, ProvingAssignment, SynthesisError};
 use parking_lot::{Condvar, Mutex};
+
+use common::engine::wait_for;
 
 const K: u32 = 6;
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -95,18 +99,6 @@ fn record(order: &Order, tag: &'static str, handle: &cuzk::engine::JobHandle) {
     }));
 }
 
-fn wait_for(engine: &Engine, what: &str, pred: impl Fn(&EngineStats) -> bool) {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        let stats = engine.stats();
-        if pred(&stats) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "never reached: {what}; {stats:#?}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
 #[test]
 fn a_higher_priority_job_overtakes_partitions_waiting_for_the_gpu() {
     let params = random_parameters(Synthetic::new(K), 7).expect("parameters");
@@ -131,12 +123,12 @@ fn a_higher_priority_job_overtakes_partitions_waiting_for_the_gpu() {
 
     // One partition on the GPU, held there; three low-priority ones synthesized behind it.
     let first = submit("first", 0..1, 0);
-    wait_for(&engine, "the first partition on the GPU", |s| s.on_gpu == 1);
+    wait_for(&engine, DEADLINE, "the first partition on the GPU", |s| s.on_gpu == 1);
     let low = submit("low", 10..13, 0);
-    wait_for(&engine, "the low partitions waiting", |s| s.waiting == 3);
+    wait_for(&engine, DEADLINE, "the low partitions waiting", |s| s.waiting == 3);
     // Then a higher-priority job: its partitions join the queue behind them.
     let high = submit("high", 20..22, 5);
-    wait_for(&engine, "every partition waiting", |s| s.waiting == 5);
+    wait_for(&engine, DEADLINE, "every partition waiting", |s| s.waiting == 5);
     gate.give(usize::MAX / 2);
     for h in [first, low, high] {
         h.wait().unwrap();
@@ -181,7 +173,7 @@ fn an_urgent_job_is_proved_right_after_the_partition_in_progress() {
     let circuits = (0..12).map(|s| Synthetic::new(K).with_seed(s)).collect();
     let low = engine.submit(Job::from_circuits(params.clone(), circuits).with_priority(100));
     watch("low", &low);
-    wait_for(&engine, "one on the GPU, one waiting", |s| {
+    wait_for(&engine, DEADLINE, "one on the GPU, one waiting", |s| {
         s.on_gpu == 1 && s.in_synthesis == 0 && s.waiting >= 1
     });
     std::thread::sleep(Duration::from_millis(200));
@@ -196,13 +188,13 @@ fn an_urgent_job_is_proved_right_after_the_partition_in_progress() {
     };
     let urgent = engine.submit(Job::from_circuits(params.clone(), vec![slow]).with_priority(300));
     watch("urgent", &urgent);
-    wait_for(&engine, "the urgent partition in synthesis", |s| {
+    wait_for(&engine, DEADLINE, "the urgent partition in synthesis", |s| {
         s.urgent_in_synthesis == 1
     });
     // ... and the GPU, done with the partition in progress while the urgent one is still being
     // synthesized, waits for it instead of starting the next low partition.
     gpu.give(1);
-    wait_for(&engine, "the GPU holding", |s| {
+    wait_for(&engine, DEADLINE, "the GPU holding", |s| {
         s.gpu_holds >= 1 || s.urgent_in_synthesis == 0
     });
     gpu.give(usize::MAX / 2);

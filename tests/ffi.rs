@@ -21,67 +21,10 @@ use cuzk::ffi::*;
 use cuzk::{Circuit, ConstraintSystem, SynthesisError};
 use ff::{Field, PrimeField};
 
-/// Runs an ABI call with an error out-parameter; returns the status and the message.
-fn call(f: impl FnOnce(*mut *mut c_char) -> cuzk_status) -> (cuzk_status, String) {
-    let mut err: *mut c_char = null_mut();
-    let status = f(&mut err);
-    let msg = if err.is_null() {
-        String::new()
-    } else {
-        // SAFETY: a message from the library, freed once.
-        let m = unsafe { CStr::from_ptr(err) }.to_string_lossy().into_owned();
-        unsafe { cuzk_string_free(err) };
-        m
-    };
-    assert_eq!(
-        status == cuzk_status::Ok,
-        msg.is_empty(),
-        "a message comes with every failure only: {msg}"
-    );
-    (status, msg)
-}
-
-fn ok(f: impl FnOnce(*mut *mut c_char) -> cuzk_status) {
-    let (status, msg) = call(f);
-    assert_eq!(status, cuzk_status::Ok, "{msg}");
-}
+use common::ffi::{call, dev_params, ok, term, toy_assignment, toy_r1cs, toy_witness};
 
 fn le(s: Scalar) -> [u8; 32] {
     s.to_bytes_le()
-}
-
-fn term(constraint: u32, variable: u32, coeff: i64) -> cuzk_r1cs_term {
-    let mut t = cuzk_r1cs_term {
-        constraint,
-        variable,
-        coeff: [0; 32],
-    };
-    assert_eq!(
-        unsafe { cuzk_scalar_from_i64(coeff, t.coeff.as_mut_ptr()) },
-        cuzk_status::Ok
-    );
-    t
-}
-
-/// x³ + x + 5 = y: variables 0 = one, 1 = y (public), 2 = x, 3 = x², 4 = x³.
-fn toy_r1cs() -> *mut cuzk_r1cs {
-    let a = [
-        term(0, 2, 1),
-        term(1, 3, 1),
-        term(2, 4, 1),
-        term(2, 2, 1),
-        term(2, 0, 5),
-    ];
-    let b = [term(0, 2, 1), term(1, 2, 1), term(2, 0, 1)];
-    let c = [term(0, 3, 1), term(1, 4, 1), term(2, 1, 1)];
-    let mut r1cs = null_mut();
-    ok(|e| unsafe { cuzk_r1cs_new(1, 3, 3, a.as_ptr(), 5, b.as_ptr(), 3, c.as_ptr(), 3, &mut r1cs, e) });
-    r1cs
-}
-
-fn toy_witness(x: u64) -> (Scalar, [Scalar; 3]) {
-    let x = Scalar::from(x);
-    (x * x * x + x + Scalar::from(5), [x, x * x, x * x * x])
 }
 
 /// The same circuit for bellperson, variables allocated in the same order.
@@ -120,15 +63,6 @@ fn cpu_prover(pool: *const cuzk_pool) -> *mut cuzk_prover {
     let mut prover = null_mut();
     ok(|e| unsafe { cuzk_prover_new(cuzk_backend::Cpu, 0, pool, &mut prover, e) });
     prover
-}
-
-fn r1cs_assignment(r1cs: *const cuzk_r1cs, pool: *const cuzk_pool, x: u64) -> *mut cuzk_assignment {
-    let (y, aux) = toy_witness(x);
-    let public = le(y);
-    let aux: Vec<u8> = aux.iter().flat_map(|s| le(*s)).collect();
-    let mut asg = null_mut();
-    ok(|e| unsafe { cuzk_assignment_new_r1cs(r1cs, pool, public.as_ptr(), 1, aux.as_ptr(), 3, &mut asg, e) });
-    asg
 }
 
 fn prove_one(
@@ -185,12 +119,6 @@ fn verify(vk: &[u8], proof: &[u8], y: Scalar) -> bool {
         )
     });
     valid
-}
-
-fn dev_params(r1cs: *const cuzk_r1cs, seed: u64) -> *mut cuzk_params {
-    let mut params = null_mut();
-    ok(|e| unsafe { cuzk_params_generate_insecure_for_development(r1cs, seed, &mut params, e) });
-    params
 }
 
 #[test]
@@ -282,7 +210,7 @@ fn toy_circuit_proves_verifies_and_matches_bellperson() {
 
     let mut rng = common::rng("toy");
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-    let proof = prove_one(prover, params, r1cs_assignment(r1cs, pool, 3), r, s);
+    let proof = prove_one(prover, params, toy_assignment(r1cs, pool, 3), r, s);
     let vk = vk_of(params);
     assert!(verify(&vk, &proof, y));
     assert!(!verify(&vk, &proof, y + Scalar::ONE), "a wrong y verifies");
@@ -301,10 +229,10 @@ fn toy_circuit_proves_verifies_and_matches_bellperson() {
     let mut loaded = null_mut();
     ok(|e| unsafe { cuzk_params_load(cpath.as_ptr(), cuzk_point_check::Subgroup, &mut loaded, e) });
     assert_eq!(vk_of(loaded), vk);
-    assert_eq!(prove_one(prover, loaded, r1cs_assignment(r1cs, pool, 3), r, s), proof);
+    assert_eq!(prove_one(prover, loaded, toy_assignment(r1cs, pool, 3), r, s), proof);
 
     // Drawn randomness: a different proof that still verifies.
-    let asg = r1cs_assignment(r1cs, null(), 3);
+    let asg = toy_assignment(r1cs, null(), 3);
     let mut drawn = vec![0u8; CUZK_PROOF_BYTES];
     ok(|e| unsafe {
         cuzk_prove(
@@ -391,7 +319,7 @@ fn raw_assignment_gives_the_r1cs_route_bytes() {
     assert_eq!(after.checkouts, before.checkouts + 1, "a/b/c were copied, not moved");
     let (r, s) = (Scalar::from(11), Scalar::from(13));
     let raw_proof = prove_one(prover, params, asg, r, s);
-    let r1cs_proof = prove_one(prover, params, r1cs_assignment(r1cs, pool, 5), r, s);
+    let r1cs_proof = prove_one(prover, params, toy_assignment(r1cs, pool, 5), r, s);
     assert_eq!(raw_proof, r1cs_proof);
     assert!(verify(&vk_of(params), &raw_proof, y));
 
@@ -490,7 +418,7 @@ fn bad_arguments_are_errors_not_crashes() {
     let mut small = [0u8; 10];
     let (status, msg) = call(|e| unsafe { cuzk_params_verifying_key(params, small.as_mut_ptr(), 10, null_mut(), e) });
     assert_eq!(status, cuzk_status::BufferTooSmall, "{msg}");
-    let asg = r1cs_assignment(r1cs, null(), 3);
+    let asg = toy_assignment(r1cs, null(), 3);
     let (status, _) = call(|e| unsafe {
         cuzk_prove(
             prover,
@@ -510,7 +438,7 @@ fn bad_arguments_are_errors_not_crashes() {
 
     // Only one of r, s; an assignment twice in a batch.
     let mut proofs = vec![0u8; 2 * CUZK_PROOF_BYTES];
-    let asg = r1cs_assignment(r1cs, null(), 3);
+    let asg = toy_assignment(r1cs, null(), 3);
     let r = le(Scalar::ONE);
     let (status, _) = call(|e| unsafe {
         cuzk_prove(
@@ -527,7 +455,7 @@ fn bad_arguments_are_errors_not_crashes() {
         )
     });
     assert_eq!(status, cuzk_status::InvalidArgument);
-    let asg = r1cs_assignment(r1cs, null(), 3);
+    let asg = toy_assignment(r1cs, null(), 3);
     let twice = [asg, asg];
     let (status, _) = call(|e| unsafe {
         cuzk_prove(
@@ -592,7 +520,7 @@ fn bad_arguments_are_errors_not_crashes() {
     let (status, _) =
         call(|e| unsafe { cuzk_verify(vk.as_ptr(), vk.len(), proofs.as_ptr(), 192, null(), 0, &mut valid, e) });
     assert_eq!(status, cuzk_status::MalformedProof);
-    let asg = r1cs_assignment(r1cs, null(), 3);
+    let asg = toy_assignment(r1cs, null(), 3);
     ok(|e| unsafe {
         cuzk_prove(
             prover,
@@ -770,7 +698,7 @@ fn toy_proof_bytes_are_pinned() {
     let proof = prove_one(
         prover,
         params,
-        r1cs_assignment(r1cs, null(), 3),
+        toy_assignment(r1cs, null(), 3),
         Scalar::from(11),
         Scalar::from(13),
     );

@@ -2,7 +2,9 @@
 //! assignments made in the engine's pool gives `cuzk_prove`'s bytes; progress (polled and by
 //! callback), statistics, cancel-on-free, a second wait, short buffers and bad arguments.
 
-use std::ffi::{c_char, c_void, CStr};
+mod common;
+
+use std::ffi::c_void;
 use std::ptr::{null, null_mut};
 use std::sync::Mutex;
 
@@ -12,72 +14,10 @@ use cuzk::ffi::engine::*;
 use cuzk::ffi::params::*;
 use cuzk::ffi::pool::*;
 use cuzk::ffi::prover::*;
-use cuzk::ffi::scalar::*;
 use cuzk::ffi::status::cuzk_status;
-use cuzk::ffi::*;
 use ff::Field;
 
-fn call(f: impl FnOnce(*mut *mut c_char) -> cuzk_status) -> (cuzk_status, String) {
-    let mut err: *mut c_char = null_mut();
-    let status = f(&mut err);
-    let msg = if err.is_null() {
-        String::new()
-    } else {
-        // SAFETY: a message from the library, freed once.
-        let m = unsafe { CStr::from_ptr(err) }.to_string_lossy().into_owned();
-        unsafe { cuzk_string_free(err) };
-        m
-    };
-    assert_eq!(status == cuzk_status::Ok, msg.is_empty(), "{msg}");
-    (status, msg)
-}
-
-fn ok(f: impl FnOnce(*mut *mut c_char) -> cuzk_status) {
-    let (status, msg) = call(f);
-    assert_eq!(status, cuzk_status::Ok, "{msg}");
-}
-
-fn term(constraint: u32, variable: u32, coeff: i64) -> cuzk_r1cs_term {
-    let mut t = cuzk_r1cs_term {
-        constraint,
-        variable,
-        coeff: [0; 32],
-    };
-    assert_eq!(
-        unsafe { cuzk_scalar_from_i64(coeff, t.coeff.as_mut_ptr()) },
-        cuzk_status::Ok
-    );
-    t
-}
-
-/// x³ + x + 5 = y: variables 0 = one, 1 = y (public), 2 = x, 3 = x², 4 = x³.
-fn toy_r1cs() -> *mut cuzk_r1cs {
-    let a = [
-        term(0, 2, 1),
-        term(1, 3, 1),
-        term(2, 4, 1),
-        term(2, 2, 1),
-        term(2, 0, 5),
-    ];
-    let b = [term(0, 2, 1), term(1, 2, 1), term(2, 0, 1)];
-    let c = [term(0, 3, 1), term(1, 4, 1), term(2, 1, 1)];
-    let mut r1cs = null_mut();
-    ok(|e| unsafe { cuzk_r1cs_new(1, 3, 3, a.as_ptr(), 5, b.as_ptr(), 3, c.as_ptr(), 3, &mut r1cs, e) });
-    r1cs
-}
-
-fn assignment(r1cs: *const cuzk_r1cs, pool: *const cuzk_pool, x: u64) -> *mut cuzk_assignment {
-    let xs = Scalar::from(x);
-    let y = xs * xs * xs + xs + Scalar::from(5);
-    let public = y.to_bytes_le();
-    let aux: Vec<u8> = [xs, xs * xs, xs * xs * xs]
-        .iter()
-        .flat_map(|s| s.to_bytes_le())
-        .collect();
-    let mut asg = null_mut();
-    ok(|e| unsafe { cuzk_assignment_new_r1cs(r1cs, pool, public.as_ptr(), 1, aux.as_ptr(), 3, &mut asg, e) });
-    asg
-}
+use common::ffi::{call, dev_params, ok, term, toy_assignment, toy_r1cs};
 
 fn scalars(n: usize, seed: u64) -> Vec<u8> {
     (0..n as u64)
@@ -103,8 +43,7 @@ fn cpu_engine() -> *mut cuzk_engine {
 /// The toy circuit, its parameters, a CPU engine and the engine's pool.
 fn toy_engine() -> (*mut cuzk_r1cs, *mut cuzk_params, *mut cuzk_engine, *mut cuzk_pool) {
     let r1cs = toy_r1cs();
-    let mut params = null_mut();
-    ok(|e| unsafe { cuzk_params_generate_insecure_for_development(r1cs, 3, &mut params, e) });
+    let params = dev_params(r1cs, 3);
     let engine = cpu_engine();
     let mut pool = null_mut();
     ok(|e| unsafe { cuzk_engine_pool(engine, &mut pool, e) });
@@ -138,7 +77,7 @@ fn a_job_of_assignments_gives_cuzk_proves_bytes() {
 
     let n = 4;
     let (r, s) = (scalars(n, 1), scalars(n, 2));
-    let assignments: Vec<_> = (0..n as u64).map(|x| assignment(r1cs, pool, x + 3)).collect();
+    let assignments: Vec<_> = (0..n as u64).map(|x| toy_assignment(r1cs, pool, x + 3)).collect();
     let mut job = null_mut();
     ok(|e| unsafe {
         cuzk_engine_submit(
@@ -169,7 +108,7 @@ fn a_job_of_assignments_gives_cuzk_proves_bytes() {
     // The plain prover's bytes, same assignments, same r and s.
     let mut prover = null_mut();
     ok(|e| unsafe { cuzk_prover_new(cuzk_backend::Cpu, 0, null(), &mut prover, e) });
-    let assignments: Vec<_> = (0..n as u64).map(|x| assignment(r1cs, null(), x + 3)).collect();
+    let assignments: Vec<_> = (0..n as u64).map(|x| toy_assignment(r1cs, null(), x + 3)).collect();
     let mut expected = vec![0u8; n * CUZK_PROOF_BYTES];
     ok(|e| unsafe {
         cuzk_prove(
@@ -219,8 +158,7 @@ fn a_job_of_assignments_gives_cuzk_proves_bytes() {
 #[test]
 fn bad_arguments_and_freed_engines() {
     let r1cs = toy_r1cs();
-    let mut params = null_mut();
-    ok(|e| unsafe { cuzk_params_generate_insecure_for_development(r1cs, 3, &mut params, e) });
+    let params = dev_params(r1cs, 3);
     let engine = cpu_engine();
     let mut job = null_mut();
 
@@ -228,12 +166,12 @@ fn bad_arguments_and_freed_engines() {
     let (status, _) =
         call(|e| unsafe { cuzk_engine_submit(engine, params, null(), 0, null(), null(), 0, &mut job, e) });
     assert_eq!(status, cuzk_status::InvalidArgument);
-    let a = [assignment(r1cs, null(), 2)];
+    let a = [toy_assignment(r1cs, null(), 2)];
     let r = scalars(1, 3);
     let (status, _) =
         call(|e| unsafe { cuzk_engine_submit(engine, params, a.as_ptr(), 1, r.as_ptr(), null(), 0, &mut job, e) });
     assert_eq!(status, cuzk_status::InvalidArgument);
-    let a = [assignment(r1cs, null(), 2)];
+    let a = [toy_assignment(r1cs, null(), 2)];
     let (status, _) =
         call(|e| unsafe { cuzk_engine_submit(null(), params, a.as_ptr(), 1, null(), null(), 0, &mut job, e) });
     assert_eq!(status, cuzk_status::NullArgument);
@@ -314,7 +252,7 @@ fn a_progress_callback_sees_every_partition_finish() {
     let n = 5;
     let calls = Mutex::new(Vec::<Call>::new());
     let user_data = &calls as *const Mutex<Vec<Call>> as *mut c_void;
-    let assignments: Vec<_> = (0..n as u64).map(|x| assignment(r1cs, pool, x + 3)).collect();
+    let assignments: Vec<_> = (0..n as u64).map(|x| toy_assignment(r1cs, pool, x + 3)).collect();
     let mut job = null_mut();
     ok(|e| unsafe { cuzk_engine_submit(engine, params, assignments.as_ptr(), n, null(), null(), 0, &mut job, e) });
     ok(|e| unsafe { cuzk_job_on_progress(job, Some(record), user_data, e) });
@@ -344,7 +282,7 @@ fn a_progress_callback_sees_every_partition_finish() {
     // Removed (NULL) before the job runs: never called. Then a NULL job is refused.
     let quiet = Mutex::new(Vec::<Call>::new());
     let quiet_data = &quiet as *const Mutex<Vec<Call>> as *mut c_void;
-    let a = [assignment(r1cs, pool, 4)];
+    let a = [toy_assignment(r1cs, pool, 4)];
     ok(|e| unsafe { cuzk_engine_submit(engine, params, a.as_ptr(), 1, null(), null(), 0, &mut job, e) });
     ok(|e| unsafe { cuzk_job_on_progress(job, None, quiet_data, e) });
     ok(|e| unsafe { cuzk_job_wait(job, proof.as_mut_ptr(), proof.len(), e) });
@@ -368,7 +306,7 @@ fn a_progress_callback_sees_every_partition_finish() {
 fn a_job_under_wait_can_be_cancelled_and_watched() {
     let (r1cs, params, engine, pool) = toy_engine();
     let submit = |n: usize, priority: i32| {
-        let assignments: Vec<_> = (0..n as u64).map(|x| assignment(r1cs, pool, x + 3)).collect();
+        let assignments: Vec<_> = (0..n as u64).map(|x| toy_assignment(r1cs, pool, x + 3)).collect();
         let mut job = null_mut();
         ok(|e| unsafe {
             cuzk_engine_submit(
@@ -428,8 +366,7 @@ fn an_assignment_larger_than_the_budget_is_refused() {
     // A one-byte budget and an assignment made outside the engine's pool (which would refuse
     // it): BUDGET_EXHAUSTED, as the status promises, and nothing counted past the limit.
     let r1cs = toy_r1cs();
-    let mut params = null_mut();
-    ok(|e| unsafe { cuzk_params_generate_insecure_for_development(r1cs, 3, &mut params, e) });
+    let params = dev_params(r1cs, 3);
     let mut config = cuzk_engine_config_default();
     config.backend = cuzk_backend::Cpu;
     config.memory = cuzk_pool_memory::Heap;
@@ -438,7 +375,7 @@ fn an_assignment_larger_than_the_budget_is_refused() {
     config.budget_timeout_ms = 200;
     let mut engine = null_mut();
     ok(|e| unsafe { cuzk_engine_new(&config, &mut engine, e) });
-    let asg = assignment(r1cs, null(), 3);
+    let asg = toy_assignment(r1cs, null(), 3);
     let mut job = null_mut();
     ok(|e| unsafe { cuzk_engine_submit(engine, params, &asg, 1, null(), null(), 0, &mut job, e) });
     let mut proof = vec![0u8; CUZK_PROOF_BYTES];

@@ -14,7 +14,7 @@ use bellpepper_core::{ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
 use cuzk::compiled::{CircuitShape, CompiledCircuit, CompiledCircuits, Witness};
 use cuzk::engine::budget::{params_hint, partition_bytes};
-use cuzk::engine::{Engine, EngineBackend, EngineConfig, EngineStats, Job, PacerMode};
+use cuzk::engine::{Engine, EngineBackend, EngineConfig, Job, PacerMode};
 use cuzk::prover::cpu::CpuBackend;
 use cuzk::prover::{Backend, Commitments};
 use cuzk::testing::{random_parameters, Synthetic};
@@ -26,6 +26,8 @@ use ff::Field;
 use parking_lot::{Condvar, Mutex};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
+
+use common::engine::wait_for;
 
 fn cpu() -> Prover {
     Prover::new().with_backend(BackendChoice::Cpu).unwrap()
@@ -397,21 +399,9 @@ fn job(seeds: &[u64], seed: u64) -> (Job, Vec<Scalar>, Vec<Scalar>) {
     )
 }
 
-fn wait_for(engine: &Engine, what: &str, pred: impl Fn(&EngineStats) -> bool) {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        let stats = engine.stats();
-        if pred(&stats) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "never reached: {what}; {stats:#?}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
 /// Nothing in flight, every buffer back, only the parameters and compiled circuits charged.
 fn assert_drained(engine: &Engine) {
-    wait_for(engine, "drained", |s| {
+    wait_for(engine, DEADLINE, "drained", |s| {
         s.jobs_active == 0 && s.in_synthesis == 0 && s.on_gpu == 0
     });
     let stats = engine.stats();
@@ -544,7 +534,7 @@ fn four_held(engine: &Engine, gate: &Gate, seed: u64, on_gpu: usize) -> (usize, 
     let seeds: Vec<u64> = (seed + 1..seed + 5).collect();
     let (rest, r, s) = job(&seeds, seed + 1);
     let handle = engine.submit(rest);
-    wait_for(engine, "the GPUs busy, the rest waiting", |st| {
+    wait_for(engine, DEADLINE, "the GPUs busy, the rest waiting", |st| {
         st.on_gpu == on_gpu && st.waiting == 4 - on_gpu
     });
     // Nothing moves while the gate is closed: the books and the pool agree or not.

@@ -2,7 +2,7 @@
 //! starts), the circuits' synthesis in flight, parameter sets, and the pool's idle buffers.
 //!
 //! ## One budget, every byte counted once
-//! The field failure this module exists against (`CONTEXT.md`, "silent fallback"): the pool's
+//! The failure this module exists against, a silent fallback seen in the field: the pool's
 //! checkout charged a memory budget that had already reserved the partition's bytes, was
 //! refused, and fell back to unpinned heap memory for every partition. Here:
 //!

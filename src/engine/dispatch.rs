@@ -1,334 +1,307 @@
-//! The dispatcher: picks the next partition and admits it when the pacer, a free synthesis
-//! worker and the budget allow; under pressure, frees idle memory one step at a time.
+//! The dispatcher thread: picks the next partition and admits it when the pacer, a free
+//! synthesis worker and the budget allow; under pressure, frees idle memory one step at a time.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::budget::{params_hint, partition_bytes, pool_requests, synthesis_bytes, witness_partition_bytes, Budget};
-use super::state::{Deferred, Shared, State};
+use super::state::{Deferred, Dispatched, Shared, State};
+use super::worker::synthesize;
 use crate::assignment::CapacityHint;
 use crate::compiled::CompiledCircuit;
 use crate::error::Error;
 
-impl Shared {
-    pub(super) fn now(&self) -> Duration {
-        self.start.elapsed()
-    }
-
-    pub(super) fn dispatcher(self: Arc<Self>, synth: Arc<rayon::ThreadPool>) {
-        let mut st = self.state.lock();
-        loop {
-            if st.shutdown {
-                return;
-            }
-            let Some(id) = st.head_job() else {
-                self.dispatch_cv.wait(&mut st);
+/// The dispatcher thread: until shutdown, admits the head job's next partition to synthesis
+/// when the pacer (or its urgency), a synthesis worker and the budget allow.
+pub(super) fn dispatcher(shared: Arc<Shared>, synth: Arc<rayon::ThreadPool>) {
+    let mut st = shared.state.lock();
+    loop {
+        if st.shutdown {
+            return;
+        }
+        let Some(id) = st.head_job() else {
+            shared.dispatch_cv.wait(&mut st);
+            continue;
+        };
+        let now = shared.now();
+        // An urgent job skips the pacer and the synthesis workers' limit (its synthesis
+        // gets a thread of its own), one partition per live GPU worker at a time.
+        let urgent = shared.is_urgent(st.jobs[&id].priority);
+        if urgent {
+            if st.urgent_in_synthesis >= st.live_workers.max(1) {
+                shared.dispatch_cv.wait(&mut st);
                 continue;
-            };
-            let now = self.now();
-            // An urgent job skips the pacer and the synthesis workers' limit (its synthesis
-            // gets a thread of its own), one partition per live GPU worker at a time.
-            let urgent = self.is_urgent(st.jobs[&id].priority);
-            if urgent {
-                if st.urgent_in_synthesis >= st.live_workers.max(1) {
-                    self.dispatch_cv.wait(&mut st);
-                    continue;
-                }
-            } else {
-                if st.in_synthesis >= self.synthesis_workers {
-                    self.dispatch_cv.wait(&mut st);
-                    continue;
-                }
-                // Liveness: with nothing in flight no event will come, so the pacer's "not until
-                // an event" (e.g. a start whose first partitions failed before any GPU time was
-                // known) must not stall the engine.
-                let idle = st.in_synthesis == 0 && st.ready.is_empty() && st.on_gpu == 0;
-                match st.pacer.next_dispatch_at(now) {
-                    None if !idle => {
-                        self.dispatch_cv.wait(&mut st);
-                        continue;
-                    }
-                    Some(at) if at > now && !idle => {
-                        self.dispatch_cv.wait_for(&mut st, at - now);
-                        continue;
-                    }
-                    _ => {}
-                }
             }
-
-            // The budget.
-            let state = &mut *st;
-            let job = state.jobs.get(&id).expect("head job exists");
-            let Some(next) = job.pending.front() else {
+        } else {
+            if st.in_synthesis >= shared.synthesis_workers {
+                shared.dispatch_cv.wait(&mut st);
                 continue;
-            };
-            let domain = job.params.domain_size();
-            let hint = match self.hints.get(next.circuit_type, Some(domain)) {
-                Some(h) => h,
-                None => {
-                    // First of its type at this size: sized from the parameters, pinned at once.
-                    let h = params_hint(&job.params);
-                    self.hints.record(next.circuit_type, h);
-                    h
-                }
-            };
-            let synth_bytes = synthesis_bytes(hint, self.synthesis_per_constraint);
-            let (pool_need, requests, circuit) = self.estimate(next.circuit_type, &job.params, hint);
-            let need = pool_need.saturating_add(synth_bytes);
-            // A witness partition: the host-evaluation slots grow to one per witness partition
-            // in flight, this one included, up to one per GPU worker (nothing where a, b, c are
-            // evaluated on the device).
-            let slots = match &circuit {
-                Some(c) => self.evaluation_need(state, c, state.witnesses_in_flight + 1),
-                None => state.evaluation.clone(),
-            };
-            let slots_more = slots.bytes().saturating_sub(state.evaluation.bytes());
-            let own_params = state.params.get(&job.params.id()).map_or(0, |e| e.host_bytes);
-            // Room beside what is reserved and the idle pool bytes neither it, a partition in
-            // synthesis (which may not have checked out yet), one on a GPU nor a free
-            // evaluation slot would reuse.
-            let free_slots = slots.slots.saturating_sub(state.on_gpu);
-            let claims: Vec<usize> = state
-                .synthesis_requests
-                .iter()
-                .chain(&state.gpu_requests)
-                .chain(std::iter::repeat(&slots.set_requests).take(free_slots))
-                .flatten()
-                .chain(&requests)
-                .copied()
-                .collect();
-            let idle = self.pool.stats().bytes_idle;
-            let other_idle = idle.saturating_sub(self.pool.idle_reusable_bytes(&claims));
-            let request = Request {
-                need: need.saturating_add(slots_more),
-                own_params,
-                other_idle,
-                waited: job.blocked_since.map_or(Duration::ZERO, |since| since.elapsed()),
-                timeout: self.budget_timeout,
-            };
-            match admit(&state.budget, &request) {
-                Admission::Go => {
-                    let reserved = state.budget.try_reserve_beside(need, other_idle);
-                    debug_assert!(reserved, "admit said it fits");
-                    // The room for the slots' growth was part of the admission.
-                    state.grow_evaluation(slots);
-                    if circuit.is_some() {
-                        state.witnesses_in_flight += 1;
-                    }
-                }
-                Admission::Fail(err) => {
-                    let mut deferred = Deferred::default();
-                    state.fail_job(id, err, now, &mut deferred);
-                    drop(st);
-                    deferred.run();
-                    st = self.state.lock();
+            }
+            // Liveness: with nothing in flight no event will come, so the pacer's "not until
+            // an event" (e.g. a start whose first partitions failed before any GPU time was
+            // known) must not stall the engine.
+            let idle = st.in_synthesis == 0 && st.ready.is_empty() && st.on_gpu == 0;
+            match st.pacer.next_dispatch_at(now) {
+                None if !idle => {
+                    shared.dispatch_cv.wait(&mut st);
                     continue;
                 }
-                Admission::Wait { excess, remaining } => {
-                    let job = state.jobs.get_mut(&id).expect("head job exists");
-                    job.blocked_since.get_or_insert_with(Instant::now);
-                    if self.make_room(&mut st, excess, other_idle) {
-                        continue;
-                    }
-                    if let Some(job) = st.jobs.get_mut(&id) {
-                        if !job.budget_waited {
-                            job.budget_waited = true;
-                            st.counters.budget_waits += 1;
-                        }
-                    }
-                    log::debug!(
-                        "engine: job {id} waits for budget room: {need} bytes needed, {} of {} reserved, {other_idle} idle in the pool",
-                        st.budget.reserved(),
-                        st.budget.limit()
-                    );
-                    self.dispatch_cv.wait_for(&mut st, remaining);
+                Some(at) if at > now && !idle => {
+                    shared.dispatch_cv.wait_for(&mut st, at - now);
                     continue;
+                }
+                _ => {}
+            }
+        }
+
+        // The budget.
+        let state = &mut *st;
+        let job = state.jobs.get(&id).expect("head job exists");
+        let Some(next) = job.pending.front() else {
+            continue;
+        };
+        let domain = job.params.domain_size();
+        let hint = match shared.hints.get(next.circuit_type, Some(domain)) {
+            Some(h) => h,
+            None => {
+                // First of its type at this size: sized from the parameters, pinned at once.
+                let h = params_hint(&job.params);
+                shared.hints.record(next.circuit_type, h);
+                h
+            }
+        };
+        let synth_bytes = synthesis_bytes(hint, shared.synthesis_per_constraint);
+        let (pool_need, requests, circuit) = estimate(&shared, next.circuit_type, &job.params, hint);
+        let need = pool_need.saturating_add(synth_bytes);
+        // A witness partition: the host-evaluation slots grow to one per witness partition
+        // in flight, this one included, up to one per GPU worker (nothing where a, b, c are
+        // evaluated on the device).
+        let slots = match &circuit {
+            Some(c) => shared.evaluation_need(state, c, state.witnesses_in_flight + 1),
+            None => state.evaluation.clone(),
+        };
+        let slots_more = slots.bytes().saturating_sub(state.evaluation.bytes());
+        let own_params = state.params.get(job.params.id()).map_or(0, |e| e.host_bytes);
+        // Room beside what is reserved and the idle pool bytes neither it, a partition in
+        // synthesis (which may not have checked out yet), one on a GPU nor a free
+        // evaluation slot would reuse.
+        let free_slots = slots.slots.saturating_sub(state.on_gpu);
+        let claims: Vec<usize> = state
+            .synthesis_requests
+            .iter()
+            .chain(&state.gpu_requests)
+            .chain(std::iter::repeat(&slots.set_requests).take(free_slots))
+            .flatten()
+            .chain(&requests)
+            .copied()
+            .collect();
+        let idle = shared.pool.stats().bytes_idle;
+        let other_idle = idle.saturating_sub(shared.pool.idle_reusable_bytes(&claims));
+        let request = Request {
+            need: need.saturating_add(slots_more),
+            own_params,
+            other_idle,
+            waited: job.blocked_since.map_or(Duration::ZERO, |since| since.elapsed()),
+            timeout: shared.budget_timeout,
+        };
+        match admit(&state.budget, &request) {
+            Admission::Go => {
+                let reserved = state.budget.try_reserve_beside(need, other_idle);
+                debug_assert!(reserved, "admit said it fits");
+                // The room for the slots' growth was part of the admission.
+                state.grow_evaluation(slots);
+                if circuit.is_some() {
+                    state.witnesses_in_flight += 1;
                 }
             }
-            let job = state.jobs.get_mut(&id).expect("head job exists");
-            job.blocked_since = None;
-            job.budget_waited = false;
-            let next = job.pending.pop_front().expect("front checked above");
-            let params = job.params.clone();
-            state.touch_params(params.id());
-            state.in_synthesis += 1;
-            state.synthesis_reserved += synth_bytes;
-            state.synthesis_requests.push(requests);
-            let index = next.index;
-            let shared = self.clone();
-            let work = Dispatched {
-                id,
-                partition: next,
-                params,
-                reserved: need,
-                synth_bytes,
-                requests,
-                urgent,
-                witness: circuit.is_some(),
-            };
-            if urgent {
-                state.urgent_in_synthesis += 1;
-                state.counters.urgent_dispatched += 1;
-                log::info!(
-                    "engine: urgent job {id} partition {index} dispatched past the pacer ({need} bytes reserved, {} in synthesis)",
-                    state.in_synthesis
-                );
-                // The thread takes the work from the slot; if it cannot start, the work goes to
-                // the synthesis pool instead (later, but not lost).
-                let slot = Arc::new(parking_lot::Mutex::new(Some(work)));
-                let (taken, on_thread) = (slot.clone(), shared.clone());
-                let spawned = std::thread::Builder::new()
-                    .name("cuzk-urgent-synth".into())
-                    .spawn(move || {
-                        if let Some(work) = taken.lock().take() {
-                            on_thread.synthesize(work);
-                        }
-                    });
-                if let Err(e) = spawned {
-                    log::warn!(
-                        "engine: no thread of its own for urgent job {id} ({e}): it waits for a synthesis worker"
-                    );
-                    if let Some(work) = slot.lock().take() {
-                        synth.spawn(move || shared.synthesize(work));
+            Admission::Fail(err) => {
+                let mut deferred = Deferred::default();
+                state.fail_job(id, err, now, &mut deferred);
+                drop(st);
+                deferred.run();
+                st = shared.state.lock();
+                continue;
+            }
+            Admission::Wait { excess, remaining } => {
+                let job = state.jobs.get_mut(&id).expect("head job exists");
+                job.blocked_since.get_or_insert_with(Instant::now);
+                if make_room(&shared, &mut st, excess, other_idle) {
+                    continue;
+                }
+                if let Some(job) = st.jobs.get_mut(&id) {
+                    if !job.budget_waited {
+                        job.budget_waited = true;
+                        st.counters.budget_waits += 1;
                     }
                 }
-            } else {
-                state.pacer.on_dispatch(now);
                 log::debug!(
-                    "engine: job {id} partition {index} dispatched ({need} bytes reserved, {synth_bytes} of them for its synthesis, {} in synthesis)",
-                    state.in_synthesis
+                    "engine: job {id} waits for budget room: {need} bytes needed, {} of {} reserved, {other_idle} idle in the pool",
+                    st.budget.reserved(),
+                    st.budget.limit()
                 );
-                synth.spawn(move || shared.synthesize(work));
+                shared.dispatch_cv.wait_for(&mut st, remaining);
+                continue;
             }
         }
-    }
-
-    /// What a partition of `circuit_type` proved with `params` reserves in pool and heap
-    /// bytes, the byte sizes of the pool checkouts its synthesis makes, and the compiled
-    /// circuit it is synthesized for: a witness-path partition's when its type and shape has a
-    /// compiled circuit in memory (and the path is on), else a full synthesis' sized by `hint`
-    /// (no circuit). (A witness refused by its compiled circuit is synthesized in full past
-    /// this reservation; its true-up charges what it holds.)
-    fn estimate(
-        &self,
-        circuit_type: &'static str,
-        params: &crate::Parameters,
-        hint: CapacityHint,
-    ) -> (usize, [usize; 4], Option<Arc<CompiledCircuit>>) {
-        match self.synth_prover.witness_estimate(circuit_type, params) {
-            Some(est) => (
-                witness_partition_bytes(&est, self.reuse_factor),
-                est.requests,
-                Some(est.circuit),
-            ),
-            None => (partition_bytes(hint, self.reuse_factor), pool_requests(hint), None),
-        }
-    }
-
-    /// The pool request sizes of the pending partitions (each circuit type and domain once):
-    /// the "current sizes" an idle buffer must fit to be kept under pressure.
-    pub(super) fn pending_requests(&self, st: &State) -> Vec<usize> {
-        let mut seen = HashSet::new();
-        let mut out = Vec::new();
-        for job in st.jobs.values().filter(|j| j.error.is_none()) {
-            let domain = job.params.domain_size();
-            for p in &job.pending {
-                if !seen.insert((p.circuit_type, domain)) {
-                    continue;
-                }
-                let hint = self
-                    .hints
-                    .get(p.circuit_type, Some(domain))
-                    .unwrap_or_else(|| params_hint(&job.params));
-                match self.synth_prover.witness_estimate(p.circuit_type, &job.params) {
-                    Some(est) => {
-                        out.extend(est.requests);
-                        out.extend(self.witness_proof_requests(&est.circuit));
+        let job = state.jobs.get_mut(&id).expect("head job exists");
+        job.blocked_since = None;
+        job.budget_waited = false;
+        let next = job.pending.pop_front().expect("front checked above");
+        let params = job.params.clone();
+        state.params.touch(params.id());
+        state.in_synthesis += 1;
+        state.synthesis_reserved += synth_bytes;
+        state.synthesis_requests.push(requests);
+        let index = next.index;
+        let for_synthesis = shared.clone();
+        let work = Dispatched {
+            id,
+            partition: next,
+            params,
+            reserved: need,
+            synth_bytes,
+            requests,
+            urgent,
+            witness: circuit.is_some(),
+        };
+        if urgent {
+            state.urgent_in_synthesis += 1;
+            state.counters.urgent_dispatched += 1;
+            log::info!(
+                "engine: urgent job {id} partition {index} dispatched past the pacer ({need} bytes reserved, {} in synthesis)",
+                state.in_synthesis
+            );
+            // The thread takes the work from the slot; if it cannot start, the work goes to
+            // the synthesis pool instead (later, but not lost).
+            let slot = Arc::new(parking_lot::Mutex::new(Some(work)));
+            let (taken, on_thread) = (slot.clone(), for_synthesis.clone());
+            let spawned = std::thread::Builder::new()
+                .name("cuzk-urgent-synth".into())
+                .spawn(move || {
+                    if let Some(work) = taken.lock().take() {
+                        synthesize(&on_thread, work);
                     }
-                    None => out.extend(pool_requests(hint)),
+                });
+            if let Err(e) = spawned {
+                log::warn!("engine: no thread of its own for urgent job {id} ({e}): it waits for a synthesis worker");
+                if let Some(work) = slot.lock().take() {
+                    synth.spawn(move || synthesize(&for_synthesis, work));
                 }
             }
+        } else {
+            state.pacer.on_dispatch(now);
+            log::debug!(
+                "engine: job {id} partition {index} dispatched ({need} bytes reserved, {synth_bytes} of them for its synthesis, {} in synthesis)",
+                state.in_synthesis
+            );
+            synth.spawn(move || synthesize(&for_synthesis, work));
         }
-        // The evaluation slots' checkouts: the next witness proof reuses them.
-        if st.evaluation.slots > 0 {
-            out.extend(st.evaluation.set_requests);
-        }
-        out.sort_unstable();
-        out.dedup();
-        out
-    }
-
-    /// Frees memory for a dispatch `excess` bytes short of room, of which `other_idle` are
-    /// idle pool bytes it would not reuse: one step of the eviction order (see
-    /// [`budget`](super::budget)), the first that frees anything. Returns whether one did.
-    pub(super) fn make_room(
-        &self,
-        st: &mut parking_lot::MutexGuard<'_, State>,
-        excess: usize,
-        other_idle: usize,
-    ) -> bool {
-        // 1. Idle buffers that no pending partition's sizes would reuse.
-        let sizes = self.pending_requests(st);
-        let freed = parking_lot::MutexGuard::unlocked(st, || self.pool.shrink_unreusable(&sizes));
-        if freed > 0 {
-            st.counters.evicted_pool_bytes += freed;
-            log::debug!("engine: under pressure, freed {freed} idle pool bytes no pending size reuses");
-            return true;
-        }
-        // 2. Other idle buffers, largest first, as many bytes as are missing.
-        if other_idle > 0 {
-            let idle = self.pool.stats().bytes_idle;
-            let target = idle.saturating_sub(excess.min(other_idle));
-            let freed = parking_lot::MutexGuard::unlocked(st, || self.pool.shrink(target));
-            if freed > 0 {
-                st.counters.evicted_pool_bytes += freed;
-                log::debug!("engine: under pressure, freed {freed} idle pool bytes (largest first)");
-                return true;
-            }
-        }
-        // 3. An idle parameter set, with its resident copies (other sets stay resident).
-        let Some(pid) = st.eviction_candidate() else {
-            return false;
-        };
-        let Some(entry) = st.drop_params(pid) else {
-            return false;
-        };
-        st.counters.evicted_params += 1;
-        let freed = parking_lot::MutexGuard::unlocked(st, || {
-            for prover in &self.backend_provers {
-                prover.evict_params(&entry.params);
-            }
-            let alone = entry.params.host_copy_holders() == 1;
-            let bytes = entry.host_bytes;
-            drop(entry);
-            if alone {
-                bytes
-            } else {
-                0
-            }
-        });
-        st.counters.evicted_params_host_bytes += freed;
-        log::info!("engine: under pressure, evicted idle parameters {pid} ({freed} host bytes freed)");
-        true
     }
 }
 
-/// A partition dispatched to synthesis, with what its dispatch reserved.
-pub(super) struct Dispatched {
-    pub(super) id: u64,
-    pub(super) partition: super::state::Pending,
-    pub(super) params: crate::Parameters,
-    /// Its reservation in the budget.
-    pub(super) reserved: usize,
-    /// Of which, for its synthesis (released when the synthesis ends).
-    pub(super) synth_bytes: usize,
-    /// The pool requests its synthesis makes.
-    pub(super) requests: [usize; 4],
-    /// Dispatched past the pacer (an urgent job's).
-    pub(super) urgent: bool,
-    /// Dispatched for witness-only synthesis (counted in `State::witnesses_in_flight`).
-    pub(super) witness: bool,
+/// What a partition of `circuit_type` proved with `params` reserves in pool and heap
+/// bytes, the byte sizes of the pool checkouts its synthesis makes, and the compiled
+/// circuit it is synthesized for: a witness-path partition's when its type and shape has a
+/// compiled circuit in memory (and the path is on), else a full synthesis' sized by `hint`
+/// (no circuit). (A witness refused by its compiled circuit is synthesized in full past
+/// this reservation; its true-up charges what it holds.)
+fn estimate(
+    shared: &Shared,
+    circuit_type: &'static str,
+    params: &crate::Parameters,
+    hint: CapacityHint,
+) -> (usize, [usize; 4], Option<Arc<CompiledCircuit>>) {
+    match shared.synth_prover.witness_estimate(circuit_type, params) {
+        Some(est) => (
+            witness_partition_bytes(&est, shared.reuse_factor),
+            est.requests,
+            Some(est.circuit),
+        ),
+        None => (partition_bytes(hint, shared.reuse_factor), pool_requests(hint), None),
+    }
+}
+
+/// The pool request sizes of the pending partitions (each circuit type and domain once):
+/// the "current sizes" an idle buffer must fit to be kept under pressure.
+fn pending_requests(shared: &Shared, st: &State) -> Vec<usize> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for job in st.jobs.values().filter(|j| j.error.is_none()) {
+        let domain = job.params.domain_size();
+        for p in &job.pending {
+            if !seen.insert((p.circuit_type, domain)) {
+                continue;
+            }
+            let hint = shared
+                .hints
+                .get(p.circuit_type, Some(domain))
+                .unwrap_or_else(|| params_hint(&job.params));
+            match shared.synth_prover.witness_estimate(p.circuit_type, &job.params) {
+                Some(est) => {
+                    out.extend(est.requests);
+                    out.extend(shared.witness_proof_requests(&est.circuit));
+                }
+                None => out.extend(pool_requests(hint)),
+            }
+        }
+    }
+    // The evaluation slots' checkouts: the next witness proof reuses them.
+    if st.evaluation.slots > 0 {
+        out.extend(st.evaluation.set_requests);
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Frees memory for a dispatch `excess` bytes short of room, of which `other_idle` are
+/// idle pool bytes it would not reuse: one step of the eviction order (see
+/// [`budget`](super::budget)), the first that frees anything. Returns whether one did.
+fn make_room(shared: &Shared, st: &mut parking_lot::MutexGuard<'_, State>, excess: usize, other_idle: usize) -> bool {
+    // 1. Idle buffers that no pending partition's sizes would reuse.
+    let sizes = pending_requests(shared, st);
+    let freed = parking_lot::MutexGuard::unlocked(st, || shared.pool.shrink_unreusable(&sizes));
+    if freed > 0 {
+        st.counters.evicted_pool_bytes += freed;
+        log::debug!("engine: under pressure, freed {freed} idle pool bytes no pending size reuses");
+        return true;
+    }
+    // 2. Other idle buffers, largest first, as many bytes as are missing.
+    if other_idle > 0 {
+        let idle = shared.pool.stats().bytes_idle;
+        let target = idle.saturating_sub(excess.min(other_idle));
+        let freed = parking_lot::MutexGuard::unlocked(st, || shared.pool.shrink(target));
+        if freed > 0 {
+            st.counters.evicted_pool_bytes += freed;
+            log::debug!("engine: under pressure, freed {freed} idle pool bytes (largest first)");
+            return true;
+        }
+    }
+    // 3. An idle parameter set, with its resident copies (other sets stay resident).
+    let Some(pid) = st.eviction_candidate() else {
+        return false;
+    };
+    let Some(entry) = st.drop_params(pid) else {
+        return false;
+    };
+    st.counters.evicted_params += 1;
+    let freed = parking_lot::MutexGuard::unlocked(st, || {
+        for prover in &shared.backend_provers {
+            prover.evict_params(&entry.params);
+        }
+        let alone = entry.params.host_copy_holders() == 1;
+        let bytes = entry.host_bytes;
+        drop(entry);
+        if alone {
+            bytes
+        } else {
+            0
+        }
+    });
+    st.counters.evicted_params_host_bytes += freed;
+    log::info!("engine: under pressure, evicted idle parameters {pid} ({freed} host bytes freed)");
+    true
 }
 
 /// A partition asking for room in the budget.

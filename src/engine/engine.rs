@@ -1,7 +1,7 @@
 //! The public [`Engine`]: built from an [`EngineConfig`], it takes [`Job`]s, reports
 //! [`EngineStats`], and stops its threads when dropped.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -12,10 +12,13 @@ use parking_lot::{Condvar, Mutex};
 
 use super::budget::{assignment_bytes, partition_bytes, pool_requests, Budget};
 use super::config::{EngineBackend, EngineConfig};
+use super::dispatch::dispatcher;
 use super::job::{Canceller, Job, JobHandle, JobShared, Partition, PartitionKind, Randomness};
 use super::pacer::{Pacer, PacerMode};
+use super::param_cache::ParamCache;
 use super::state::{secs, Counters, JobEntry, Pending, Ready, Shared, State, WorkerBooks};
 use super::stats::{EngineStats, ParamSetStats, WorkerStats};
+use super::worker::gpu_worker;
 use crate::assignment::{CapacityHint, CapacityHints, ProvingAssignment};
 use crate::compiled::CompiledCircuits;
 use crate::error::{Error, Result};
@@ -161,13 +164,10 @@ impl Engine {
                 counters: Counters::default(),
                 live_workers: workers.len(),
                 workers,
-                params: HashMap::new(),
-                clock: 0,
+                params: ParamCache::new(backends.len()),
                 synthesis_reserved: 0,
                 synthesis_requests: Vec::new(),
                 gpu_requests: Vec::new(),
-                resident: vec![HashSet::new(); backends.len()],
-                evict_epoch: vec![0; backends.len()],
                 compiled_charged: 0,
                 evaluation: Default::default(),
                 witnesses_in_flight: 0,
@@ -194,14 +194,14 @@ impl Engine {
         let s = shared.clone();
         let t = std::thread::Builder::new()
             .name("cuzk-dispatch".into())
-            .spawn(move || s.dispatcher(synth))
+            .spawn(move || dispatcher(s, synth))
             .map_err(|e| spawn_error("the dispatcher", e))?;
         engine.threads.push(t);
         for (w, (b, prover)) in provers.into_iter().enumerate() {
             let s = shared.clone();
             let t = std::thread::Builder::new()
                 .name(format!("cuzk-gpu-{b}-{w}"))
-                .spawn(move || s.gpu_worker(w, prover))
+                .spawn(move || gpu_worker(&s, w, prover))
                 .map_err(|e| spawn_error("a GPU worker", e))?;
             engine.threads.push(t);
         }
@@ -409,15 +409,13 @@ impl Engine {
         let epochs = {
             let mut st = self.shared.state.lock();
             st.hold_params(params);
-            st.evict_epoch.clone()
+            st.params.epochs().to_vec()
         };
         self.shared.dispatch_cv.notify_all();
         for (b, prover) in self.shared.backend_provers.iter().enumerate() {
             prover.prepare(params)?;
             let mut st = self.shared.state.lock();
-            if st.evict_epoch[b] == epochs[b] && st.params.contains_key(&params.id()) {
-                st.resident[b].insert(params.id());
-            }
+            st.params.mark_resident(b, params.id(), epochs[b]);
         }
         Ok(())
     }
@@ -496,10 +494,10 @@ impl Engine {
             .shared
             .backend_provers
             .iter()
-            .zip(&st.resident)
+            .zip(st.params.resident())
             .filter(|(p, _)| p.backend_name() != "cpu")
             .flat_map(|(_, ids)| ids.iter())
-            .filter_map(|id| st.params.get(id))
+            .filter_map(|&id| st.params.get(id))
             .map(|e| e.params.device_bytes())
             .sum();
         let mut params: Vec<(u64, ParamSetStats)> = st
@@ -510,7 +508,7 @@ impl Engine {
                     .shared
                     .backend_provers
                     .iter()
-                    .zip(&st.resident)
+                    .zip(st.params.resident())
                     .filter(|(p, ids)| p.backend_name() != "cpu" && ids.contains(&id))
                     .count();
                 let stats = ParamSetStats {
@@ -532,7 +530,7 @@ impl Engine {
             compiled_circuits: self.shared.synth_prover.compiled_circuits().len(),
             witness: self.shared.synth_prover.witness_stats(),
             params_sets: st.params.len(),
-            params_host_bytes: st.params.values().map(|e| e.host_bytes).sum(),
+            params_host_bytes: st.params.host_bytes(),
             params_device_bytes,
             budget_waits: st.counters.budget_waits,
             evicted_pool_bytes: st.counters.evicted_pool_bytes,

@@ -1,9 +1,11 @@
-//! The parameter sets the engine holds: each charged once in the budget from the first
-//! submission that uses it, least recently used first out under pressure.
+//! The engine's parameter cache: the parameter sets it holds, each charged once in the budget
+//! from the first submission that uses it, least recently used first out under pressure, and
+//! the backends each is resident on.
 
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
-use super::state::State;
+use super::budget::Budget;
 use crate::params::Parameters;
 
 /// A parameter set the engine holds, charged once in the budget.
@@ -17,32 +19,55 @@ pub(super) struct ParamEntry {
     pub(super) last_used: Instant,
 }
 
-impl State {
-    /// Holds `params` in the parameter cache (charging its host bytes once, even past the
-    /// limit: they exist already) and marks it used now.
-    pub(super) fn hold_params(&mut self, params: &Parameters) {
+/// The parameter sets the engine holds, with their use clock and residency marks. It knows
+/// nothing of jobs: the engine's state says which sets its jobs use.
+pub(super) struct ParamCache {
+    /// The sets, by [`Parameters::id`] (shared by clones).
+    entries: HashMap<u64, ParamEntry>,
+    /// The use clock.
+    clock: u64,
+    /// Per backend: the sets proved with (or prepared) there since its last eviction.
+    resident: Vec<HashSet<u64>>,
+    /// Per backend: evictions so far (a proof that started before one does not mark its set).
+    evict_epoch: Vec<u64>,
+}
+
+impl ParamCache {
+    /// An empty cache for `backends` backends.
+    pub(super) fn new(backends: usize) -> Self {
+        ParamCache {
+            entries: HashMap::new(),
+            clock: 0,
+            resident: vec![HashSet::new(); backends],
+            evict_epoch: vec![0; backends],
+        }
+    }
+
+    /// Holds `params` (charging its host bytes to `budget` once, even past the limit: they
+    /// exist already) and marks it used now.
+    pub(super) fn hold(&mut self, params: &Parameters, budget: &mut Budget) {
         self.clock += 1;
         let clock = self.clock;
-        if let Some(entry) = self.params.get_mut(&params.id()) {
+        if let Some(entry) = self.entries.get_mut(&params.id()) {
             entry.last_use = clock;
             entry.last_used = Instant::now();
             if entry.host_bytes > 0 && !params.has_host_copy() {
                 // The same set without its host copy (`Prover::prepare_device_only`): the engine
                 // lets its host copy go (jobs in flight keep theirs until they end).
-                self.budget.release(entry.host_bytes);
+                budget.release(entry.host_bytes);
                 entry.host_bytes = 0;
                 entry.params = params.clone();
             }
             return;
         }
         let host_bytes = params.host_bytes();
-        self.budget.force_reserve(host_bytes);
+        budget.force_reserve(host_bytes);
         log::info!(
             "engine: holds parameters {} ({} MiB on the host, charged to the budget)",
             params.id(),
             host_bytes >> 20
         );
-        self.params.insert(
+        self.entries.insert(
             params.id(),
             ParamEntry {
                 params: params.clone(),
@@ -54,40 +79,51 @@ impl State {
     }
 
     /// Marks parameter set `id` used now.
-    pub(super) fn touch_params(&mut self, id: u64) {
+    pub(super) fn touch(&mut self, id: u64) {
         self.clock += 1;
-        if let Some(entry) = self.params.get_mut(&id) {
+        if let Some(entry) = self.entries.get_mut(&id) {
             entry.last_use = self.clock;
             entry.last_used = Instant::now();
         }
     }
 
-    /// Partitions of the engine's jobs (pending, in synthesis, waiting, on a GPU) that use
-    /// parameter set `id`.
-    pub(super) fn params_users(&self, id: u64) -> usize {
-        self.jobs
-            .values()
-            .filter(|j| j.params.id() == id)
-            .map(|j| j.outstanding)
-            .sum()
+    /// Set `id`, when held.
+    pub(super) fn get(&self, id: u64) -> Option<&ParamEntry> {
+        self.entries.get(&id)
     }
 
-    /// The idle parameter set to evict first: no job of the engine uses it, it frees host
-    /// bytes; sets only the engine holds (their host copy goes with them) before sets a caller
-    /// also holds, then least recently used first.
-    pub(super) fn eviction_candidate(&self) -> Option<u64> {
-        self.params
+    /// The sets held, by id, in no particular order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&u64, &ParamEntry)> {
+        self.entries.iter()
+    }
+
+    /// How many sets are held.
+    pub(super) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The host bytes charged for the sets held.
+    pub(super) fn host_bytes(&self) -> usize {
+        self.entries.values().map(|e| e.host_bytes).sum()
+    }
+
+    /// The idle set to evict first: `in_use` says no job uses it, it frees host bytes; sets
+    /// only the engine holds (their host copy goes with them) before sets a caller also holds,
+    /// then least recently used first.
+    pub(super) fn eviction_candidate(&self, in_use: impl Fn(u64) -> bool) -> Option<u64> {
+        self.entries
             .iter()
-            .filter(|(&id, e)| e.host_bytes > 0 && !self.jobs.values().any(|j| j.params.id() == id))
+            .filter(|(&id, e)| e.host_bytes > 0 && !in_use(id))
             .min_by_key(|(_, e)| (e.params.host_copy_holders() > 1, e.last_use))
             .map(|(&id, _)| id)
     }
 
-    /// Takes set `id` out of the cache and its charge out of the budget. The caller evicts the
-    /// set's resident copies ([`Prover::evict_params`]), so its residency marks go too.
-    pub(super) fn drop_params(&mut self, id: u64) -> Option<ParamEntry> {
-        let entry = self.params.remove(&id)?;
-        self.budget.release(entry.host_bytes);
+    /// Takes set `id` out of the cache and its charge out of `budget`. The caller evicts the
+    /// set's resident copies ([`Prover::evict_params`](crate::Prover::evict_params)), so its
+    /// residency marks go too.
+    pub(super) fn remove(&mut self, id: u64, budget: &mut Budget) -> Option<ParamEntry> {
+        let entry = self.entries.remove(&id)?;
+        budget.release(entry.host_bytes);
         for set in &mut self.resident {
             set.remove(&id);
         }
@@ -95,5 +131,23 @@ impl State {
             *epoch += 1;
         }
         Some(entry)
+    }
+
+    /// Per backend: the evictions so far, to hand back to [`mark_resident`](Self::mark_resident).
+    pub(super) fn epochs(&self) -> &[u64] {
+        &self.evict_epoch
+    }
+
+    /// Marks set `id` resident on `backend` after a proof or preparation that started at
+    /// eviction `epoch` there: only when no eviction came since and the set is still held.
+    pub(super) fn mark_resident(&mut self, backend: usize, id: u64, epoch: u64) {
+        if self.evict_epoch[backend] == epoch && self.entries.contains_key(&id) {
+            self.resident[backend].insert(id);
+        }
+    }
+
+    /// Per backend: the sets marked resident there.
+    pub(super) fn resident(&self) -> &[HashSet<u64>] {
+        &self.resident
     }
 }

@@ -1,7 +1,8 @@
 //! The engine's shared state: the jobs and their partitions in each stage, the counters,
-//! the workers' books, and the bookkeeping that moves a partition along and finishes a job.
+//! the workers' books, and the bookkeeping that moves a partition along and finishes a job;
+//! [`Shared`], what the engine's threads share, with how cancellation and shutdown end work.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,9 +11,9 @@ use blstrs::Scalar;
 use parking_lot::{Condvar, Mutex};
 
 use super::budget::{requests_bytes, Budget};
-use super::job::{JobShared, SynthesizeFn};
+use super::job::{Canceller, JobShared, SynthesizeFn};
 use super::pacer::Pacer;
-use super::param_cache::ParamEntry;
+use super::param_cache::{ParamCache, ParamEntry};
 use crate::assignment::CapacityHints;
 use crate::compiled::CompiledCircuit;
 use crate::error::{panic_message, Error, Result};
@@ -30,6 +31,23 @@ pub(super) struct Pending {
     pub(super) index: usize,
     pub(super) circuit_type: &'static str,
     pub(super) synthesize: SynthesizeFn,
+}
+
+/// A partition dispatched to synthesis, with what its dispatch reserved.
+pub(super) struct Dispatched {
+    pub(super) id: u64,
+    pub(super) partition: Pending,
+    pub(super) params: crate::Parameters,
+    /// Its reservation in the budget.
+    pub(super) reserved: usize,
+    /// Of which, for its synthesis (released when the synthesis ends).
+    pub(super) synth_bytes: usize,
+    /// The pool requests its synthesis makes.
+    pub(super) requests: [usize; 4],
+    /// Dispatched past the pacer (an urgent job's).
+    pub(super) urgent: bool,
+    /// Dispatched for witness-only synthesis (counted in `State::witnesses_in_flight`).
+    pub(super) witness: bool,
 }
 
 /// A synthesized partition waiting for a GPU worker.
@@ -127,10 +145,8 @@ pub(super) struct State {
     pub(super) workers: Vec<WorkerBooks>,
     /// GPU workers whose backend is not lost; at 0 every job fails and new ones are refused.
     pub(super) live_workers: usize,
-    /// The parameter cache, by [`Parameters::id`] (shared by clones).
-    pub(super) params: HashMap<u64, ParamEntry>,
-    /// The use clock of the parameter cache.
-    pub(super) clock: u64,
+    /// The parameter cache.
+    pub(super) params: ParamCache,
     /// Bytes reserved for synthesis in flight (part of the budget's reservations).
     pub(super) synthesis_reserved: usize,
     /// The pool requests of the partitions in synthesis (which may not have checked out yet)
@@ -139,10 +155,6 @@ pub(super) struct State {
     /// idle.
     pub(super) synthesis_requests: Vec<[usize; 4]>,
     pub(super) gpu_requests: Vec<[usize; 4]>,
-    /// Per backend: the sets proved with (or prepared) there since its last eviction.
-    pub(super) resident: Vec<HashSet<u64>>,
-    /// Per backend: evictions so far (a proof that started before one does not mark its set).
-    pub(super) evict_epoch: Vec<u64>,
     /// Bytes of the compiled circuits the engine's prover holds, charged to the budget once.
     pub(super) compiled_charged: usize,
     /// The budget's host-evaluation slots for witness proofs.
@@ -209,6 +221,10 @@ pub(super) fn unless_panic<T>(what: impl FnOnce() -> String, f: impl FnOnce() ->
 }
 
 impl Shared {
+    pub(super) fn now(&self) -> Duration {
+        self.start.elapsed()
+    }
+
     /// Whether a job of `priority` is urgent.
     pub(super) fn is_urgent(&self, priority: i32) -> bool {
         self.urgent_priority.is_some_and(|u| priority >= u)
@@ -255,6 +271,45 @@ impl Shared {
         if now != st.compiled_charged {
             st.compiled_charged = st.budget.adjust(st.compiled_charged, now);
         }
+    }
+
+    pub(super) fn shutdown(&self) {
+        let mut deferred = Deferred::default();
+        let mut st = self.state.lock();
+        st.shutdown = true;
+        let now = self.now();
+        let ids: Vec<u64> = st.jobs.keys().copied().collect();
+        for id in ids {
+            st.fail_job(id, Error::Cancelled("the engine shut down".into()), now, &mut deferred);
+            // Partitions still in synthesis or on a GPU come back to a job that is gone.
+            st.finalize(id, &mut deferred);
+        }
+        drop(st);
+        self.dispatch_cv.notify_all();
+        self.gpu_cv.notify_all();
+        deferred.run();
+    }
+}
+
+impl Canceller for Shared {
+    fn cancel(&self, id: u64) -> bool {
+        let mut deferred = Deferred::default();
+        let mut st = self.state.lock();
+        let running = st.jobs.get(&id).is_some_and(|j| j.error.is_none());
+        if running {
+            let now = self.now();
+            log::info!("engine: job {id} cancelled");
+            st.fail_job(
+                id,
+                Error::Cancelled(format!("job {id} cancelled by its handle")),
+                now,
+                &mut deferred,
+            );
+        }
+        drop(st);
+        self.dispatch_cv.notify_all();
+        deferred.run();
+        running
     }
 }
 
@@ -410,6 +465,35 @@ impl State {
             job.unproved += 1;
             deferred.progressed.push((job.shared.clone(), job.done, job.unproved));
         }
+    }
+
+    /// Holds `params` in the parameter cache (charging its host bytes once, even past the
+    /// limit: they exist already) and marks it used now.
+    pub(super) fn hold_params(&mut self, params: &Parameters) {
+        self.params.hold(params, &mut self.budget);
+    }
+
+    /// Partitions of the engine's jobs (pending, in synthesis, waiting, on a GPU) that use
+    /// parameter set `id`.
+    pub(super) fn params_users(&self, id: u64) -> usize {
+        self.jobs
+            .values()
+            .filter(|j| j.params.id() == id)
+            .map(|j| j.outstanding)
+            .sum()
+    }
+
+    /// The idle parameter set to evict first ([`ParamCache::eviction_candidate`]): no job of
+    /// the engine uses it.
+    pub(super) fn eviction_candidate(&self) -> Option<u64> {
+        self.params
+            .eviction_candidate(|id| self.jobs.values().any(|j| j.params.id() == id))
+    }
+
+    /// Takes set `id` out of the parameter cache and its charge out of the budget
+    /// ([`ParamCache::remove`]).
+    pub(super) fn drop_params(&mut self, id: u64) -> Option<ParamEntry> {
+        self.params.remove(id, &mut self.budget)
     }
 
     /// The job whose next partition is dispatched next: highest priority, then oldest.

@@ -1,334 +1,293 @@
-//! The engine's workers: a partition's synthesis (and its true-up in the budget), the GPU
-//! workers' proving loop, and how a lost backend, cancellation and shutdown end work.
+//! The engine's workers, as functions over the engine's [`Shared`] state: a partition's
+//! synthesis (and its true-up in the budget), the GPU workers' proving loop, and how a lost
+//! backend ends a GPU worker.
 
 use std::time::Instant;
 
 use blstrs::Scalar;
 
 use super::budget::synthesis_held_bytes;
-use super::dispatch::Dispatched;
-use super::job::Canceller;
-use super::state::{ema, unless_panic, Deferred, Pending, Ready, Shared, State};
+use super::state::{ema, unless_panic, Deferred, Dispatched, Pending, Ready, Shared, State};
 use crate::error::Error;
 use crate::prover::{Prover, Synthesis};
 
-impl Shared {
-    pub(super) fn synthesize(&self, work: Dispatched) {
-        let start = Instant::now();
-        let Dispatched {
-            id,
-            partition,
-            params,
-            reserved,
-            synth_bytes,
-            requests,
-            urgent,
-            witness,
-        } = work;
-        let Pending { index, synthesize, .. } = partition;
-        let result = unless_panic(
-            || format!("synthesis of partition {index}"),
-            || synthesize(&self.synth_prover, &params),
-        );
-        let elapsed = start.elapsed();
-        let mut deferred = Deferred::default();
-        let mut st = self.state.lock();
-        let now = self.now();
-        st.in_synthesis -= 1;
-        if urgent {
-            st.urgent_in_synthesis -= 1;
-        }
-        st.synthesis_reserved -= synth_bytes;
-        if let Some(i) = st.synthesis_requests.iter().position(|r| *r == requests) {
-            st.synthesis_requests.swap_remove(i);
-        }
-        st.synthesis_ema = ema(st.synthesis_ema, elapsed);
-        // A recording (or a file loaded) during this synthesis: its bytes enter the budget.
-        self.charge_compiled(&mut st);
-        let alive = st.jobs.get(&id).is_some_and(|j| j.error.is_none()) && !st.shutdown;
-        // A clone of the parameters not handed on is dropped before the job's waiter wakes, so
-        // the engine's cache knows who else holds the set.
-        let mut leftover = None;
-        match result {
-            Ok(work) if alive => {
-                let held = synthesis_held_bytes(&work);
-                let reserved = st.budget.adjust(reserved, held);
-                match (&work, witness) {
-                    (Synthesis::Witness { circuit, .. }, was) => {
-                        if !was {
-                            // Dispatched for full synthesis before its compiled circuit existed.
-                            st.witnesses_in_flight += 1;
-                        }
-                        // Its proof's host evaluation, when the slots lack it (dispatched before
-                        // its compiled circuit existed, or the circuit refused on a device
-                        // since): those bytes will exist, so they are charged even past the limit.
-                        let slots = self.evaluation_need(&st, circuit, st.witnesses_in_flight);
-                        st.grow_evaluation(slots);
-                    }
-                    (Synthesis::Full(_), true) => st.witness_left(), // fell back to full synthesis
-                    (Synthesis::Full(_), false) => {}
-                }
-                let path = match &work {
-                    Synthesis::Full(_) => "in full",
-                    Synthesis::Witness { .. } => "witness-only",
-                };
-                if !urgent {
-                    st.pacer.on_synthesis_done(now);
-                }
-                let job = st.jobs.get_mut(&id).expect("alive job exists");
-                job.synthesis_time += elapsed;
-                let item = Ready {
-                    job: id,
-                    index,
-                    priority: job.priority,
-                    params,
-                    r: job.r[index],
-                    s: job.s[index],
-                    work,
-                    reserved,
-                    paced: !urgent,
-                };
-                log::debug!(
-                    "engine: job {id} partition {index} synthesized {path} in {:.1} ms ({held} bytes)",
-                    elapsed.as_secs_f64() * 1e3
-                );
-                st.ready.push(item);
-            }
-            Ok(work) => {
-                if witness {
-                    st.witness_left();
-                }
-                leftover = Some(params);
-                if !urgent {
-                    st.pacer.on_synthesis_failed(now);
-                }
-                drop(work); // buffers back before the budget says they are free
-                st.budget.release(reserved);
-                st.counters.dropped += 1;
-                st.note_unproved(id, &mut deferred);
-                st.partition_left(id, &mut deferred);
-            }
-            Err(e) => {
-                if witness {
-                    st.witness_left();
-                }
-                leftover = Some(params);
-                if !urgent {
-                    st.pacer.on_synthesis_failed(now);
-                }
-                st.budget.release(reserved);
-                st.counters.failed += 1;
-                log::info!("engine: job {id} partition {index} failed in synthesis: {e}");
-                st.note_unproved(id, &mut deferred);
-                st.fail_job(id, e, now, &mut deferred);
-                st.partition_left(id, &mut deferred);
-            }
-        }
-        drop(st);
-        drop(leftover);
-        self.dispatch_cv.notify_all();
-        // Every GPU worker looks again: one may be holding for this partition (see
-        // `gpu_worker`), and the one notify_one would wake could be that one.
-        self.gpu_cv.notify_all();
-        deferred.run();
+/// A synthesis worker's task: synthesizes partition `work`, trues its reservation up and
+/// hands it to the GPU workers (or drops it, its job failed or gone).
+pub(super) fn synthesize(shared: &Shared, work: Dispatched) {
+    let start = Instant::now();
+    let Dispatched {
+        id,
+        partition,
+        params,
+        reserved,
+        synth_bytes,
+        requests,
+        urgent,
+        witness,
+    } = work;
+    let Pending { index, synthesize, .. } = partition;
+    let result = unless_panic(
+        || format!("synthesis of partition {index}"),
+        || synthesize(&shared.synth_prover, &params),
+    );
+    let elapsed = start.elapsed();
+    let mut deferred = Deferred::default();
+    let mut st = shared.state.lock();
+    let now = shared.now();
+    st.in_synthesis -= 1;
+    if urgent {
+        st.urgent_in_synthesis -= 1;
     }
-
-    pub(super) fn gpu_worker(&self, worker: usize, prover: Prover) {
-        loop {
-            let mut st = self.state.lock();
-            if prover.is_backend_lost() {
-                self.retire(&mut st, worker, &prover);
-                return;
-            }
-            let mut held = false;
-            let item = loop {
-                if st.shutdown {
-                    return;
-                }
-                let best = st.ready.iter().enumerate().max_by_key(|(_, r)| r.key()).map(|(i, _)| i);
-                if let Some(i) = best {
-                    // An urgent partition in synthesis that no other waiting worker will take
-                    // when it is ready: this worker keeps itself free for it instead of
-                    // starting lower-priority work.
-                    let hold = !self.is_urgent(st.ready[i].priority) && st.urgent_in_synthesis > st.gpu_waiting;
-                    if !hold {
-                        break st.ready.swap_remove(i);
+    st.synthesis_reserved -= synth_bytes;
+    if let Some(i) = st.synthesis_requests.iter().position(|r| *r == requests) {
+        st.synthesis_requests.swap_remove(i);
+    }
+    st.synthesis_ema = ema(st.synthesis_ema, elapsed);
+    // A recording (or a file loaded) during this synthesis: its bytes enter the budget.
+    shared.charge_compiled(&mut st);
+    let alive = st.jobs.get(&id).is_some_and(|j| j.error.is_none()) && !st.shutdown;
+    // A clone of the parameters not handed on is dropped before the job's waiter wakes, so
+    // the engine's cache knows who else holds the set.
+    let mut leftover = None;
+    match result {
+        Ok(work) if alive => {
+            let held = synthesis_held_bytes(&work);
+            let reserved = st.budget.adjust(reserved, held);
+            match (&work, witness) {
+                (Synthesis::Witness { circuit, .. }, was) => {
+                    if !was {
+                        // Dispatched for full synthesis before its compiled circuit existed.
+                        st.witnesses_in_flight += 1;
                     }
-                    if !held {
-                        held = true;
-                        st.counters.gpu_holds += 1;
-                        log::debug!("engine: GPU worker {worker} holds for an urgent partition in synthesis");
-                    }
+                    // Its proof's host evaluation, when the slots lack it (dispatched before
+                    // its compiled circuit existed, or the circuit refused on a device
+                    // since): those bytes will exist, so they are charged even past the limit.
+                    let slots = shared.evaluation_need(&st, circuit, st.witnesses_in_flight);
+                    st.grow_evaluation(slots);
                 }
-                st.gpu_waiting += 1;
-                self.gpu_cv.wait(&mut st);
-                st.gpu_waiting -= 1;
-            };
-            let now = self.now();
-            if item.paced {
-                st.pacer.on_gpu_start(now);
+                (Synthesis::Full(_), true) => st.witness_left(), // fell back to full synthesis
+                (Synthesis::Full(_), false) => {}
             }
-            st.on_gpu += 1;
-            st.workers[worker].since = Some(Instant::now());
-            // The pool sizes its proof gives back or checks out: a/b/c, or what the witness's
-            // evaluation takes.
-            let abc = match &item.work {
-                Synthesis::Full(a) => {
-                    [a.a.capacity(), a.b.capacity(), a.c.capacity(), 0].map(|n| n * std::mem::size_of::<Scalar>())
-                }
-                Synthesis::Witness { circuit, .. } => prover.witness_pool_requests(circuit),
+            let path = match &work {
+                Synthesis::Full(_) => "in full",
+                Synthesis::Witness { .. } => "witness-only",
             };
-            let witness = matches!(item.work, Synthesis::Witness { .. });
-            if let Synthesis::Witness { circuit, .. } = &item.work {
-                // The slots hold its checkouts; ones that grew since its true-up (its circuit
-                // refused on a device meanwhile) grow too.
-                let slots = self.evaluation_need(&st, circuit, st.witnesses_in_flight);
-                st.grow_evaluation(slots);
+            if !urgent {
+                st.pacer.on_synthesis_done(now);
             }
-            st.gpu_requests.push(abc);
-            let backend = st.workers[worker].backend;
-            let epoch = st.evict_epoch[backend];
-            drop(st);
-            self.dispatch_cv.notify_all();
-
-            let Ready {
+            let job = st.jobs.get_mut(&id).expect("alive job exists");
+            job.synthesis_time += elapsed;
+            let item = Ready {
                 job: id,
                 index,
-                work,
+                priority: job.priority,
                 params,
-                r,
-                s,
+                r: job.r[index],
+                s: job.s[index],
+                work,
                 reserved,
-                ..
-            } = item;
-            let start = Instant::now();
-            // The work is dropped inside (its buffers back to the pool) on every path.
-            let result = unless_panic(
-                || format!("proving partition {index} on {}", prover.backend_name()),
-                || prover.prove_syntheses(vec![work], &params, &[r], &[s]),
+                paced: !urgent,
+            };
+            log::debug!(
+                "engine: job {id} partition {index} synthesized {path} in {:.1} ms ({held} bytes)",
+                elapsed.as_secs_f64() * 1e3
             );
-            let elapsed = start.elapsed();
-
-            let mut deferred = Deferred::default();
-            let mut st = self.state.lock();
-            let now = self.now();
-            st.on_gpu -= 1;
-            if let Some(i) = st.gpu_requests.iter().position(|r| *r == abc) {
-                st.gpu_requests.swap_remove(i);
-            }
-            st.pacer.on_gpu_done(now, elapsed);
-            st.gpu_ema = ema(st.gpu_ema, elapsed);
-            let books = &mut st.workers[worker];
-            books.busy += elapsed;
-            books.since = None;
-            books.partitions += 1;
-            st.budget.release(reserved);
+            st.ready.push(item);
+        }
+        unproved => {
+            // Synthesized for a job that failed (or an engine shutting down), or failed.
             if witness {
                 st.witness_left();
             }
-            st.touch_params(params.id());
-            if result.is_ok() && st.evict_epoch[backend] == epoch && st.params.contains_key(&params.id()) {
-                st.resident[backend].insert(params.id());
+            leftover = Some(params);
+            if !urgent {
+                st.pacer.on_synthesis_failed(now);
             }
-            let alive = st.jobs.get(&id).is_some_and(|j| j.error.is_none());
-            match result {
-                Ok((mut proofs, _)) if alive => {
-                    st.counters.done += 1;
-                    let job = st.jobs.get_mut(&id).expect("alive job exists");
-                    job.gpu_time += elapsed;
-                    job.proofs[index] = proofs.pop();
-                    job.done += 1;
-                    deferred.progressed.push((job.shared.clone(), job.done, job.unproved));
-                    log::debug!(
-                        "engine: job {id} partition {index} proved on {} in {:.1} ms",
-                        prover.backend_name(),
-                        elapsed.as_secs_f64() * 1e3
-                    );
-                }
-                Ok(_) => {
-                    st.counters.dropped += 1;
-                    st.note_unproved(id, &mut deferred);
-                }
-                Err(e) => {
+            // A synthesized partition is dropped here: its buffers go back before the budget
+            // says they are free.
+            let failure = unproved.err();
+            st.budget.release(reserved);
+            match &failure {
+                None => st.counters.dropped += 1,
+                Some(e) => {
                     st.counters.failed += 1;
-                    st.note_unproved(id, &mut deferred);
-                    log::info!(
-                        "engine: job {id} partition {index} failed on {}: {e}",
-                        prover.backend_name()
-                    );
-                    st.fail_job(id, e, now, &mut deferred);
+                    log::info!("engine: job {id} partition {index} failed in synthesis: {e}");
                 }
+            }
+            st.note_unproved(id, &mut deferred);
+            if let Some(e) = failure {
+                st.fail_job(id, e, now, &mut deferred);
             }
             st.partition_left(id, &mut deferred);
-            drop(st);
-            // Before the job's waiter wakes (see `synthesize`).
-            drop(params);
-            self.dispatch_cv.notify_all();
-            deferred.run();
         }
     }
+    drop(st);
+    drop(leftover);
+    shared.dispatch_cv.notify_all();
+    // Every GPU worker looks again: one may be holding for this partition (see
+    // `gpu_worker`), and the one notify_one would wake could be that one.
+    shared.gpu_cv.notify_all();
+    deferred.run();
+}
 
-    /// Worker `worker`'s backend is lost: it takes no more partitions. When it was the last,
-    /// every job fails (nothing could prove its partitions) and new jobs are refused.
-    pub(super) fn retire(&self, st: &mut parking_lot::MutexGuard<'_, State>, worker: usize, prover: &Prover) {
-        log::error!(
-            "engine: GPU worker {worker} stops: its {} backend is lost",
-            prover.backend_name()
-        );
-        st.workers[worker].lost = true;
-        st.live_workers -= 1;
-        if st.live_workers > 0 {
+/// GPU worker `worker`'s thread: proves the ready partitions with `prover`, highest priority
+/// first, until shutdown or until its backend is lost.
+pub(super) fn gpu_worker(shared: &Shared, worker: usize, prover: Prover) {
+    loop {
+        let mut st = shared.state.lock();
+        if prover.is_backend_lost() {
+            retire(shared, &mut st, worker, &prover);
             return;
         }
-        let mut deferred = Deferred::default();
-        let now = self.now();
-        let ids: Vec<u64> = st.jobs.keys().copied().collect();
-        for id in ids {
-            let err = Error::NoGpu("every GPU worker's backend of this engine is lost".into());
-            st.fail_job(id, err, now, &mut deferred);
+        let mut held = false;
+        let item = loop {
+            if st.shutdown {
+                return;
+            }
+            let best = st.ready.iter().enumerate().max_by_key(|(_, r)| r.key()).map(|(i, _)| i);
+            if let Some(i) = best {
+                // An urgent partition in synthesis that no other waiting worker will take
+                // when it is ready: this worker keeps itself free for it instead of
+                // starting lower-priority work.
+                let hold = !shared.is_urgent(st.ready[i].priority) && st.urgent_in_synthesis > st.gpu_waiting;
+                if !hold {
+                    break st.ready.swap_remove(i);
+                }
+                if !held {
+                    held = true;
+                    st.counters.gpu_holds += 1;
+                    log::debug!("engine: GPU worker {worker} holds for an urgent partition in synthesis");
+                }
+            }
+            st.gpu_waiting += 1;
+            shared.gpu_cv.wait(&mut st);
+            st.gpu_waiting -= 1;
+        };
+        let now = shared.now();
+        if item.paced {
+            st.pacer.on_gpu_start(now);
         }
-        parking_lot::MutexGuard::unlocked(st, || {
-            self.dispatch_cv.notify_all();
-            deferred.run();
-        });
-    }
-
-    pub(super) fn shutdown(&self) {
-        let mut deferred = Deferred::default();
-        let mut st = self.state.lock();
-        st.shutdown = true;
-        let now = self.now();
-        let ids: Vec<u64> = st.jobs.keys().copied().collect();
-        for id in ids {
-            st.fail_job(id, Error::Cancelled("the engine shut down".into()), now, &mut deferred);
-            // Partitions still in synthesis or on a GPU come back to a job that is gone.
-            st.finalize(id, &mut deferred);
+        st.on_gpu += 1;
+        st.workers[worker].since = Some(Instant::now());
+        // The pool sizes its proof gives back or checks out: a/b/c, or what the witness's
+        // evaluation takes.
+        let abc = match &item.work {
+            Synthesis::Full(a) => {
+                [a.a.capacity(), a.b.capacity(), a.c.capacity(), 0].map(|n| n * std::mem::size_of::<Scalar>())
+            }
+            Synthesis::Witness { circuit, .. } => prover.witness_pool_requests(circuit),
+        };
+        let witness = matches!(item.work, Synthesis::Witness { .. });
+        if let Synthesis::Witness { circuit, .. } = &item.work {
+            // The slots hold its checkouts; ones that grew since its true-up (its circuit
+            // refused on a device meanwhile) grow too.
+            let slots = shared.evaluation_need(&st, circuit, st.witnesses_in_flight);
+            st.grow_evaluation(slots);
         }
+        st.gpu_requests.push(abc);
+        let backend = st.workers[worker].backend;
+        let epoch = st.params.epochs()[backend];
         drop(st);
-        self.dispatch_cv.notify_all();
-        self.gpu_cv.notify_all();
+        shared.dispatch_cv.notify_all();
+
+        let Ready {
+            job: id,
+            index,
+            work,
+            params,
+            r,
+            s,
+            reserved,
+            ..
+        } = item;
+        let start = Instant::now();
+        // The work is dropped inside (its buffers back to the pool) on every path.
+        let result = unless_panic(
+            || format!("proving partition {index} on {}", prover.backend_name()),
+            || prover.prove_syntheses(vec![work], &params, &[r], &[s]),
+        );
+        let elapsed = start.elapsed();
+
+        let mut deferred = Deferred::default();
+        let mut st = shared.state.lock();
+        let now = shared.now();
+        st.on_gpu -= 1;
+        if let Some(i) = st.gpu_requests.iter().position(|r| *r == abc) {
+            st.gpu_requests.swap_remove(i);
+        }
+        st.pacer.on_gpu_done(now, elapsed);
+        st.gpu_ema = ema(st.gpu_ema, elapsed);
+        let books = &mut st.workers[worker];
+        books.busy += elapsed;
+        books.since = None;
+        books.partitions += 1;
+        st.budget.release(reserved);
+        if witness {
+            st.witness_left();
+        }
+        st.params.touch(params.id());
+        if result.is_ok() {
+            st.params.mark_resident(backend, params.id(), epoch);
+        }
+        let alive = st.jobs.get(&id).is_some_and(|j| j.error.is_none());
+        match result {
+            Ok((mut proofs, _)) if alive => {
+                st.counters.done += 1;
+                let job = st.jobs.get_mut(&id).expect("alive job exists");
+                job.gpu_time += elapsed;
+                job.proofs[index] = proofs.pop();
+                job.done += 1;
+                deferred.progressed.push((job.shared.clone(), job.done, job.unproved));
+                log::debug!(
+                    "engine: job {id} partition {index} proved on {} in {:.1} ms",
+                    prover.backend_name(),
+                    elapsed.as_secs_f64() * 1e3
+                );
+            }
+            Ok(_) => {
+                st.counters.dropped += 1;
+                st.note_unproved(id, &mut deferred);
+            }
+            Err(e) => {
+                st.counters.failed += 1;
+                st.note_unproved(id, &mut deferred);
+                log::info!(
+                    "engine: job {id} partition {index} failed on {}: {e}",
+                    prover.backend_name()
+                );
+                st.fail_job(id, e, now, &mut deferred);
+            }
+        }
+        st.partition_left(id, &mut deferred);
+        drop(st);
+        // Before the job's waiter wakes (see `synthesize`).
+        drop(params);
+        shared.dispatch_cv.notify_all();
         deferred.run();
     }
 }
 
-impl Canceller for Shared {
-    fn cancel(&self, id: u64) -> bool {
-        let mut deferred = Deferred::default();
-        let mut st = self.state.lock();
-        let running = st.jobs.get(&id).is_some_and(|j| j.error.is_none());
-        if running {
-            let now = self.now();
-            log::info!("engine: job {id} cancelled");
-            st.fail_job(
-                id,
-                Error::Cancelled(format!("job {id} cancelled by its handle")),
-                now,
-                &mut deferred,
-            );
-        }
-        drop(st);
-        self.dispatch_cv.notify_all();
-        deferred.run();
-        running
+/// Worker `worker`'s backend is lost: it takes no more partitions. When it was the last,
+/// every job fails (nothing could prove its partitions) and new jobs are refused.
+fn retire(shared: &Shared, st: &mut parking_lot::MutexGuard<'_, State>, worker: usize, prover: &Prover) {
+    log::error!(
+        "engine: GPU worker {worker} stops: its {} backend is lost",
+        prover.backend_name()
+    );
+    st.workers[worker].lost = true;
+    st.live_workers -= 1;
+    if st.live_workers > 0 {
+        return;
     }
+    let mut deferred = Deferred::default();
+    let now = shared.now();
+    let ids: Vec<u64> = st.jobs.keys().copied().collect();
+    for id in ids {
+        let err = Error::NoGpu("every GPU worker's backend of this engine is lost".into());
+        st.fail_job(id, err, now, &mut deferred);
+    }
+    parking_lot::MutexGuard::unlocked(st, || {
+        shared.dispatch_cv.notify_all();
+        deferred.run();
+    });
 }

@@ -1,5 +1,9 @@
-//! Shared helpers for the integration tests: bellperson as the reference.
+//! Shared helpers for the integration tests: bellperson as the reference (here), waiting on
+//! the engine ([`engine`]) and calling the C ABI ([`ffi`]). Each test binary uses some of them.
 #![allow(dead_code)]
+
+pub mod engine;
+pub mod ffi;
 
 use bellperson::groth16 as bp;
 use blstrs::{Bls12, Scalar};

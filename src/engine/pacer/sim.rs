@@ -1,0 +1,487 @@
+//! The pacer's tests, run on a discrete-event simulator: `synthesis_workers` synthesis
+//! workers and `gpu_workers` GPU workers, per-partition times given as functions of the
+//! dispatch (or GPU start) time, the pacer deciding dispatches. Time jumps from event to
+//! event; nothing sleeps.
+
+use super::*;
+
+fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(s)
+}
+
+/// The sim's own view after each instant's events, counted independently of the pacer.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    at: Duration,
+    waiting: usize,
+}
+
+struct Sim {
+    pacer: Pacer,
+    now: Duration,
+    synthesis_workers: usize,
+    synthesis_time: Box<dyn Fn(Duration) -> Duration>,
+    gpu_time: Box<dyn Fn(Duration) -> Duration>,
+    /// GPU workers start nothing inside these windows.
+    gpu_paused: Vec<(Duration, Duration)>,
+    in_synthesis: Vec<Duration>,
+    waiting: usize,
+    gpus: Vec<Option<(Duration, Duration)>>,
+    samples: Vec<Sample>,
+    dispatches: Vec<Duration>,
+    first_gpu_done: Option<Duration>,
+    max_in_flight: usize,
+    gpu_busy: Vec<(Duration, Duration)>,
+}
+
+impl Sim {
+    fn new(mode: PacerMode, gpu_workers: usize, synthesis_workers: usize, synthesis_s: f64, gpu_s: f64) -> Sim {
+        Sim {
+            pacer: Pacer::new(mode, gpu_workers).unwrap(),
+            now: Duration::ZERO,
+            synthesis_workers,
+            synthesis_time: Box::new(move |_| secs(synthesis_s)),
+            gpu_time: Box::new(move |_| secs(gpu_s)),
+            gpu_paused: Vec::new(),
+            in_synthesis: Vec::new(),
+            waiting: 0,
+            gpus: vec![None; gpu_workers],
+            samples: Vec::new(),
+            dispatches: Vec::new(),
+            first_gpu_done: None,
+            max_in_flight: 0,
+            gpu_busy: Vec::new(),
+        }
+    }
+
+    fn pi(config: PiConfig, gpu_workers: usize, synthesis_workers: usize, synthesis_s: f64, gpu_s: f64) -> Sim {
+        Sim::new(
+            PacerMode::Pi(config),
+            gpu_workers,
+            synthesis_workers,
+            synthesis_s,
+            gpu_s,
+        )
+    }
+
+    fn gpu_paused_at(&self, t: Duration) -> bool {
+        self.gpu_paused.iter().any(|&(a, b)| a <= t && t < b)
+    }
+
+    fn check_in_flight(&mut self) {
+        let in_flight = self.waiting + self.in_synthesis.len();
+        self.max_in_flight = self.max_in_flight.max(in_flight);
+        let cap = self.pacer.state().in_flight_cap;
+        assert!(in_flight <= cap, "{in_flight} in flight > cap {cap} at {:?}", self.now);
+    }
+
+    fn run_until(&mut self, end_s: f64) {
+        let end = secs(end_s);
+        loop {
+            let now = self.now;
+            let (done, busy): (Vec<_>, Vec<_>) = self.in_synthesis.iter().partition(|&&t| t <= now);
+            self.in_synthesis = busy;
+            for _ in done {
+                self.waiting += 1;
+                self.pacer.on_synthesis_done(now);
+            }
+            for gpu in self.gpus.iter_mut() {
+                if let Some((start, until)) = *gpu {
+                    if until <= now {
+                        *gpu = None;
+                        self.pacer.on_gpu_done(now, until - start);
+                        self.gpu_busy.push((start, until));
+                        self.first_gpu_done.get_or_insert(now);
+                    }
+                }
+            }
+            if !self.gpu_paused_at(now) {
+                for i in 0..self.gpus.len() {
+                    if self.gpus[i].is_none() && self.waiting > 0 {
+                        self.waiting -= 1;
+                        self.pacer.on_gpu_start(now);
+                        self.gpus[i] = Some((now, now + (self.gpu_time)(now)));
+                    }
+                }
+            }
+            while self.in_synthesis.len() < self.synthesis_workers && self.pacer.may_dispatch(now) {
+                self.pacer.on_dispatch(now);
+                self.dispatches.push(now);
+                self.in_synthesis.push(now + (self.synthesis_time)(now));
+                self.check_in_flight();
+            }
+            self.check_in_flight();
+            let state = self.pacer.state();
+            assert_eq!(
+                (state.waiting, state.in_synthesis),
+                (self.waiting, self.in_synthesis.len())
+            );
+            self.samples.push(Sample {
+                at: now,
+                waiting: self.waiting,
+            });
+
+            let pause_end = self.gpu_paused.iter().map(|&(_, b)| b).filter(|&b| b > now);
+            let dispatch = (self.in_synthesis.len() < self.synthesis_workers)
+                .then(|| self.pacer.next_dispatch_at(now))
+                .flatten();
+            let next = self
+                .in_synthesis
+                .iter()
+                .copied()
+                .chain(self.gpus.iter().flatten().map(|&(_, until)| until))
+                .chain(pause_end)
+                .chain(dispatch)
+                .min();
+            match next {
+                Some(t) if t <= end => {
+                    assert!(t > now, "no progress at {now:?}");
+                    self.now = t;
+                }
+                _ => {
+                    self.now = end;
+                    return;
+                }
+            }
+        }
+    }
+
+    fn samples_in(&self, from_s: f64, to_s: f64) -> impl Iterator<Item = Sample> + '_ {
+        let (from, to) = (secs(from_s), secs(to_s));
+        self.samples.iter().copied().filter(move |s| from <= s.at && s.at < to)
+    }
+
+    /// The waiting depth over `[from, to)`: every sample within ±1 of the target, and the
+    /// time-weighted mean of each 20 s window within ±0.5 (no slow swing either).
+    fn assert_settled(&self, from_s: f64, to_s: f64, target: usize) {
+        let samples: Vec<Sample> = self.samples_in(from_s, to_s).collect();
+        assert!(samples.len() > 10, "too few events in [{from_s}, {to_s})");
+        let (min, max) = samples
+            .iter()
+            .fold((usize::MAX, 0), |(lo, hi), s| (lo.min(s.waiting), hi.max(s.waiting)));
+        assert!(
+            target.abs_diff(min) <= 1 && target.abs_diff(max) <= 1,
+            "waiting in [{min}, {max}] over [{from_s}, {to_s}), target {target}"
+        );
+        let mut window = from_s;
+        while window + 20.0 <= to_s {
+            let mean = self.mean_waiting(window, window + 20.0);
+            assert!(
+                (mean - target as f64).abs() <= 0.5,
+                "mean waiting {mean} over [{window}, +20), target {target}"
+            );
+            window += 20.0;
+        }
+    }
+
+    fn mean_waiting(&self, from_s: f64, to_s: f64) -> f64 {
+        let (from, to) = (secs(from_s), secs(to_s));
+        let mut sum = 0.0;
+        let mut last = self
+            .samples
+            .iter()
+            .rev()
+            .find(|s| s.at <= from)
+            .expect("a sample before the window");
+        for s in self
+            .samples
+            .iter()
+            .filter(|s| from < s.at && s.at < to)
+            .chain(std::iter::once(&Sample { at: to, waiting: 0 }))
+        {
+            sum += last.waiting as f64 * (s.at - last.at.max(from)).as_secs_f64();
+            last = s;
+        }
+        sum / (to_s - from_s)
+    }
+
+    fn gpu_busy_fraction(&self, from_s: f64, to_s: f64) -> f64 {
+        let (from, to) = (secs(from_s), secs(to_s));
+        let busy: f64 = self
+            .gpu_busy
+            .iter()
+            .chain(self.gpus.iter().flatten()) // partitions still on a GPU count up to `to`
+            .map(|&(a, b)| b.min(to).saturating_sub(a.max(from)).as_secs_f64())
+            .sum();
+        busy / ((to_s - from_s) * self.gpus.len() as f64)
+    }
+}
+
+fn config(target_depth: usize) -> PiConfig {
+    PiConfig {
+        target_depth,
+        ..PiConfig::default()
+    }
+}
+
+#[test]
+fn steady_state_settles_at_the_target_without_oscillating() {
+    for (gpu_workers, synthesis_s, gpu_s, target) in [(2, 0.8, 1.0, 4), (1, 0.3, 0.5, 2), (3, 1.5, 2.0, 3)] {
+        let mut sim = Sim::pi(config(target), gpu_workers, 8, synthesis_s, gpu_s);
+        sim.run_until(400.0);
+        sim.assert_settled(200.0, 400.0, target);
+        let busy = sim.gpu_busy_fraction(200.0, 400.0);
+        assert!(busy > 0.99, "GPU busy {busy}");
+    }
+}
+
+#[test]
+fn gpu_speed_steps_re_settle() {
+    // GPU time 1 s, halves to 0.5 s, doubles back to 1 s, doubles again to 2 s.
+    let mut sim = Sim::pi(config(4), 2, 8, 0.4, 1.0);
+    sim.gpu_time = Box::new(|t| match t.as_secs() {
+        0..200 => secs(1.0),
+        200..400 => secs(0.5),
+        400..600 => secs(1.0),
+        _ => secs(2.0),
+    });
+    sim.run_until(800.0);
+    for phase in [0.0, 200.0, 400.0, 600.0] {
+        sim.assert_settled(phase + 100.0, phase + 200.0, 4);
+        let busy = sim.gpu_busy_fraction(phase + 100.0, phase + 200.0);
+        assert!(busy > 0.99, "GPU busy {busy} after the step at {phase} s");
+    }
+}
+
+#[test]
+fn synthesis_speed_steps_re_settle() {
+    // Synthesis 0.3 s, slows to 0.9 s, speeds up to 0.2 s (GPU 1 s, two GPU workers).
+    let mut sim = Sim::pi(config(4), 2, 8, 0.3, 1.0);
+    sim.synthesis_time = Box::new(|t| match t.as_secs() {
+        0..200 => secs(0.3),
+        200..400 => secs(0.9),
+        _ => secs(0.2),
+    });
+    sim.run_until(600.0);
+    for phase in [0.0, 200.0, 400.0] {
+        sim.assert_settled(phase + 100.0, phase + 200.0, 4);
+    }
+    // Synthesis three times slower than the GPU: the cap must leave room for the
+    // partitions in synthesis (2 workers × 3 s / 1 s = 6), so the engine raises it.
+    let cap = PiConfig {
+        in_flight_cap: Some(4 + 2 + 6),
+        ..config(4)
+    };
+    let mut sim = Sim::pi(cap, 2, 8, 0.5, 1.0);
+    sim.synthesis_time = Box::new(|t| if t < secs(200.0) { secs(0.5) } else { secs(3.0) });
+    sim.run_until(400.0);
+    sim.assert_settled(100.0, 200.0, 4);
+    sim.assert_settled(300.0, 400.0, 4);
+}
+
+#[test]
+fn never_more_than_target_plus_gpu_workers_in_flight() {
+    // Fast synthesis, many synthesis workers, a GPU stall: the cap is what binds. The sim
+    // checks the cap after every dispatch and every instant (`check_in_flight`).
+    for (target, gpu_workers) in [(4, 2), (2, 1), (3, 3)] {
+        let mut sim = Sim::pi(config(target), gpu_workers, 32, 0.1, 1.0);
+        sim.gpu_paused.push((secs(50.0), secs(150.0)));
+        sim.run_until(300.0);
+        assert_eq!(
+            sim.max_in_flight,
+            target + gpu_workers,
+            "the cap was never reached: the test proves nothing"
+        );
+    }
+}
+
+#[test]
+fn the_start_is_paced_not_a_burst() {
+    let initial = Duration::from_millis(50);
+    let mut sim = Sim::pi(
+        PiConfig {
+            initial_interval: initial,
+            ..config(4)
+        },
+        2,
+        32,
+        0.5,
+        2.0,
+    );
+    sim.run_until(100.0);
+    let first_gpu_done = sim.first_gpu_done.unwrap();
+    let early: Vec<Duration> = sim.dispatches.iter().copied().filter(|&t| t < first_gpu_done).collect();
+    assert!(
+        early.len() <= 4,
+        "{} dispatched before the first GPU time was known, target 4",
+        early.len()
+    );
+    for pair in early.windows(2) {
+        assert!(
+            pair[1] - pair[0] >= initial,
+            "dispatches at {:?} and {:?}",
+            pair[0],
+            pair[1]
+        );
+    }
+    sim.assert_settled(50.0, 100.0, 4);
+}
+
+#[test]
+fn a_start_whose_first_partitions_fail_goes_on_dispatching() {
+    let initial = Duration::from_millis(100);
+    let mut p = Pacer::new(
+        PacerMode::Pi(PiConfig {
+            initial_interval: initial,
+            ..config(2)
+        }),
+        1,
+    )
+    .unwrap();
+    let mut now = Duration::ZERO;
+    for _ in 0..2 {
+        now = p.next_dispatch_at(now).expect("the start dispatches");
+        p.on_dispatch(now);
+    }
+    assert_eq!(
+        p.next_dispatch_at(now),
+        None,
+        "target dispatched, no GPU time yet: wait"
+    );
+    p.on_synthesis_failed(now + secs(1.0));
+    p.on_synthesis_failed(now + secs(1.0));
+    let next = p.next_dispatch_at(now + secs(1.0));
+    assert_eq!(next, Some(now + initial), "both failed: the start goes on, still paced");
+    // And it stays paced: at most `target` in the pipeline before a GPU time is known.
+    p.on_dispatch(now + secs(1.0));
+    p.on_dispatch(now + secs(1.2));
+    assert_eq!(p.next_dispatch_at(now + secs(1.2)), None);
+}
+
+#[test]
+fn bounded_queue_keeps_its_bound() {
+    let mut sim = Sim::new(PacerMode::BoundedQueue { depth: 6 }, 2, 32, 0.1, 1.0);
+    sim.gpu_paused.push((secs(50.0), secs(150.0)));
+    sim.run_until(300.0);
+    assert_eq!(sim.max_in_flight, 6);
+    // For comparison with the PI mode: it fills its bound in one burst at the start.
+    assert_eq!(sim.dispatches.iter().filter(|&&t| t == Duration::ZERO).count(), 6);
+}
+
+#[test]
+fn long_stalls_do_not_wind_the_integral_up() {
+    // A GPU stall of 1000 s: the depth sits above the target (negative error); without the
+    // integral clamp the pacer would then starve the GPU for minutes.
+    let mut sim = Sim::pi(config(4), 2, 8, 0.4, 1.0);
+    sim.gpu_paused.push((secs(100.0), secs(1100.0)));
+    sim.run_until(1300.0);
+    let resumed = sim
+        .dispatches
+        .iter()
+        .filter(|&&t| secs(1100.0) <= t && t < secs(1101.0))
+        .count();
+    assert!(
+        resumed <= 4,
+        "{resumed} dispatched in the first GPU time after the stall, target 4"
+    );
+    sim.assert_settled(1150.0, 1300.0, 4);
+    let busy = sim.gpu_busy_fraction(1100.0, 1300.0);
+    assert!(busy > 0.97, "GPU busy {busy} after the stall");
+
+    // A synthesis stall of 1000 s: nothing waits (error +1); without the clamp the pacer
+    // would then hold the depth at the cap, above the target, for a long time.
+    let mut sim = Sim::pi(config(4), 2, 8, 0.4, 1.0);
+    sim.synthesis_time = Box::new(|t| {
+        if secs(100.0) <= t && t < secs(110.0) {
+            secs(1000.0)
+        } else {
+            secs(0.4)
+        }
+    });
+    sim.run_until(1400.0);
+    sim.assert_settled(1250.0, 1400.0, 4);
+}
+
+#[test]
+fn bad_configs_are_refused() {
+    let bad = [
+        PiConfig {
+            target_depth: 0,
+            ..PiConfig::default()
+        },
+        PiConfig {
+            kp: -1.0,
+            ..PiConfig::default()
+        },
+        PiConfig {
+            ki: f64::NAN,
+            ..PiConfig::default()
+        },
+        PiConfig {
+            gpu_time_alpha: 0.0,
+            ..PiConfig::default()
+        },
+        PiConfig {
+            integral_min: 1.0,
+            ..PiConfig::default()
+        },
+        PiConfig {
+            min_rate: 0.0,
+            ..PiConfig::default()
+        },
+        PiConfig {
+            min_rate: 4.0,
+            ..PiConfig::default()
+        },
+        PiConfig {
+            min_interval: Duration::ZERO,
+            ..PiConfig::default()
+        },
+        PiConfig {
+            in_flight_cap: Some(1),
+            ..PiConfig::default()
+        },
+    ];
+    for config in bad {
+        assert!(
+            matches!(Pacer::new(PacerMode::Pi(config), 1), Err(Error::InvalidArgument(_))),
+            "{config:?}"
+        );
+    }
+    assert!(matches!(
+        Pacer::new(PacerMode::BoundedQueue { depth: 0 }, 1),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        Pacer::new(PacerMode::Pi(PiConfig::default()), 0),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(Pacer::new(PacerMode::Pi(PiConfig::default()), 1).is_ok());
+}
+
+#[test]
+fn extreme_times_do_not_panic() {
+    let mut pacer = Pacer::new(PacerMode::Pi(PiConfig::default()), 1).unwrap();
+    pacer.on_gpu_start(Duration::ZERO); // misuse: nothing waiting
+    pacer.on_dispatch(Duration::MAX);
+    pacer.on_gpu_done(Duration::ZERO, Duration::MAX);
+    assert_eq!(pacer.next_dispatch_at(Duration::MAX), Some(Duration::MAX));
+    pacer.on_gpu_done(Duration::ZERO, Duration::ZERO);
+    assert!(pacer.state().dispatch_rate.unwrap().is_finite());
+}
+
+#[test]
+fn rate_and_interval_are_clamped() {
+    let config = PiConfig { kp: 10.0, ..config(4) };
+    let mut pacer = Pacer::new(PacerMode::Pi(config), 2).unwrap();
+    pacer.on_gpu_done(secs(1.0), secs(1.0));
+    // Nothing waits: 1 + kp·1 = 11, clamped to 3 × the drain rate of 2 per second.
+    let state = pacer.state();
+    assert_eq!(state.rate_factor, 3.0);
+    assert_eq!(state.dispatch_rate, Some(6.0));
+    pacer.on_dispatch(secs(1.0));
+    assert_eq!(
+        pacer.next_dispatch_at(secs(1.0)),
+        Some(secs(1.0) + Duration::from_secs_f64(1.0 / 6.0))
+    );
+    // Ten waiting (over the target): 1 + 10·(−1.5) clamped to 0.3; a 1 ms GPU time would
+    // mean 600 dispatches a second, clamped to one per 50 ms.
+    for _ in 0..10 {
+        pacer.on_synthesis_done(secs(1.0));
+    }
+    assert_eq!(pacer.state().rate_factor, 0.3);
+    let mut pacer = Pacer::new(PacerMode::Pi(config), 2).unwrap();
+    pacer.on_gpu_done(secs(1.0), Duration::from_millis(1));
+    pacer.on_dispatch(secs(1.0));
+    assert_eq!(pacer.next_dispatch_at(secs(1.0)), Some(secs(1.05)));
+}
