@@ -3,11 +3,11 @@
 use blstrs::Scalar;
 use ff::{Field, PrimeField};
 
-use super::hash::{Hasher128, Trace};
-use super::matrix::Matrix;
 use super::witness::Witness;
-use crate::assignment::DensityTracker;
 use crate::error::{Error, Result};
+use crate::r1cs::hash::{Hasher128, Trace};
+use crate::r1cs::matrix::Matrix;
+use crate::r1cs::DensityTracker;
 
 /// What identifies a circuit's shape for the prover: the sizes the parameters fix.
 /// Compiled circuits are kept per (circuit type, shape), as capacity hints are per type and
@@ -102,7 +102,7 @@ impl CompiledCircuit {
         }
         for d in &self.densities {
             h.word(d.len() as u64);
-            h.bytes_parallel(&super::store::words_le_bytes(d.words()));
+            h.bytes_parallel(&crate::r1cs::store::words_le_bytes(d.words()));
         }
         h.finish()
     }

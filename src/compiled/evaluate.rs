@@ -11,11 +11,11 @@ use ff::Field;
 use rayon::prelude::*;
 
 use super::circuit::CompiledCircuit;
-use super::matrix::{Matrix, COEFF_MINUS_ONE, COEFF_ONE, CONSTANTS_BASE};
 use super::witness::{Witness, WitnessAux};
 use crate::assignment::ProvingAssignment;
 use crate::error::{Error, Result};
 use crate::pool::{PinnedPool, PinnedVec, PoolConfig};
+use crate::r1cs::matrix::{Matrix, COEFF_MINUS_ONE, COEFF_ONE, CONSTANTS_BASE};
 
 /// Rows per parallel task.
 const ROWS_PER_TASK: usize = 1 << 12;

@@ -28,11 +28,11 @@ use ff::PrimeField;
 use memmap2::Mmap;
 
 use super::circuit::CompiledCircuit;
-use super::hash::{Hasher128, Trace};
-use super::matrix::Matrix;
-use super::store::{words_le_bytes, Store};
-use crate::assignment::DensityTracker;
 use crate::error::{Error, Result};
+use crate::r1cs::hash::{Hasher128, Trace};
+use crate::r1cs::matrix::Matrix;
+use crate::r1cs::store::{words_le_bytes, Store};
+use crate::r1cs::DensityTracker;
 
 /// The file's magic bytes.
 pub const MAGIC: [u8; 8] = *b"CUZKR1CS";

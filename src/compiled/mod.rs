@@ -107,11 +107,9 @@ mod circuit;
 mod compact;
 mod evaluate;
 pub mod file;
-pub mod hash;
-pub mod matrix;
-pub(crate) mod record;
-mod store;
 mod witness;
+
+pub use crate::r1cs::{hash, matrix};
 
 pub use cache::CompiledCircuits;
 pub use circuit::{CircuitShape, CompiledCircuit};

@@ -17,9 +17,9 @@ use ff::Field;
 use rayon::prelude::*;
 
 use super::compact::{bit_of, CompactAux};
-use super::hash::Trace;
 use crate::error::{Error, Result};
 use crate::pool::{PinnedPool, PinnedVec};
+use crate::r1cs::hash::Trace;
 
 /// A witness's aux values, compact or dense.
 #[derive(Debug)]

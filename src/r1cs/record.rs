@@ -16,11 +16,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use blstrs::Scalar;
 
-use super::circuit::CompiledCircuit;
 use super::hash::Trace;
 use super::matrix::{Matrix, COEFF_MINUS_ONE, COEFF_ONE, CONSTANTS_BASE};
 use super::store::Store;
-use crate::assignment::DensityTracker;
+use super::DensityTracker;
+use crate::compiled::CompiledCircuit;
 use crate::error::{Error, Result};
 
 /// Set in a recorded column for an aux variable (clear: an input).
