@@ -6,9 +6,9 @@
 //! and the input and aux assignments — so proofs from it are the bytes bellperson produces.
 //!
 //! With [`ProvingAssignment::with_recording`] it also records the circuit's A, B, C as it
-//! evaluates them (a [`crate::compiled::CompiledCircuit`], taken with
-//! [`ProvingAssignment::take_compiled`]); without, the recording costs one branch per
-//! `enforce`.
+//! evaluates them (the recorder lives in `crate::r1cs`; the recording is taken after synthesis
+//! by [`CompiledCircuit::take_from`](crate::CompiledCircuit::take_from)); without, the
+//! recording costs one branch per `enforce`.
 //!
 //! Rooms: this file is the assignment itself — its vectors and its lifecycle (made on the
 //! heap or in a pool, started, finished, failed, released, recording taken); `eval.rs`
@@ -21,10 +21,9 @@ use bellpepper_core::ConstraintSystem;
 use blstrs::Scalar;
 use ff::Field;
 
-use crate::compiled::CompiledCircuit;
 use crate::error::{Error, Result};
 use crate::pool::{PinnedPool, PinnedVec};
-use crate::r1cs::record::Recorder;
+use crate::r1cs::record::{Recorder, Recording};
 
 mod eval;
 mod hints;
@@ -106,7 +105,8 @@ impl ProvingAssignment {
     }
 
     /// The same (empty) assignment, recording the circuit's A, B, C while it evaluates them;
-    /// [`take_compiled`](Self::take_compiled) hands the result over after synthesis. While a
+    /// [`CompiledCircuit::take_from`](crate::CompiledCircuit::take_from) takes the result
+    /// after synthesis. While a
     /// recording assignment lives, sub-systems made by `ConstraintSystem::new` (for circuits
     /// that synthesize parts and `extend`) record too.
     pub fn with_recording(mut self) -> Self {
@@ -119,13 +119,13 @@ impl ProvingAssignment {
         self.recorder.is_some()
     }
 
-    /// The compiled circuit recorded during synthesis, named `circuit_type`; the recorder is
-    /// consumed (a second call is an error). Synthesis must have finished.
+    /// The recording made during synthesis (`circuit_type` names it in errors); the recorder
+    /// is consumed (a second call is an error). Synthesis must have finished.
     ///
     /// # Errors
     /// [`Error::Recording`] when the assignment did not record, has not finished (or failed),
     /// or the recording itself failed (see its message).
-    pub fn take_compiled(&mut self, circuit_type: &str) -> Result<CompiledCircuit> {
+    pub(crate) fn take_recording(&mut self, circuit_type: &str) -> Result<Recording> {
         let Some(recorder) = self.recorder.take() else {
             return Err(Error::Recording(format!(
                 "{circuit_type}: the assignment was not recording (or its recording was taken)"

@@ -4,9 +4,11 @@ use blstrs::Scalar;
 use ff::{Field, PrimeField};
 
 use super::witness::Witness;
+use crate::assignment::ProvingAssignment;
 use crate::error::{Error, Result};
 use crate::r1cs::hash::{Hasher128, Trace};
 use crate::r1cs::matrix::Matrix;
+use crate::r1cs::record::Recording;
 use crate::r1cs::DensityTracker;
 
 /// What identifies a circuit's shape for the prover: the sizes the parameters fix.
@@ -51,20 +53,19 @@ pub struct CompiledCircuit {
 }
 
 impl CompiledCircuit {
-    /// Assembles a compiled circuit and computes its fingerprint.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn from_parts(
-        circuit_type: String,
-        num_inputs: usize,
-        num_aux: usize,
-        circuit_constraints: usize,
-        trace: Trace,
-        matrices: [Matrix; 3],
-        constants: Vec<Scalar>,
-        densities: [DensityTracker; 3],
-    ) -> Self {
+    /// The compiled circuit of a recording, named `circuit_type`, with its fingerprint.
+    pub(crate) fn from_recording(circuit_type: &str, recording: Recording) -> Self {
+        let Recording {
+            num_inputs,
+            num_aux,
+            circuit_constraints,
+            trace,
+            matrices,
+            constants,
+            densities,
+        } = recording;
         let mut this = Self {
-            circuit_type,
+            circuit_type: circuit_type.to_string(),
             num_inputs,
             num_aux,
             circuit_constraints,
@@ -76,6 +77,18 @@ impl CompiledCircuit {
         };
         this.fingerprint = this.compute_fingerprint();
         this
+    }
+
+    /// The compiled circuit `assignment` recorded during synthesis
+    /// ([`ProvingAssignment::with_recording`]), named `circuit_type`; the recording is taken
+    /// (a second call is an error). Synthesis must have finished.
+    ///
+    /// # Errors
+    /// [`Error::Recording`] when the assignment did not record, has not finished (or failed),
+    /// or the recording itself failed (see its message).
+    pub fn take_from(assignment: &mut ProvingAssignment, circuit_type: &str) -> Result<Self> {
+        let recording = assignment.take_recording(circuit_type)?;
+        Ok(Self::from_recording(circuit_type, recording))
     }
 
     /// The hash of everything but the type name: sizes, structure trace, the three matrices,
@@ -281,16 +294,16 @@ impl CompiledCircuit {
         circuit: C,
         pool: Option<&crate::PinnedPool>,
         hint: Option<crate::CapacityHint>,
-    ) -> Result<(crate::ProvingAssignment, CompiledCircuit)> {
+    ) -> Result<(ProvingAssignment, CompiledCircuit)> {
         let cs = match pool {
-            Some(p) => crate::ProvingAssignment::new_with_pinned(p, hint)?,
-            None => crate::ProvingAssignment::new_heap(),
+            Some(p) => ProvingAssignment::new_with_pinned(p, hint)?,
+            None => ProvingAssignment::new_heap(),
         };
         let mut cs = cs.with_recording();
         cs.start()?;
         circuit.synthesize(&mut cs)?;
         cs.finish()?;
-        let compiled = cs.take_compiled(std::any::type_name::<C>())?;
+        let compiled = Self::take_from(&mut cs, std::any::type_name::<C>())?;
         Ok((cs, compiled))
     }
 }

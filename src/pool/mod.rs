@@ -30,7 +30,7 @@ pub use self::backend::{HeapAllocator, HostAllocator, PAGE_SIZE};
 #[cfg(feature = "cuda")]
 pub use self::cuda::{CudaPinnedAllocator, PinMode};
 pub use self::vec::PinnedVec;
-pub(crate) use self::vec::{copy_error, heap_error};
+pub(crate) use self::vec::{copy_error, fill_vec, heap_error};
 use crate::error::{Error, Result};
 
 /// What a checkout does when the cap leaves no room.
