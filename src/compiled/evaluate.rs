@@ -117,10 +117,10 @@ impl CompiledCircuit {
     }
 
     fn check_lengths(&self, inputs: usize, aux: usize) -> Result<()> {
-        if inputs != self.num_inputs || aux != self.num_aux {
+        if inputs != self.r1cs.num_inputs || aux != self.r1cs.num_aux {
             return Err(Error::WitnessMismatch(format!(
                 "compiled circuit {} has {} inputs and {} aux, the assignment {inputs} and {aux}",
-                self.circuit_type, self.num_inputs, self.num_aux
+                self.circuit_type, self.r1cs.num_inputs, self.r1cs.num_aux
             )));
         }
         Ok(())
@@ -130,9 +130,9 @@ impl CompiledCircuit {
         let n = self.num_constraints();
         let [a, b, c] = [self.a(), self.b(), self.c()];
         Ok(Abc {
-            a: fill_vec(n, |out| evaluate_into(a, &self.constants, z, out))?,
-            b: fill_vec(n, |out| evaluate_into(b, &self.constants, z, out))?,
-            c: fill_vec(n, |out| evaluate_into(c, &self.constants, z, out))?,
+            a: fill_vec(n, |out| evaluate_into(a, &self.r1cs.constants, z, out))?,
+            b: fill_vec(n, |out| evaluate_into(b, &self.r1cs.constants, z, out))?,
+            c: fill_vec(n, |out| evaluate_into(c, &self.r1cs.constants, z, out))?,
         })
     }
 
@@ -161,9 +161,9 @@ impl CompiledCircuit {
             aux: aux.as_slice(),
         };
         let [ma, mb, mc] = [self.a(), self.b(), self.c()];
-        let a = PinnedVec::fill_in(pool, n, |out| evaluate_into(ma, &self.constants, &z, out))?;
-        let b = PinnedVec::fill_in(pool, n, |out| evaluate_into(mb, &self.constants, &z, out))?;
-        let c = PinnedVec::fill_in(pool, n, |out| evaluate_into(mc, &self.constants, &z, out))?;
+        let a = PinnedVec::fill_in(pool, n, |out| evaluate_into(ma, &self.r1cs.constants, &z, out))?;
+        let b = PinnedVec::fill_in(pool, n, |out| evaluate_into(mb, &self.r1cs.constants, &z, out))?;
+        let c = PinnedVec::fill_in(pool, n, |out| evaluate_into(mc, &self.r1cs.constants, &z, out))?;
         let mut inputs = Vec::new();
         inputs
             .try_reserve_exact(witness.num_inputs())

@@ -79,7 +79,7 @@ impl TermSink for NoTerms {
 }
 
 /// A circuit's R1CS as one synthesis recorded it: what a compiled circuit is built from.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Recording {
     /// Public inputs, the constant one included.
     pub(crate) num_inputs: usize,
