@@ -48,6 +48,7 @@ pub mod pool;
 pub mod proof;
 pub mod prover;
 pub mod prover_id;
+mod r1cs;
 mod rng;
 // Synthetic circuits and arbitrary-point parameters for cuzk's own tests, examples and
 // benchmarks (and a caller's, at their own risk): kept public so that integration tests and

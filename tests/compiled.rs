@@ -507,7 +507,7 @@ fn circuits_synthesized_in_parts_and_extended_are_recorded_whole() {
     cs.alloc_input(|| "one", || Ok(Scalar::ONE)).unwrap();
     cs.extend(&part);
     assert!(cs.inputs_slice().len() == 1);
-    let err = cs.take_compiled("x").unwrap_err();
+    let err = CompiledCircuit::take_from(&mut cs, "x").unwrap_err();
     assert!(matches!(err, Error::Recording(_)), "{err}");
 }
 
@@ -708,13 +708,22 @@ fn witness_generator_shortcuts_are_refused_unless_synthesized_without_them() {
 fn recording_is_off_on_the_normal_path_and_taken_once() {
     let mut pa = full(Synthetic::new(6));
     assert!(!pa.is_recording());
-    assert!(matches!(pa.take_compiled("x"), Err(Error::Recording(_))));
+    assert!(matches!(
+        CompiledCircuit::take_from(&mut pa, "x"),
+        Err(Error::Recording(_))
+    ));
     let mut rec = ProvingAssignment::new_heap().with_recording();
     assert!(rec.is_recording());
     Synthetic::new(6).synthesize(&mut rec).unwrap();
     // Not finished: nothing to compile.
-    assert!(matches!(rec.take_compiled("x"), Err(Error::Recording(_))));
-    assert!(matches!(rec.take_compiled("x"), Err(Error::Recording(_))), "taken once");
+    assert!(matches!(
+        CompiledCircuit::take_from(&mut rec, "x"),
+        Err(Error::Recording(_))
+    ));
+    assert!(
+        matches!(CompiledCircuit::take_from(&mut rec, "x"), Err(Error::Recording(_))),
+        "taken once"
+    );
 }
 
 #[test]

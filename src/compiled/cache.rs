@@ -46,7 +46,7 @@ impl CompiledCircuits {
     /// every character outside `[A-Za-z0-9_]` replaced, its hash (type names can be long and
     /// differ only in generic arguments), and the shape.
     pub fn file_name(circuit_type: &str, shape: CircuitShape) -> String {
-        let mut h = super::hash::Hasher128::new();
+        let mut h = crate::r1cs::hash::Hasher128::new();
         h.bytes(circuit_type.as_bytes());
         let short: String = circuit_type
             .rsplit("::")

@@ -3,11 +3,13 @@
 use blstrs::Scalar;
 use ff::{Field, PrimeField};
 
-use super::hash::{Hasher128, Trace};
-use super::matrix::Matrix;
 use super::witness::Witness;
-use crate::assignment::DensityTracker;
+use crate::assignment::ProvingAssignment;
 use crate::error::{Error, Result};
+use crate::r1cs::hash::Hasher128;
+use crate::r1cs::matrix::Matrix;
+use crate::r1cs::record::Recording;
+use crate::r1cs::DensityTracker;
 
 /// What identifies a circuit's shape for the prover: the sizes the parameters fix.
 /// Compiled circuits are kept per (circuit type, shape), as capacity hints are per type and
@@ -40,42 +42,33 @@ impl CircuitShape {
 #[derive(Debug, Clone)]
 pub struct CompiledCircuit {
     pub(crate) circuit_type: String,
-    pub(crate) num_inputs: usize,
-    pub(crate) num_aux: usize,
-    pub(crate) circuit_constraints: usize,
-    pub(crate) trace: Trace,
-    pub(crate) matrices: [Matrix; 3],
-    pub(crate) constants: Vec<Scalar>,
-    pub(crate) densities: [DensityTracker; 3],
+    /// Sizes, structure trace, matrices, constants and densities, as synthesis recorded them.
+    pub(crate) r1cs: Recording,
     pub(crate) fingerprint: u128,
 }
 
 impl CompiledCircuit {
-    /// Assembles a compiled circuit and computes its fingerprint.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn from_parts(
-        circuit_type: String,
-        num_inputs: usize,
-        num_aux: usize,
-        circuit_constraints: usize,
-        trace: Trace,
-        matrices: [Matrix; 3],
-        constants: Vec<Scalar>,
-        densities: [DensityTracker; 3],
-    ) -> Self {
+    /// The compiled circuit of a recording, named `circuit_type`, with its fingerprint.
+    pub(crate) fn from_recording(circuit_type: &str, recording: Recording) -> Self {
         let mut this = Self {
-            circuit_type,
-            num_inputs,
-            num_aux,
-            circuit_constraints,
-            trace,
-            matrices,
-            constants,
-            densities,
+            circuit_type: circuit_type.to_string(),
+            r1cs: recording,
             fingerprint: 0,
         };
         this.fingerprint = this.compute_fingerprint();
         this
+    }
+
+    /// The compiled circuit `assignment` recorded during synthesis
+    /// ([`ProvingAssignment::with_recording`]), named `circuit_type`; the recording is taken
+    /// (a second call is an error). Synthesis must have finished.
+    ///
+    /// # Errors
+    /// [`Error::Recording`] when the assignment did not record, has not finished (or failed),
+    /// or the recording itself failed (see its message).
+    pub fn take_from(assignment: &mut ProvingAssignment, circuit_type: &str) -> Result<Self> {
+        let recording = assignment.take_recording(circuit_type)?;
+        Ok(Self::from_recording(circuit_type, recording))
     }
 
     /// The hash of everything but the type name: sizes, structure trace, the three matrices,
@@ -83,26 +76,26 @@ impl CompiledCircuit {
     pub(crate) fn compute_fingerprint(&self) -> u128 {
         let mut h = Hasher128::new();
         for n in [
-            self.num_inputs,
-            self.num_aux,
-            self.circuit_constraints,
+            self.r1cs.num_inputs,
+            self.r1cs.num_aux,
+            self.r1cs.circuit_constraints,
             self.num_constraints(),
         ] {
             h.word(n as u64);
         }
-        h.word(self.trace.value());
-        h.word(self.constants.len() as u64);
-        for c in &self.constants {
+        h.word(self.r1cs.trace.value());
+        h.word(self.r1cs.constants.len() as u64);
+        for c in &self.r1cs.constants {
             h.bytes(&c.to_repr());
         }
-        for m in &self.matrices {
+        for m in &self.r1cs.matrices {
             h.bytes_parallel(&m.row_starts.le_bytes());
             h.bytes_parallel(&m.columns.le_bytes());
             h.bytes_parallel(&m.coefficients.le_bytes());
         }
-        for d in &self.densities {
+        for d in &self.r1cs.densities {
             h.word(d.len() as u64);
-            h.bytes_parallel(&super::store::words_le_bytes(d.words()));
+            h.bytes_parallel(&crate::r1cs::store::words_le_bytes(d.words()));
         }
         h.finish()
     }
@@ -114,67 +107,67 @@ impl CompiledCircuit {
 
     /// Public inputs, the constant one included.
     pub fn num_inputs(&self) -> usize {
-        self.num_inputs
+        self.r1cs.num_inputs
     }
 
     /// Private (aux) variables.
     pub fn num_aux(&self) -> usize {
-        self.num_aux
+        self.r1cs.num_aux
     }
 
     /// Rows of A, B, C: the circuit's constraints plus one input constraint per input.
     pub fn num_constraints(&self) -> usize {
-        self.circuit_constraints + self.num_inputs
+        self.r1cs.circuit_constraints + self.r1cs.num_inputs
     }
 
     /// The constraints the circuit enforced itself (`enforce` calls, merged sub-systems'
     /// included).
     pub fn circuit_constraints(&self) -> usize {
-        self.circuit_constraints
+        self.r1cs.circuit_constraints
     }
 
     /// The shape the parameters for this circuit have.
     pub fn shape(&self) -> CircuitShape {
         CircuitShape {
-            inputs: self.num_inputs,
-            aux: self.num_aux,
+            inputs: self.r1cs.num_inputs,
+            aux: self.r1cs.num_aux,
             domain_size: self.num_constraints().next_power_of_two(),
         }
     }
 
     /// A over z = (inputs, aux).
     pub fn a(&self) -> &Matrix {
-        &self.matrices[0]
+        &self.r1cs.matrices[0]
     }
 
     /// B over z.
     pub fn b(&self) -> &Matrix {
-        &self.matrices[1]
+        &self.r1cs.matrices[1]
     }
 
     /// C over z.
     pub fn c(&self) -> &Matrix {
-        &self.matrices[2]
+        &self.r1cs.matrices[2]
     }
 
     /// The distinct coefficients other than ±1 (coefficient code `k + 2` is entry `k`).
     pub fn constants(&self) -> &[Scalar] {
-        &self.constants
+        &self.r1cs.constants
     }
 
     /// Which aux variables appear in A with a non-zero coefficient.
     pub fn a_aux_density(&self) -> &DensityTracker {
-        &self.densities[0]
+        &self.r1cs.densities[0]
     }
 
     /// Which inputs appear in B with a non-zero coefficient.
     pub fn b_input_density(&self) -> &DensityTracker {
-        &self.densities[1]
+        &self.r1cs.densities[1]
     }
 
     /// Which aux variables appear in B with a non-zero coefficient.
     pub fn b_aux_density(&self) -> &DensityTracker {
-        &self.densities[2]
+        &self.r1cs.densities[2]
     }
 
     /// A 128-bit hash of the structure (sizes, structure trace, matrices, constants,
@@ -187,23 +180,24 @@ impl CompiledCircuit {
     /// The structure trace (the sizes at every `enforce`, hashed) a witness synthesis of the
     /// same structure reproduces.
     pub fn structure_hash(&self) -> u64 {
-        self.trace.value()
+        self.r1cs.trace.value()
     }
 
     /// Whether the matrices are read from a memory-mapped file.
     pub fn is_mapped(&self) -> bool {
-        self.matrices.iter().any(Matrix::is_mapped)
+        self.r1cs.matrices.iter().any(Matrix::is_mapped)
     }
 
     /// Bytes the matrices, constants and densities take (in memory or in the mapping).
     pub fn byte_size(&self) -> usize {
         let m: usize = self
+            .r1cs
             .matrices
             .iter()
             .map(|m| 4 * (m.row_starts.len() + m.columns.len() + m.coefficients.len()))
             .sum();
-        let d: usize = self.densities.iter().map(|d| 8 * d.words().len()).sum();
-        m + d + 32 * self.constants.len()
+        let d: usize = self.r1cs.densities.iter().map(|d| 8 * d.words().len()).sum();
+        m + d + 32 * self.r1cs.constants.len()
     }
 
     /// Checks that `witness` was synthesized from a circuit of this structure: same circuit
@@ -235,27 +229,31 @@ impl CompiledCircuit {
                 witness.generated_values()
             )));
         }
-        if witness.num_inputs() != self.num_inputs {
+        if witness.num_inputs() != self.r1cs.num_inputs {
             return mismatch(
                 "public inputs",
-                self.num_inputs.to_string(),
+                self.r1cs.num_inputs.to_string(),
                 witness.num_inputs().to_string(),
             );
         }
-        if witness.num_aux() != self.num_aux {
-            return mismatch("aux variables", self.num_aux.to_string(), witness.num_aux().to_string());
+        if witness.num_aux() != self.r1cs.num_aux {
+            return mismatch(
+                "aux variables",
+                self.r1cs.num_aux.to_string(),
+                witness.num_aux().to_string(),
+            );
         }
-        if witness.num_constraints() != self.circuit_constraints {
+        if witness.num_constraints() != self.r1cs.circuit_constraints {
             return mismatch(
                 "constraints (enforce calls)",
-                self.circuit_constraints.to_string(),
+                self.r1cs.circuit_constraints.to_string(),
                 witness.num_constraints().to_string(),
             );
         }
-        if witness.structure_hash() != self.trace.value() {
+        if witness.structure_hash() != self.r1cs.trace.value() {
             return mismatch(
                 "structure trace (the order of allocations and constraints)",
-                format!("{:016x}", self.trace.value()),
+                format!("{:016x}", self.r1cs.trace.value()),
                 format!("{:016x}", witness.structure_hash()),
             );
         }
@@ -281,16 +279,16 @@ impl CompiledCircuit {
         circuit: C,
         pool: Option<&crate::PinnedPool>,
         hint: Option<crate::CapacityHint>,
-    ) -> Result<(crate::ProvingAssignment, CompiledCircuit)> {
+    ) -> Result<(ProvingAssignment, CompiledCircuit)> {
         let cs = match pool {
-            Some(p) => crate::ProvingAssignment::new_with_pinned(p, hint)?,
-            None => crate::ProvingAssignment::new_heap(),
+            Some(p) => ProvingAssignment::new_with_pinned(p, hint)?,
+            None => ProvingAssignment::new_heap(),
         };
         let mut cs = cs.with_recording();
         cs.start()?;
         circuit.synthesize(&mut cs)?;
         cs.finish()?;
-        let compiled = cs.take_compiled(std::any::type_name::<C>())?;
+        let compiled = Self::take_from(&mut cs, std::any::type_name::<C>())?;
         Ok((cs, compiled))
     }
 }

@@ -338,7 +338,7 @@ mod tests {
             assert_eq!(aux.get(n), None);
             let bits = vals.iter().filter(|v| bit_of(v).is_some()).count();
             assert_eq!(aux.num_bits(), bits);
-            let expanded = super::super::evaluate::fill_vec(n, |out| aux.expand_into(out)).unwrap();
+            let expanded = crate::pool::fill_vec(n, |out| aux.expand_into(out)).unwrap();
             assert_eq!(expanded, vals, "expanded, n = {n}");
         }
     }

@@ -11,11 +11,11 @@ use ff::Field;
 use rayon::prelude::*;
 
 use super::circuit::CompiledCircuit;
-use super::matrix::{Matrix, COEFF_MINUS_ONE, COEFF_ONE, CONSTANTS_BASE};
 use super::witness::{Witness, WitnessAux};
 use crate::assignment::ProvingAssignment;
 use crate::error::{Error, Result};
-use crate::pool::{PinnedPool, PinnedVec, PoolConfig};
+use crate::pool::{fill_vec, PinnedPool, PinnedVec, PoolConfig};
+use crate::r1cs::matrix::{Matrix, COEFF_MINUS_ONE, COEFF_ONE, CONSTANTS_BASE};
 
 /// Rows per parallel task.
 const ROWS_PER_TASK: usize = 1 << 12;
@@ -95,47 +95,6 @@ fn evaluate_into(m: &Matrix, constants: &[Scalar], z: &impl Z, out: &mut [MaybeU
     });
 }
 
-/// A `Vec` of `n` scalars written by `fill`, which must write every slot.
-pub(crate) fn fill_vec(n: usize, fill: impl FnOnce(&mut [MaybeUninit<Scalar>])) -> Result<Vec<Scalar>> {
-    let mut v: Vec<Scalar> = Vec::new();
-    v.try_reserve_exact(n)
-        .map_err(|e| crate::pool::heap_error(n, std::mem::size_of::<Scalar>(), &e))?;
-    fill(&mut v.spare_capacity_mut()[..n]);
-    // SAFETY: the crate-internal callers' `fill` writes each of the first n slots (a
-    // parallel loop over all of them), and the capacity is at least n.
-    unsafe { v.set_len(n) };
-    Ok(v)
-}
-
-/// A pool vector of `n` scalars written in place by `fill`, which must write every slot.
-pub(crate) fn fill_in_pool(
-    pool: &PinnedPool,
-    n: usize,
-    fill: impl FnOnce(&mut [MaybeUninit<Scalar>]),
-) -> Result<PinnedVec<Scalar>> {
-    let size = std::mem::size_of::<Scalar>();
-    let bytes = n
-        .max(1)
-        .checked_mul(size)
-        .ok_or_else(|| Error::InvalidArgument(format!("{n} scalars overflow")))?;
-    let mut buf = pool.checkout(bytes)?;
-    let room = buf.as_uninit_mut();
-    if room.len() < n * size {
-        return Err(Error::InvalidArgument(format!(
-            "pool buffer of {} bytes for {n} scalars",
-            room.len()
-        )));
-    }
-    // SAFETY: the buffer is page-aligned (aligned for Scalar) and at least n·32 bytes (checked
-    // above); it is exclusively borrowed for the view's lifetime; MaybeUninit slots may hold
-    // anything.
-    let slots = unsafe { std::slice::from_raw_parts_mut(room.as_mut_ptr().cast::<MaybeUninit<Scalar>>(), n) };
-    fill(slots);
-    // SAFETY: the crate-internal callers' `fill` writes each of the n slots, so the first
-    // n·32 bytes of the buffer hold n valid scalars.
-    unsafe { PinnedVec::from_buffer(buf, n) }
-}
-
 impl CompiledCircuit {
     /// a, b, c for `witness`, read straight from its compact (or dense) form into `Vec`s.
     ///
@@ -158,10 +117,10 @@ impl CompiledCircuit {
     }
 
     fn check_lengths(&self, inputs: usize, aux: usize) -> Result<()> {
-        if inputs != self.num_inputs || aux != self.num_aux {
+        if inputs != self.r1cs.num_inputs || aux != self.r1cs.num_aux {
             return Err(Error::WitnessMismatch(format!(
                 "compiled circuit {} has {} inputs and {} aux, the assignment {inputs} and {aux}",
-                self.circuit_type, self.num_inputs, self.num_aux
+                self.circuit_type, self.r1cs.num_inputs, self.r1cs.num_aux
             )));
         }
         Ok(())
@@ -171,9 +130,9 @@ impl CompiledCircuit {
         let n = self.num_constraints();
         let [a, b, c] = [self.a(), self.b(), self.c()];
         Ok(Abc {
-            a: fill_vec(n, |out| evaluate_into(a, &self.constants, z, out))?,
-            b: fill_vec(n, |out| evaluate_into(b, &self.constants, z, out))?,
-            c: fill_vec(n, |out| evaluate_into(c, &self.constants, z, out))?,
+            a: fill_vec(n, |out| evaluate_into(a, &self.r1cs.constants, z, out))?,
+            b: fill_vec(n, |out| evaluate_into(b, &self.r1cs.constants, z, out))?,
+            c: fill_vec(n, |out| evaluate_into(c, &self.r1cs.constants, z, out))?,
         })
     }
 
@@ -202,9 +161,9 @@ impl CompiledCircuit {
             aux: aux.as_slice(),
         };
         let [ma, mb, mc] = [self.a(), self.b(), self.c()];
-        let a = fill_in_pool(pool, n, |out| evaluate_into(ma, &self.constants, &z, out))?;
-        let b = fill_in_pool(pool, n, |out| evaluate_into(mb, &self.constants, &z, out))?;
-        let c = fill_in_pool(pool, n, |out| evaluate_into(mc, &self.constants, &z, out))?;
+        let a = PinnedVec::fill_in(pool, n, |out| evaluate_into(ma, &self.r1cs.constants, &z, out))?;
+        let b = PinnedVec::fill_in(pool, n, |out| evaluate_into(mb, &self.r1cs.constants, &z, out))?;
+        let c = PinnedVec::fill_in(pool, n, |out| evaluate_into(mc, &self.r1cs.constants, &z, out))?;
         let mut inputs = Vec::new();
         inputs
             .try_reserve_exact(witness.num_inputs())

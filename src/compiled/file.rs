@@ -28,11 +28,12 @@ use ff::PrimeField;
 use memmap2::Mmap;
 
 use super::circuit::CompiledCircuit;
-use super::hash::{Hasher128, Trace};
-use super::matrix::Matrix;
-use super::store::{words_le_bytes, Store};
-use crate::assignment::DensityTracker;
 use crate::error::{Error, Result};
+use crate::r1cs::hash::{Hasher128, Trace};
+use crate::r1cs::matrix::Matrix;
+use crate::r1cs::record::Recording;
+use crate::r1cs::store::{words_le_bytes, Store};
+use crate::r1cs::DensityTracker;
 
 /// The file's magic bytes.
 pub const MAGIC: [u8; 8] = *b"CUZKR1CS";
@@ -94,11 +95,11 @@ impl CompiledCircuit {
         head.extend_from_slice(&0u64.to_le_bytes()); // length, written below
         head.extend_from_slice(&[0u8; 16]); // checksum, written below
         let fields = [
-            self.num_inputs as u64,
-            self.num_aux as u64,
-            self.circuit_constraints as u64,
-            self.trace.value(),
-            self.constants.len() as u64,
+            self.r1cs.num_inputs as u64,
+            self.r1cs.num_aux as u64,
+            self.r1cs.circuit_constraints as u64,
+            self.r1cs.trace.value(),
+            self.r1cs.constants.len() as u64,
             self.a().non_zeros() as u64,
             self.b().non_zeros() as u64,
             self.c().non_zeros() as u64,
@@ -111,17 +112,17 @@ impl CompiledCircuit {
         }
         put(&mut f, &head)?;
         put(&mut f, name)?;
-        let mut consts = Vec::with_capacity(32 * self.constants.len());
-        for c in &self.constants {
+        let mut consts = Vec::with_capacity(32 * self.r1cs.constants.len());
+        for c in &self.r1cs.constants {
             consts.extend_from_slice(&c.to_repr());
         }
         put(&mut f, &consts)?;
-        for m in &self.matrices {
+        for m in &self.r1cs.matrices {
             put(&mut f, &m.row_starts.le_bytes())?;
             put(&mut f, &m.columns.le_bytes())?;
             put(&mut f, &m.coefficients.le_bytes())?;
         }
-        for d in &self.densities {
+        for d in &self.r1cs.densities {
             put(&mut f, &words_le_bytes(d.words()))?;
         }
         let mut file = f.into_inner().map_err(|e| e.into_error())?;
@@ -312,13 +313,15 @@ fn parse(map: Arc<Mmap>) -> std::result::Result<CompiledCircuit, Problem> {
     }
     Ok(CompiledCircuit {
         circuit_type,
-        num_inputs: inputs,
-        num_aux: aux,
-        circuit_constraints,
-        trace,
-        matrices,
-        constants,
-        densities,
+        r1cs: Recording {
+            num_inputs: inputs,
+            num_aux: aux,
+            circuit_constraints,
+            trace,
+            matrices,
+            constants,
+            densities,
+        },
         fingerprint,
     })
 }

@@ -85,17 +85,21 @@
 //! counted in full).
 //!
 //! ## Layers
-//! `record` sits below [`crate::assignment`] (the assignment feeds it terms; it knows
-//! nothing of the assignment); the rest sits above and builds assignments. Above `compiled`:
-//! the prover (its witness path: which circuit takes which path, the cache, the statistics;
-//! the backends' `witness_commitments`) and the engine (its budget). `compiled` uses neither.
+//! The recording itself — the recorder, the matrices, their hash and storage, the density
+//! trackers — lives in `crate::r1cs`, below the assignment (the assignment feeds the recorder
+//! terms and knows nothing of `compiled`). `compiled` sits above both: it builds a
+//! [`CompiledCircuit`] from a recording ([`CompiledCircuit::take_from`]), saves and loads it,
+//! synthesizes witnesses and builds assignments from them. Inside, the files import one way:
+//! `evaluate` → `circuit` → `witness` → `compact`; `file` and `cache` → `circuit`. Above
+//! `compiled`: the prover (its witness path: which circuit takes which path, the cache, the
+//! statistics; the backends' `witness_commitments`) and the engine (its budget). `compiled`
+//! uses neither.
 //!
 //! ## Code map
-//! - [`hash`]: the 128-bit hash (fingerprints, checksums) and the structure trace.
-//! - [`matrix`]: one CSR matrix, its column and coefficient encodings.
-//! - `store`: arrays owned or inside a file mapping (the one unsafe view of mapped bytes).
-//! - `record`: the recorder the assignment carries.
-//! - `circuit`: [`CompiledCircuit`], [`CircuitShape`], the witness check, recording entry.
+//! - [`hash`], [`matrix`]: re-exported from `crate::r1cs` (the 128-bit hash and the structure
+//!   trace; one CSR matrix, its column and coefficient encodings).
+//! - `circuit`: [`CompiledCircuit`] (built from a recording), [`CircuitShape`], the witness
+//!   check, recording entry.
 //! - [`file`](mod@file): the file format, save and load.
 //! - `cache`: [`CompiledCircuits`].
 //! - `compact`: [`CompactAux`], the 0/1 values as bits.
@@ -107,11 +111,9 @@ mod circuit;
 mod compact;
 mod evaluate;
 pub mod file;
-pub mod hash;
-pub mod matrix;
-pub(crate) mod record;
-mod store;
 mod witness;
+
+pub use crate::r1cs::{hash, matrix};
 
 pub use cache::CompiledCircuits;
 pub use circuit::{CircuitShape, CompiledCircuit};

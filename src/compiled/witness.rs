@@ -17,9 +17,9 @@ use ff::Field;
 use rayon::prelude::*;
 
 use super::compact::{bit_of, CompactAux};
-use super::hash::Trace;
 use crate::error::{Error, Result};
 use crate::pool::{PinnedPool, PinnedVec};
+use crate::r1cs::hash::Trace;
 
 /// A witness's aux values, compact or dense.
 #[derive(Debug)]
@@ -141,7 +141,7 @@ impl Witness {
                 out.extend_from_slice(d.as_slice());
                 Ok(out)
             }
-            WitnessAux::Compact(c) => super::evaluate::fill_vec(c.len(), |out| c.expand_into(out)),
+            WitnessAux::Compact(c) => crate::pool::fill_vec(c.len(), |out| c.expand_into(out)),
         }
     }
 
@@ -157,7 +157,7 @@ impl Witness {
                 v.try_extend_from_slice(d.as_slice())?;
                 Ok(v)
             }
-            WitnessAux::Compact(c) => super::evaluate::fill_in_pool(pool, c.len(), |out| c.expand_into(out)),
+            WitnessAux::Compact(c) => PinnedVec::fill_in(pool, c.len(), |out| c.expand_into(out)),
         }
     }
 }

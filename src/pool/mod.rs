@@ -37,7 +37,7 @@ pub use self::config::{PoolConfig, PoolStats, WhenFull};
 #[cfg(feature = "cuda")]
 pub use self::cuda::{CudaPinnedAllocator, PinMode};
 pub use self::vec::PinnedVec;
-pub(crate) use self::vec::{copy_error, heap_error};
+pub(crate) use self::vec::{copy_error, fill_vec, heap_error};
 use crate::error::{Error, Result};
 
 /// A page-aligned block and where it came from.

@@ -15,7 +15,7 @@
 //! `try_reserve`, so host out-of-memory is an [`Error::Allocation`] there too.
 
 use std::marker::PhantomData;
-use std::mem::{align_of, size_of};
+use std::mem::{align_of, size_of, MaybeUninit};
 
 use super::{PinnedBuffer, PinnedPool, PAGE_SIZE};
 use crate::error::Error;
@@ -67,6 +67,22 @@ pub(crate) fn heap_error(elements: usize, elem: usize, e: &std::collections::Try
         backend: GLOBAL_HEAP,
         reason: e.to_string(),
     }
+}
+
+/// A `Vec` of `n` elements written in place by `fill` (no zero-fill pass first). `fill` must
+/// write every one of the `n` slots it is given: the crate's callers write them all in a
+/// parallel loop.
+///
+/// # Errors
+/// [`Error::Allocation`] when the host cannot hold them.
+pub(crate) fn fill_vec<T: Copy>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<T>])) -> crate::Result<Vec<T>> {
+    let mut v: Vec<T> = Vec::new();
+    v.try_reserve_exact(n).map_err(|e| heap_error(n, size_of::<T>(), &e))?;
+    fill(&mut v.spare_capacity_mut()[..n]);
+    // SAFETY: the crate-internal callers' `fill` writes each of the first n slots (a
+    // parallel loop over all of them), and the capacity is at least n.
+    unsafe { v.set_len(n) };
+    Ok(v)
 }
 
 /// A copy of `e` (the crate's `Error` is not `Clone`: it can hold an `io::Error`): the
@@ -173,6 +189,37 @@ impl<T: Copy> PinnedVec<T> {
             error: None,
             _marker: PhantomData,
         })
+    }
+
+    /// A vector of `n` elements in a buffer from `pool`, written in place by `fill` (no copy,
+    /// no zero-fill pass). `fill` must write every one of the `n` slots it is given: the
+    /// crate's callers write them all in a parallel loop.
+    ///
+    /// # Errors
+    /// What the pool's checkout returns; [`Error::InvalidArgument`] when `n` elements
+    /// overflow.
+    pub(crate) fn fill_in(
+        pool: &PinnedPool,
+        n: usize,
+        fill: impl FnOnce(&mut [MaybeUninit<T>]),
+    ) -> crate::Result<Self> {
+        let bytes = Self::bytes_for(n.max(1))?;
+        let mut buf = pool.checkout(bytes)?;
+        let room = buf.as_uninit_mut();
+        if room.len() < n * Self::ELEM {
+            return Err(Error::InvalidArgument(format!(
+                "pool buffer of {} bytes for {n} elements",
+                room.len()
+            )));
+        }
+        // SAFETY: the buffer is page-aligned (aligned for T: `ELEM` checks it) and at least
+        // n·size_of::<T>() bytes (checked above); it is exclusively borrowed for the view's
+        // lifetime; MaybeUninit slots may hold anything.
+        let slots = unsafe { std::slice::from_raw_parts_mut(room.as_mut_ptr().cast::<MaybeUninit<T>>(), n) };
+        fill(slots);
+        // SAFETY: the crate-internal callers' `fill` writes each of the n slots, so the first
+        // n·size_of::<T>() bytes of the buffer hold n valid values.
+        unsafe { Self::from_buffer(buf, n) }
     }
 
     fn bytes_for(elements: usize) -> crate::Result<usize> {

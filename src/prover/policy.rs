@@ -392,7 +392,7 @@ impl Prover {
         cs.finish()?;
         self.hints.record(key.0, cs.capacity_hint());
         self.witness.count(|s| s.full += 1);
-        match cs.take_compiled(key.0) {
+        match CompiledCircuit::take_from(&mut cs, key.0) {
             Ok(compiled) => match check_compiled(&compiled, params) {
                 Ok(()) => {
                     log::info!(

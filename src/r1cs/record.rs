@@ -4,8 +4,9 @@
 //!
 //! This module sits *below* the assignment (it knows nothing of it): the assignment hands it
 //! terms through [`TermSink`], the counts at each `enforce`, the sub-systems it merges, and at
-//! the end its sizes and densities; [`Recorder::build`] turns that into a
-//! [`CompiledCircuit`].
+//! the end its sizes and densities; [`Recorder::build`] turns that into a plain
+//! [`Recording`], from which [`crate::compiled`] builds a
+//! [`CompiledCircuit`](crate::CompiledCircuit).
 //!
 //! While recording, a column is tagged by kind ([`AUX_TAG`] set for aux variables) because the
 //! number of inputs — the offset of aux in the final (inputs, aux) order — is known only at
@@ -16,11 +17,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use blstrs::Scalar;
 
-use super::circuit::CompiledCircuit;
 use super::hash::Trace;
 use super::matrix::{Matrix, COEFF_MINUS_ONE, COEFF_ONE, CONSTANTS_BASE};
 use super::store::Store;
-use crate::assignment::DensityTracker;
+use super::DensityTracker;
 use crate::error::{Error, Result};
 
 /// Set in a recorded column for an aux variable (clear: an input).
@@ -76,6 +76,25 @@ impl TermSink for NoTerms {
     fn input(&mut self, _: usize, _: Term<'_>) {}
     #[inline(always)]
     fn aux(&mut self, _: usize, _: Term<'_>) {}
+}
+
+/// A circuit's R1CS as one synthesis recorded it: what a compiled circuit is built from.
+#[derive(Debug, Clone)]
+pub(crate) struct Recording {
+    /// Public inputs, the constant one included.
+    pub(crate) num_inputs: usize,
+    /// Private (aux) variables.
+    pub(crate) num_aux: usize,
+    /// The constraints the circuit enforced itself (not the input constraints).
+    pub(crate) circuit_constraints: usize,
+    /// The sizes at every `enforce` and merge, hashed.
+    pub(crate) trace: Trace,
+    /// A, B, C over z = (inputs, aux), the input constraints as the last rows.
+    pub(crate) matrices: [Matrix; 3],
+    /// The distinct coefficients other than ±1.
+    pub(crate) constants: Vec<Scalar>,
+    /// A over aux, B over inputs, B over aux.
+    pub(crate) densities: [DensityTracker; 3],
 }
 
 /// Which of A, B, C a row belongs to.
@@ -274,8 +293,8 @@ impl Recorder {
         }
     }
 
-    /// The compiled circuit of the finished synthesis: its sizes and the densities it
-    /// tracked. Consumes the recorder.
+    /// The recording of the finished synthesis, with its sizes and the densities it tracked
+    /// (`circuit_type` names it in errors). Consumes the recorder.
     ///
     /// # Errors
     /// [`Error::Recording`] when the recording failed (see the reason), or its rows do not
@@ -290,7 +309,7 @@ impl Recorder {
         a_aux_density: DensityTracker,
         b_input_density: DensityTracker,
         b_aux_density: DensityTracker,
-    ) -> Result<CompiledCircuit> {
+    ) -> Result<Recording> {
         use rayon::prelude::*;
         if let Some(why) = self.failure {
             return Err(Error::Recording(format!("{circuit_type}: {why}")));
@@ -319,16 +338,15 @@ impl Recorder {
                 coefficients: Store::Owned(r.coefficients),
             }
         });
-        Ok(CompiledCircuit::from_parts(
-            circuit_type.to_string(),
-            inputs,
-            aux,
-            self.enforces,
-            self.trace,
-            [a, b, c],
-            self.constants,
-            [a_aux_density, b_input_density, b_aux_density],
-        ))
+        Ok(Recording {
+            num_inputs: inputs,
+            num_aux: aux,
+            circuit_constraints: self.enforces,
+            trace: self.trace,
+            matrices: [a, b, c],
+            constants: self.constants,
+            densities: [a_aux_density, b_input_density, b_aux_density],
+        })
     }
 }
 

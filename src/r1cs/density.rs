@@ -142,3 +142,21 @@ impl DensityTracker {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn density_trackers_from_words_check_their_length() {
+        let t = DensityTracker::from_words(vec![0b1011, 1 << 5], 70).unwrap();
+        assert_eq!((t.len(), t.total_density()), (70, 4));
+        assert!(t.is_set(0) && !t.is_set(2) && t.is_set(69));
+        assert!(DensityTracker::from_words(vec![0], 70).is_none(), "too few words");
+        assert!(
+            DensityTracker::from_words(vec![0, 1 << 6], 70).is_none(),
+            "bit past the end"
+        );
+        assert_eq!(DensityTracker::from_words(vec![], 0), Some(DensityTracker::new()));
+    }
+}
