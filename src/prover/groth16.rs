@@ -7,6 +7,7 @@ use group::{prime::PrimeCurveAffine, Curve};
 
 use super::Commitments;
 use crate::assignment::ProvingAssignment;
+use crate::compiled::CompiledCircuit;
 use crate::error::{Error, Result};
 use crate::params::Parameters;
 use crate::proof::Proof;
@@ -63,6 +64,45 @@ pub(crate) fn check_assignment(a: &ProvingAssignment, params: &Parameters) -> Re
         return mismatch("A query points", lens.a, a_dense);
     }
     let b_dense = a.b_input_density().total_density() + a.b_aux_density().total_density();
+    if b_dense != lens.b {
+        return mismatch("B query points", lens.b, b_dense);
+    }
+    Ok(())
+}
+
+/// Checks that a compiled circuit has exactly the shape the parameters were made for (the
+/// witness path's [`check_assignment`]).
+pub(crate) fn check_compiled(c: &CompiledCircuit, params: &Parameters) -> Result<()> {
+    let mismatch = |what: &str, expected: usize, found: usize| {
+        Err(Error::CircuitMismatch(format!(
+            "{what}: parameters expect {expected}, compiled circuit {} has {found}",
+            c.circuit_type()
+        )))
+    };
+    if c.num_inputs() != params.num_inputs() {
+        return mismatch(
+            "public inputs (with the one input)",
+            params.num_inputs(),
+            c.num_inputs(),
+        );
+    }
+    if c.num_aux() != params.num_aux() {
+        return mismatch("aux variables", params.num_aux(), c.num_aux());
+    }
+    let m = c.num_constraints().next_power_of_two();
+    if m != params.domain_size() {
+        return mismatch(
+            "evaluation domain size (constraints + inputs, rounded up to 2^k)",
+            params.domain_size(),
+            m,
+        );
+    }
+    let lens = params.query_lengths();
+    let a_dense = c.num_inputs() + c.a_aux_density().total_density();
+    if a_dense != lens.a {
+        return mismatch("A query points", lens.a, a_dense);
+    }
+    let b_dense = c.b_input_density().total_density() + c.b_aux_density().total_density();
     if b_dense != lens.b {
         return mismatch("B query points", lens.b, b_dense);
     }

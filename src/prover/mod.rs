@@ -31,7 +31,7 @@ pub(crate) mod witness;
 pub(crate) use backend::with_cpu_fallback;
 pub use backend::{Backend, Commitments};
 pub use choice::BackendChoice;
-pub(crate) use groth16::{check_assignment, check_batch};
+pub(crate) use groth16::check_assignment;
 pub use policy::WitnessStats;
 pub(crate) use policy::{witness_path_default, Synthesis, WitnessEstimate};
 pub use prover::{prove, prove_with_randomness, Prover};

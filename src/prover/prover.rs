@@ -2,6 +2,7 @@
 //! proof — circuits, synthesized assignments, witnesses of a compiled circuit.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -12,10 +13,11 @@ use rand_core::RngCore;
 use rayon::prelude::*;
 
 use super::choice::{auto_backend, make_backend};
-use super::groth16::{check_assignment, check_batch, randomize};
-use super::policy::{self, witness_path_default};
+use super::groth16::{check_assignment, check_batch, check_compiled, randomize};
+use super::policy::{self, synthesize_full, witness_path_default, Buffers, Synthesis, WitnessEstimate, WitnessStats};
 use super::{Backend, BackendChoice, Commitments, Timings};
 use crate::assignment::{CapacityHints, ProvingAssignment};
+use crate::compiled::{CompiledCircuit, CompiledCircuits, Witness, WitnessCs};
 use crate::error::{Error, Result};
 use crate::params::Parameters;
 use crate::pool::PinnedPool;
@@ -29,11 +31,11 @@ use crate::proof::Proof;
 /// the hints and the compiled circuits.
 #[derive(Clone)]
 pub struct Prover {
-    pub(super) backend: Arc<dyn Backend>,
-    pub(super) pool: Option<PinnedPool>,
-    pub(super) hints: CapacityHints,
-    pub(super) witness: policy::WitnessPath,
-    pub(super) witness_on: bool,
+    backend: Arc<dyn Backend>,
+    pool: Option<PinnedPool>,
+    hints: CapacityHints,
+    witness: policy::WitnessPath,
+    witness_on: bool,
 }
 
 impl fmt::Debug for Prover {
@@ -155,6 +157,82 @@ impl Prover {
         &self.hints
     }
 
+    /// Turns the witness path on or off for this prover (not its clones): with it on (the
+    /// default, unless `CUZK_WITNESS_PATH=0`), [`Prover::prove`] and its siblings synthesize
+    /// a circuit witness-only when a compiled circuit of its type and shape exists, and record
+    /// one during the first full synthesis of a type and shape (see
+    /// [`crate::compiled`]). Off: every circuit is synthesized in full and nothing is
+    /// recorded. Proofs are the same bytes either way.
+    pub fn with_witness_path(mut self, on: bool) -> Self {
+        self.witness_on = on;
+        self
+    }
+
+    /// Whether the witness path is on ([`Prover::with_witness_path`]).
+    pub fn witness_path(&self) -> bool {
+        self.witness_on
+    }
+
+    /// Keeps compiled circuits in `dir` too (a new cache, [`CompiledCircuits::with_dir`]):
+    /// recorded ones are saved there, and a type and shape not in memory is looked for there
+    /// first, so a restart does not record again. A stale or corrupt file is refused and
+    /// recorded again (the new recording replaces it).
+    pub fn with_compiled_dir(self, dir: impl Into<PathBuf>) -> Self {
+        self.with_compiled_circuits(CompiledCircuits::with_dir(dir))
+    }
+
+    /// Uses `cache` for compiled circuits (shared with whoever else holds a clone of it); the
+    /// witness path's books (hints, statistics) start afresh.
+    pub fn with_compiled_circuits(mut self, cache: CompiledCircuits) -> Self {
+        self.witness = policy::WitnessPath::with_cache(cache);
+        self
+    }
+
+    /// The compiled circuits this prover (and its clones) use and record.
+    pub fn compiled_circuits(&self) -> &CompiledCircuits {
+        &self.witness.compiled
+    }
+
+    /// What the witness path did so far, this prover and its clones together.
+    pub fn witness_stats(&self) -> WitnessStats {
+        self.witness.stats()
+    }
+
+    /// Synthesizes `circuit` for `params` by the witness path's policy
+    /// ([`WitnessPath::synthesize`](super::policy::WitnessPath::synthesize)).
+    pub(crate) fn synthesize_planned<C: Circuit<Scalar> + Clone>(
+        &self,
+        circuit: C,
+        params: &Parameters,
+    ) -> Result<Synthesis> {
+        self.witness
+            .synthesize(self.witness_on, circuit, params, self.buffers())
+    }
+
+    /// How a witness-path partition of `circuit_type` proved with `params` will be sized, when
+    /// the path is on and its compiled circuit is in memory (no file is read: the engine asks
+    /// under its lock).
+    pub(crate) fn witness_estimate(&self, circuit_type: &'static str, params: &Parameters) -> Option<WitnessEstimate> {
+        if !self.witness_on {
+            return None;
+        }
+        self.witness.estimate(circuit_type, params)
+    }
+
+    /// The pool checkouts (bytes) this prover's backend makes to prove one witness of `circuit`
+    /// ([`Backend::witness_pool_requests`]).
+    pub(crate) fn witness_pool_requests(&self, circuit: &CompiledCircuit) -> [usize; 4] {
+        self.backend.witness_pool_requests(circuit)
+    }
+
+    /// Where this prover's syntheses put their values: its pool (or the heap) and its hints.
+    fn buffers(&self) -> Buffers<'_> {
+        Buffers {
+            pool: self.pool.as_ref(),
+            hints: &self.hints,
+        }
+    }
+
     /// Synthesizes `circuit` into a new assignment (pinned when the prover has a pool, sized
     /// by the hint of the circuit's type — the last size synthesized — when there is one) and
     /// records its sizes as the next hint. Prefer [`Prover::synthesize_for`] when the
@@ -164,7 +242,7 @@ impl Prover {
     /// The circuit's own [`SynthesisError`](bellpepper_core::SynthesisError), a malformed
     /// circuit, or a pool that cannot serve.
     pub fn synthesize<C: Circuit<Scalar>>(&self, circuit: C) -> Result<ProvingAssignment> {
-        self.synthesize_sized(circuit, None)
+        synthesize_full(circuit, None, self.buffers())
     }
 
     /// As [`Prover::synthesize`], sized by the hint of the circuit's type at the domain size of
@@ -173,20 +251,26 @@ impl Prover {
     /// # Errors
     /// As [`Prover::synthesize`].
     pub fn synthesize_for<C: Circuit<Scalar>>(&self, circuit: C, params: &Parameters) -> Result<ProvingAssignment> {
-        self.synthesize_sized(circuit, Some(params.domain_size()))
+        synthesize_full(circuit, Some(params.domain_size()), self.buffers())
     }
 
-    fn synthesize_sized<C: Circuit<Scalar>>(&self, circuit: C, domain: Option<usize>) -> Result<ProvingAssignment> {
+    /// Synthesizes `circuit` witness-only ([`WitnessCs`]): its inputs and aux values, the aux
+    /// compact, in buffers from the prover's pool (sized by the aux count of the type's last
+    /// synthesis) or on the heap.
+    ///
+    /// # Errors
+    /// The circuit's own synthesis error, or a failure of the witness system (see
+    /// [`WitnessCs`]).
+    pub fn synthesize_witness<C: Circuit<Scalar>>(&self, circuit: C) -> Result<Witness> {
         let key = std::any::type_name::<C>();
-        let mut cs = match &self.pool {
-            Some(pool) => ProvingAssignment::new_with_pinned(pool, self.hints.get(key, domain))?,
-            None => ProvingAssignment::new_heap(),
+        let cs = match &self.pool {
+            Some(pool) => {
+                let aux = self.hints.get(key, None).map_or(0, |h| h.aux);
+                WitnessCs::in_pool(pool, aux)?
+            }
+            None => WitnessCs::new(),
         };
-        cs.start()?;
-        circuit.synthesize(&mut cs)?;
-        cs.finish()?;
-        self.hints.record(key, cs.capacity_hint());
-        Ok(cs)
+        cs.synthesize(circuit)
     }
 
     /// Proves a batch of circuits with r, s drawn from `rng` (all the r first, then all the
@@ -306,6 +390,90 @@ impl Prover {
             let c = backend.commitments(assignment, params, &mut t)?;
             proofs.push(self.finish_proof(params, &c, (r[i], s[i]), (i, n, "full"), start, &mut t));
         }
+        Ok((proofs, t))
+    }
+
+    /// Proves witnesses of `circuit` with the given r and s per proof. Each witness is checked
+    /// against the circuit ([`CompiledCircuit::check`]) and the circuit against the parameters
+    /// before anything is computed.
+    ///
+    /// # Errors
+    /// An empty batch, r/s of the wrong length, [`Error::WitnessMismatch`] for a witness of
+    /// another structure (naming it), [`Error::CircuitMismatch`] when the circuit does not fit
+    /// the parameters, or a backend failure.
+    pub fn prove_witnesses(
+        &self,
+        circuit: &CompiledCircuit,
+        witnesses: &[Witness],
+        params: &Parameters,
+        r: &[Scalar],
+        s: &[Scalar],
+    ) -> Result<(Vec<Proof>, Timings)> {
+        let start = Instant::now();
+        check_batch(witnesses.len(), r, s)?;
+        check_compiled(circuit, params)?;
+        for (i, w) in witnesses.iter().enumerate() {
+            circuit.check(w).map_err(|e| match e {
+                Error::WitnessMismatch(m) => Error::WitnessMismatch(format!("witness {i}: {m}")),
+                other => other,
+            })?;
+        }
+        let backend = &self.backend;
+        let mut t = Timings::default();
+        let mut proofs = Vec::with_capacity(witnesses.len());
+        let n = witnesses.len();
+        for (i, w) in witnesses.iter().enumerate() {
+            let one = Instant::now();
+            let c = backend.witness_commitments(circuit, w, params, self.pool.as_ref(), &mut t)?;
+            proofs.push(self.finish_proof(params, &c, (r[i], s[i]), (i, n, "witness"), one, &mut t));
+        }
+        t.total = start.elapsed();
+        Ok((proofs, t))
+    }
+
+    /// Proves what synthesis made, with the given r and s per proof: assignments as
+    /// [`Prover::prove_synthesized`] does, witnesses as [`Prover::prove_witnesses`] does. Every
+    /// item is checked first; every buffer is back in its pool when it returns.
+    pub(crate) fn prove_syntheses(
+        &self,
+        mut work: Vec<Synthesis>,
+        params: &Parameters,
+        r: &[Scalar],
+        s: &[Scalar],
+    ) -> Result<(Vec<Proof>, Timings)> {
+        let start = Instant::now();
+        check_batch(work.len(), r, s)?;
+        for (i, item) in work.iter().enumerate() {
+            let checked = match item {
+                Synthesis::Full(a) => check_assignment(a, params),
+                Synthesis::Witness { circuit, witness } => {
+                    check_compiled(circuit, params).and_then(|()| circuit.check(witness))
+                }
+            };
+            checked.map_err(|e| match e {
+                Error::CircuitMismatch(m) => Error::CircuitMismatch(format!("circuit {i}: {m}")),
+                Error::WitnessMismatch(m) => Error::WitnessMismatch(format!("witness {i}: {m}")),
+                other => other,
+            })?;
+        }
+        let backend = &self.backend;
+        let mut t = Timings::default();
+        let mut proofs = Vec::with_capacity(work.len());
+        let n = work.len();
+        // Each item is dropped (its buffers back to the pool) once proved; on an error the
+        // rest go back when `work` is dropped.
+        for (i, item) in work.drain(..).enumerate() {
+            let one = Instant::now();
+            let (c, path) = match item {
+                Synthesis::Full(mut a) => (backend.commitments(&mut a, params, &mut t)?, "full"),
+                Synthesis::Witness { circuit, witness } => (
+                    backend.witness_commitments(&circuit, &witness, params, self.pool.as_ref(), &mut t)?,
+                    "witness",
+                ),
+            };
+            proofs.push(self.finish_proof(params, &c, (r[i], s[i]), (i, n, path), one, &mut t));
+        }
+        t.total = start.elapsed();
         Ok((proofs, t))
     }
 
