@@ -32,7 +32,7 @@ use blstrs::Scalar;
 use parking_lot::Mutex;
 use rayon::prelude::*;
 
-use super::groth16::check_compiled;
+use super::groth16::{check_compiled, AsWork, Work};
 use crate::assignment::{CapacityHints, ProvingAssignment};
 use crate::compiled::{CircuitShape, CompiledCircuit, CompiledCircuits, Witness, WitnessCs};
 use crate::error::{Error, Result};
@@ -154,6 +154,15 @@ pub(crate) enum Synthesis {
     },
 }
 
+impl AsWork for Synthesis {
+    fn work(&mut self) -> Work<'_> {
+        match self {
+            Synthesis::Full(a) => Work::Full(a),
+            Synthesis::Witness { circuit, witness } => Work::Witness { circuit, witness },
+        }
+    }
+}
+
 /// The witness path's state, shared by a prover's clones: the compiled circuits and the books.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct WitnessPath {
@@ -172,32 +181,6 @@ struct Books {
     refused_files: HashSet<Key>,
     hints: HashMap<Key, WitnessHint>,
     stats: WitnessStats,
-}
-
-impl WitnessPath {
-    pub(crate) fn with_cache(compiled: CompiledCircuits) -> Self {
-        Self {
-            compiled,
-            books: Default::default(),
-        }
-    }
-
-    fn count(&self, f: impl FnOnce(&mut WitnessStats)) {
-        f(&mut self.books.lock().stats);
-    }
-
-    fn hint(&self, key: &Key) -> WitnessHint {
-        self.books
-            .lock()
-            .hints
-            .get(key)
-            .copied()
-            .unwrap_or_else(|| WitnessHint::default_for(key.1))
-    }
-
-    fn set_hint(&self, key: Key, hint: WitnessHint) {
-        self.books.lock().hints.insert(key, hint);
-    }
 }
 
 /// Releases a claim to record a type and shape, however the recording ends.
@@ -274,6 +257,30 @@ pub(crate) fn synthesize_full<C: Circuit<Scalar>>(
 }
 
 impl WitnessPath {
+    pub(crate) fn with_cache(compiled: CompiledCircuits) -> Self {
+        Self {
+            compiled,
+            books: Default::default(),
+        }
+    }
+
+    fn count(&self, f: impl FnOnce(&mut WitnessStats)) {
+        f(&mut self.books.lock().stats);
+    }
+
+    fn hint(&self, key: &Key) -> WitnessHint {
+        self.books
+            .lock()
+            .hints
+            .get(key)
+            .copied()
+            .unwrap_or_else(|| WitnessHint::default_for(key.1))
+    }
+
+    fn set_hint(&self, key: Key, hint: WitnessHint) {
+        self.books.lock().hints.insert(key, hint);
+    }
+
     /// What the witness path did so far, counted by every holder of these books.
     pub(crate) fn stats(&self) -> WitnessStats {
         self.books.lock().stats

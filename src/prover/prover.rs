@@ -13,7 +13,7 @@ use rand_core::RngCore;
 use rayon::prelude::*;
 
 use super::choice::{auto_backend, make_backend};
-use super::groth16::{check_assignment, check_batch, check_compiled, randomize};
+use super::groth16::{check_batch, randomize, AsWork, Work};
 use super::policy::{self, synthesize_full, witness_path_default, Buffers, Synthesis, WitnessEstimate, WitnessStats};
 use super::{Backend, BackendChoice, Commitments, Timings};
 use crate::assignment::{CapacityHints, ProvingAssignment};
@@ -347,50 +347,12 @@ impl Prover {
     /// parameters (or was released), or a backend failure.
     pub fn prove_synthesized(
         &self,
-        mut assignments: Vec<ProvingAssignment>,
+        assignments: Vec<ProvingAssignment>,
         params: &Parameters,
         r: &[Scalar],
         s: &[Scalar],
     ) -> Result<(Vec<Proof>, Timings)> {
-        let start = Instant::now();
-        let result = self.prove_inner(&mut assignments, params, r, s);
-        for a in &mut assignments {
-            a.release_abc();
-        }
-        let (proofs, mut t) = result?;
-        t.total = start.elapsed();
-        Ok((proofs, t))
-    }
-
-    fn prove_inner(
-        &self,
-        assignments: &mut [ProvingAssignment],
-        params: &Parameters,
-        r: &[Scalar],
-        s: &[Scalar],
-    ) -> Result<(Vec<Proof>, Timings)> {
-        check_batch(assignments.len(), r, s)?;
-        for (i, a) in assignments.iter().enumerate() {
-            check_assignment(a, params).map_err(|e| match e {
-                Error::CircuitMismatch(m) => Error::CircuitMismatch(format!("circuit {i}: {m}")),
-                other => other,
-            })?;
-        }
-        let backend = &self.backend;
-        log::debug!(
-            "proving {} circuits on the {} backend",
-            assignments.len(),
-            backend.name()
-        );
-        let mut t = Timings::default();
-        let mut proofs = Vec::with_capacity(assignments.len());
-        let n = assignments.len();
-        for (i, assignment) in assignments.iter_mut().enumerate() {
-            let start = Instant::now();
-            let c = backend.commitments(assignment, params, &mut t)?;
-            proofs.push(self.finish_proof(params, &c, (r[i], s[i]), (i, n, "full"), start, &mut t));
-        }
-        Ok((proofs, t))
+        self.prove_syntheses(assignments, params, r, s)
     }
 
     /// Proves witnesses of `circuit` with the given r and s per proof. Each witness is checked
@@ -409,68 +371,50 @@ impl Prover {
         r: &[Scalar],
         s: &[Scalar],
     ) -> Result<(Vec<Proof>, Timings)> {
-        let start = Instant::now();
-        check_batch(witnesses.len(), r, s)?;
-        check_compiled(circuit, params)?;
-        for (i, w) in witnesses.iter().enumerate() {
-            circuit.check(w).map_err(|e| match e {
-                Error::WitnessMismatch(m) => Error::WitnessMismatch(format!("witness {i}: {m}")),
-                other => other,
-            })?;
-        }
-        let backend = &self.backend;
-        let mut t = Timings::default();
-        let mut proofs = Vec::with_capacity(witnesses.len());
-        let n = witnesses.len();
-        for (i, w) in witnesses.iter().enumerate() {
-            let one = Instant::now();
-            let c = backend.witness_commitments(circuit, w, params, self.pool.as_ref(), &mut t)?;
-            proofs.push(self.finish_proof(params, &c, (r[i], s[i]), (i, n, "witness"), one, &mut t));
-        }
-        t.total = start.elapsed();
-        Ok((proofs, t))
+        let work = witnesses
+            .iter()
+            .map(|witness| Work::Witness { circuit, witness })
+            .collect();
+        self.prove_syntheses(work, params, r, s)
     }
 
-    /// Proves what synthesis made, with the given r and s per proof: assignments as
-    /// [`Prover::prove_synthesized`] does, witnesses as [`Prover::prove_witnesses`] does. Every
-    /// item is checked first; every buffer is back in its pool when it returns.
-    pub(crate) fn prove_syntheses(
+    /// The one prove loop, where every way into a proof ends (circuits by either path,
+    /// synthesized assignments, witnesses), with the given r and s per proof. Every input is
+    /// checked first ([`Work::check`]), then each proved in turn: its commitments from the
+    /// backend, then [`Prover::finish_proof`]. An owned input is dropped, its buffers back in
+    /// their pool, once proved; every buffer is back when it returns, whatever the outcome.
+    pub(crate) fn prove_syntheses<W: AsWork>(
         &self,
-        mut work: Vec<Synthesis>,
+        mut work: Vec<W>,
         params: &Parameters,
         r: &[Scalar],
         s: &[Scalar],
     ) -> Result<(Vec<Proof>, Timings)> {
         let start = Instant::now();
         check_batch(work.len(), r, s)?;
-        for (i, item) in work.iter().enumerate() {
-            let checked = match item {
-                Synthesis::Full(a) => check_assignment(a, params),
-                Synthesis::Witness { circuit, witness } => {
-                    check_compiled(circuit, params).and_then(|()| circuit.check(witness))
-                }
-            };
-            checked.map_err(|e| match e {
+        for (i, item) in work.iter_mut().enumerate() {
+            item.work().check(params).map_err(|e| match e {
                 Error::CircuitMismatch(m) => Error::CircuitMismatch(format!("circuit {i}: {m}")),
                 Error::WitnessMismatch(m) => Error::WitnessMismatch(format!("witness {i}: {m}")),
                 other => other,
             })?;
         }
         let backend = &self.backend;
+        log::debug!("proving {} circuits on the {} backend", work.len(), backend.name());
         let mut t = Timings::default();
         let mut proofs = Vec::with_capacity(work.len());
         let n = work.len();
-        // Each item is dropped (its buffers back to the pool) once proved; on an error the
-        // rest go back when `work` is dropped.
-        for (i, item) in work.drain(..).enumerate() {
+        // On an error the items not yet proved go back when `work` is dropped.
+        for (i, mut item) in work.drain(..).enumerate() {
             let one = Instant::now();
-            let (c, path) = match item {
-                Synthesis::Full(mut a) => (backend.commitments(&mut a, params, &mut t)?, "full"),
-                Synthesis::Witness { circuit, witness } => (
-                    backend.witness_commitments(&circuit, &witness, params, self.pool.as_ref(), &mut t)?,
+            let (c, path) = match item.work() {
+                Work::Full(a) => (backend.commitments(a, params, &mut t)?, "full"),
+                Work::Witness { circuit, witness } => (
+                    backend.witness_commitments(circuit, witness, params, self.pool.as_ref(), &mut t)?,
                     "witness",
                 ),
             };
+            drop(item);
             proofs.push(self.finish_proof(params, &c, (r[i], s[i]), (i, n, path), one, &mut t));
         }
         t.total = start.elapsed();
