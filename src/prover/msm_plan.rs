@@ -9,12 +9,9 @@
 //! [`resolve`] binds them to an assignment; the CPU backend runs them one by one, the CUDA
 //! backend as one batch of kernel jobs (or one by one), in this order.
 
-use std::time::Duration;
-
 use blstrs::{G1Projective, G2Projective, Scalar};
 use group::Group;
 
-use super::Timings;
 use crate::assignment::{DensityTracker, ProvingAssignment};
 
 /// The query (and commitment) an MSM belongs to. L, A and B_G1 are G1 points, B_G2 is G2.
@@ -259,23 +256,13 @@ impl Sums {
     }
 }
 
-impl Timings {
-    /// The time slot of a query's MSMs.
-    pub fn msm_slot(&mut self, query: Query) -> &mut Duration {
-        match query {
-            Query::L => &mut self.msm_l,
-            Query::A => &mut self.msm_a,
-            Query::BG1 => &mut self.msm_b_g1,
-            Query::BG2 => &mut self.msm_b_g2,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::prover::Timings;
     use bellpepper_core::{ConstraintSystem, SynthesisError};
     use ff::Field;
+    use std::time::Duration;
 
     /// x·y = z with x, z public and y private, plus an aux variable only C uses: the densities
     /// differ from query to query.

@@ -1,8 +1,11 @@
 //! Which path a circuit takes through [`Prover::prove`] and the engine: witness-only against
 //! the compiled circuit of its type and shape, or full synthesis — recording the first of a
-//! type and shape, so that the next ones take the witness path.
+//! type and shape, so that the next ones take the witness path. Here are the two syntheses
+//! ([`synthesize_full`], the witness path's own in [`WitnessPath`]), the compiled-circuit
+//! cache's claims and books ([`WitnessStats`], the witness hints) and the witness path's
+//! memory estimates for the engine; [`Prover`] calls them.
 //!
-//! The policy, per circuit (`Prover::synthesize_planned`):
+//! The policy, per circuit ([`WitnessPath::synthesize`], called by `Prover::synthesize_planned`):
 //! 1. The witness path off ([`Prover::with_witness_path`], `CUZK_WITNESS_PATH=0`): full
 //!    synthesis, nothing recorded.
 //! 2. A compiled circuit for (`type_name::<C>()`, [`CircuitShape::of_params`]) in the cache
@@ -16,9 +19,11 @@
 //!    start meanwhile synthesize in full without recording. A stale or corrupt file is
 //!    refused (warned, counted) and recorded again; a recording that fails is warned and not
 //!    tried again for that type and shape by this prover (and its clones).
-
+//!
+//! [`Prover`]: super::Prover
+//! [`Prover::prove`]: super::Prover::prove
+//! [`Prover::with_witness_path`]: super::Prover::with_witness_path
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -27,16 +32,15 @@ use blstrs::Scalar;
 use parking_lot::Mutex;
 use rayon::prelude::*;
 
-use super::witness::check_compiled;
-use super::{check_assignment, check_batch, Prover, Timings};
-use crate::assignment::ProvingAssignment;
+use super::groth16::{check_compiled, AsWork, Work};
+use crate::assignment::{CapacityHints, ProvingAssignment};
 use crate::compiled::{CircuitShape, CompiledCircuit, CompiledCircuits, Witness, WitnessCs};
 use crate::error::{Error, Result};
 use crate::params::Parameters;
-use crate::proof::Proof;
+use crate::pool::PinnedPool;
 
 /// What the witness path did, counted per synthesis by a prover and its clones
-/// ([`Prover::witness_stats`]; the engine reports its provers' in
+/// ([`Prover::witness_stats`](super::Prover::witness_stats); the engine reports its provers' in
 /// [`EngineStats::witness`](crate::engine::EngineStats::witness)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WitnessStats {
@@ -150,6 +154,15 @@ pub(crate) enum Synthesis {
     },
 }
 
+impl AsWork for Synthesis {
+    fn work(&mut self) -> Work<'_> {
+        match self {
+            Synthesis::Full(a) => Work::Full(a),
+            Synthesis::Witness { circuit, witness } => Work::Witness { circuit, witness },
+        }
+    }
+}
+
 /// The witness path's state, shared by a prover's clones: the compiled circuits and the books.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct WitnessPath {
@@ -168,32 +181,6 @@ struct Books {
     refused_files: HashSet<Key>,
     hints: HashMap<Key, WitnessHint>,
     stats: WitnessStats,
-}
-
-impl WitnessPath {
-    pub(crate) fn with_cache(compiled: CompiledCircuits) -> Self {
-        Self {
-            compiled,
-            books: Default::default(),
-        }
-    }
-
-    fn count(&self, f: impl FnOnce(&mut WitnessStats)) {
-        f(&mut self.books.lock().stats);
-    }
-
-    fn hint(&self, key: &Key) -> WitnessHint {
-        self.books
-            .lock()
-            .hints
-            .get(key)
-            .copied()
-            .unwrap_or_else(|| WitnessHint::default_for(key.1))
-    }
-
-    fn set_hint(&self, key: Key, hint: WitnessHint) {
-        self.books.lock().hints.insert(key, hint);
-    }
 }
 
 /// Releases a claim to record a type and shape, however the recording ends.
@@ -242,64 +229,82 @@ fn falls_back(e: &Error) -> bool {
     )
 }
 
-impl Prover {
-    /// Turns the witness path on or off for this prover (not its clones): with it on (the
-    /// default, unless `CUZK_WITNESS_PATH=0`), [`Prover::prove`] and its siblings synthesize
-    /// a circuit witness-only when a compiled circuit of its type and shape exists, and record
-    /// one during the first full synthesis of a type and shape (see
-    /// [`crate::compiled`]). Off: every circuit is synthesized in full and nothing is
-    /// recorded. Proofs are the same bytes either way.
-    pub fn with_witness_path(mut self, on: bool) -> Self {
-        self.witness_on = on;
-        self
+/// Where a synthesis puts its values: the prover's pool (or the heap) and its capacity hints.
+#[derive(Clone, Copy)]
+pub(crate) struct Buffers<'a> {
+    pub(crate) pool: Option<&'a PinnedPool>,
+    pub(crate) hints: &'a CapacityHints,
+}
+
+/// Synthesizes `circuit` in full into a new assignment (pinned when there is a pool, sized by
+/// the hint of the circuit's type at `domain` when there is one) and records its sizes as the
+/// next hint.
+pub(crate) fn synthesize_full<C: Circuit<Scalar>>(
+    circuit: C,
+    domain: Option<usize>,
+    buffers: Buffers<'_>,
+) -> Result<ProvingAssignment> {
+    let key = std::any::type_name::<C>();
+    let mut cs = match buffers.pool {
+        Some(pool) => ProvingAssignment::new_with_pinned(pool, buffers.hints.get(key, domain))?,
+        None => ProvingAssignment::new_heap(),
+    };
+    cs.start()?;
+    circuit.synthesize(&mut cs)?;
+    cs.finish()?;
+    buffers.hints.record(key, cs.capacity_hint());
+    Ok(cs)
+}
+
+impl WitnessPath {
+    pub(crate) fn with_cache(compiled: CompiledCircuits) -> Self {
+        Self {
+            compiled,
+            books: Default::default(),
+        }
     }
 
-    /// Whether the witness path is on ([`Prover::with_witness_path`]).
-    pub fn witness_path(&self) -> bool {
-        self.witness_on
+    fn count(&self, f: impl FnOnce(&mut WitnessStats)) {
+        f(&mut self.books.lock().stats);
     }
 
-    /// Keeps compiled circuits in `dir` too (a new cache, [`CompiledCircuits::with_dir`]):
-    /// recorded ones are saved there, and a type and shape not in memory is looked for there
-    /// first, so a restart does not record again. A stale or corrupt file is refused and
-    /// recorded again (the new recording replaces it).
-    pub fn with_compiled_dir(self, dir: impl Into<PathBuf>) -> Self {
-        self.with_compiled_circuits(CompiledCircuits::with_dir(dir))
+    fn hint(&self, key: &Key) -> WitnessHint {
+        self.books
+            .lock()
+            .hints
+            .get(key)
+            .copied()
+            .unwrap_or_else(|| WitnessHint::default_for(key.1))
     }
 
-    /// Uses `cache` for compiled circuits (shared with whoever else holds a clone of it); the
-    /// witness path's books (hints, statistics) start afresh.
-    pub fn with_compiled_circuits(mut self, cache: CompiledCircuits) -> Self {
-        self.witness = WitnessPath::with_cache(cache);
-        self
+    fn set_hint(&self, key: Key, hint: WitnessHint) {
+        self.books.lock().hints.insert(key, hint);
     }
 
-    /// The compiled circuits this prover (and its clones) use and record.
-    pub fn compiled_circuits(&self) -> &CompiledCircuits {
-        &self.witness.compiled
+    /// What the witness path did so far, counted by every holder of these books.
+    pub(crate) fn stats(&self) -> WitnessStats {
+        self.books.lock().stats
     }
 
-    /// What the witness path did so far, this prover and its clones together.
-    pub fn witness_stats(&self) -> WitnessStats {
-        self.witness.books.lock().stats
-    }
-
-    /// Synthesizes `circuit` for `params` by the policy of the module docs.
-    pub(crate) fn synthesize_planned<C: Circuit<Scalar> + Clone>(
+    /// Synthesizes `circuit` for `params` by the policy of the module docs (`on`: whether the
+    /// witness path is on).
+    pub(crate) fn synthesize<C: Circuit<Scalar> + Clone>(
         &self,
+        on: bool,
         circuit: C,
         params: &Parameters,
+        buffers: Buffers<'_>,
     ) -> Result<Synthesis> {
-        if !self.witness_on {
-            let a = self.synthesize_for(circuit, params)?;
-            self.witness.count(|s| s.full += 1);
+        if !on {
+            let a = synthesize_full(circuit, Some(params.domain_size()), buffers)?;
+            self.count(|s| s.full += 1);
             return Ok(Synthesis::Full(Box::new(a)));
         }
         let key: Key = (std::any::type_name::<C>(), CircuitShape::of_params(params));
         if let Some(compiled) = self.compiled_for(&key, params) {
-            match self.witness_of(circuit.clone(), &compiled, &key) {
+            match self.witness_of(circuit.clone(), &compiled, &key, buffers.pool) {
                 Ok(witness) => {
-                    self.witness.count(|s| s.witness += 1);
+                    self.count(|s| s.witness += 1);
                     return Ok(Synthesis::Witness {
                         circuit: compiled,
                         witness,
@@ -307,23 +312,23 @@ impl Prover {
                 }
                 Err(e) if falls_back(&e) => {
                     log::warn!("{}: witness refused ({e}); synthesizing in full", key.0);
-                    self.witness.count(|s| s.fallbacks += 1);
+                    self.count(|s| s.fallbacks += 1);
                 }
                 Err(e) => return Err(e),
             }
         } else if let Some(claim) = self.claim_recording(key) {
-            return self.record(circuit, params, claim);
+            return self.record(circuit, params, claim, buffers);
         }
-        let a = self.synthesize_for(circuit, params)?;
-        self.witness.count(|s| s.full += 1);
+        let a = synthesize_full(circuit, Some(params.domain_size()), buffers)?;
+        self.count(|s| s.full += 1);
         Ok(Synthesis::Full(Box::new(a)))
     }
 
     /// The compiled circuit of `key` if there is a usable one (in memory, else in its file),
     /// fitting `params`.
     fn compiled_for(&self, key: &Key, params: &Parameters) -> Option<Arc<CompiledCircuit>> {
-        let cache = &self.witness.compiled;
-        let skip_file = self.witness.books.lock().refused_files.contains(key);
+        let cache = &self.compiled;
+        let skip_file = self.books.lock().refused_files.contains(key);
         let found = if skip_file {
             Ok(cache.get_in_memory(key.0, key.1))
         } else {
@@ -333,7 +338,7 @@ impl Prover {
             Ok(c) => c?,
             Err(e) => {
                 log::warn!("{}: compiled circuit refused ({e}); recording it again", key.0);
-                let mut books = self.witness.books.lock();
+                let mut books = self.books.lock();
                 books.refused_files.insert(*key);
                 books.stats.compiled_refused += 1;
                 return None;
@@ -341,35 +346,38 @@ impl Prover {
         };
         if let Err(e) = check_compiled(&compiled, params) {
             log::warn!("{}: compiled circuit refused ({e}); recording it again", key.0);
-            self.witness.count(|s| s.compiled_refused += 1);
+            self.count(|s| s.compiled_refused += 1);
             return None;
         }
         Some(compiled)
     }
 
-    /// Witness-only synthesis of `circuit` (into the pool, sized by the last witness of its
+    /// Witness-only synthesis of `circuit` (into `pool`, sized by the last witness of its
     /// type and shape), checked against `compiled`.
-    fn witness_of<C: Circuit<Scalar>>(&self, circuit: C, compiled: &CompiledCircuit, key: &Key) -> Result<Witness> {
-        let cs = match &self.pool {
-            Some(pool) => WitnessCs::in_pool_sized(pool, key.1.aux, self.witness.hint(key).others_capacity())?,
+    fn witness_of<C: Circuit<Scalar>>(
+        &self,
+        circuit: C,
+        compiled: &CompiledCircuit,
+        key: &Key,
+        pool: Option<&PinnedPool>,
+    ) -> Result<Witness> {
+        let cs = match pool {
+            Some(pool) => WitnessCs::in_pool_sized(pool, key.1.aux, self.hint(key).others_capacity())?,
             None => WitnessCs::new(),
         };
         let witness = cs.without_generator().synthesize(circuit)?;
         compiled.check(&witness)?;
-        self.witness.set_hint(*key, WitnessHint::of_witness(&witness));
+        self.set_hint(*key, WitnessHint::of_witness(&witness));
         Ok(witness)
     }
 
     /// Claims the recording of `key` unless it is under way or failed before.
     fn claim_recording(&self, key: Key) -> Option<RecordingClaim<'_>> {
-        let mut books = self.witness.books.lock();
+        let mut books = self.books.lock();
         if books.unrecordable.contains(&key) || !books.recording.insert(key) {
             return None;
         }
-        Some(RecordingClaim {
-            path: &self.witness,
-            key,
-        })
+        Some(RecordingClaim { path: self, key })
     }
 
     /// Full synthesis of `circuit` that records its A, B, C; the compiled circuit goes into the
@@ -379,19 +387,22 @@ impl Prover {
         circuit: C,
         params: &Parameters,
         claim: RecordingClaim<'_>,
+        buffers: Buffers<'_>,
     ) -> Result<Synthesis> {
         let key = claim.key;
         let start = Instant::now();
-        let cs = match &self.pool {
-            Some(pool) => ProvingAssignment::new_with_pinned(pool, self.hints.get(key.0, Some(params.domain_size())))?,
+        let cs = match buffers.pool {
+            Some(pool) => {
+                ProvingAssignment::new_with_pinned(pool, buffers.hints.get(key.0, Some(params.domain_size())))?
+            }
             None => ProvingAssignment::new_heap(),
         };
         let mut cs = cs.with_recording();
         cs.start()?;
         circuit.synthesize(&mut cs)?;
         cs.finish()?;
-        self.hints.record(key.0, cs.capacity_hint());
-        self.witness.count(|s| s.full += 1);
+        buffers.hints.record(key.0, cs.capacity_hint());
+        self.count(|s| s.full += 1);
         match CompiledCircuit::take_from(&mut cs, key.0) {
             Ok(compiled) => match check_compiled(&compiled, params) {
                 Ok(()) => {
@@ -402,11 +413,11 @@ impl Prover {
                         compiled.byte_size() >> 20,
                         start.elapsed().as_secs_f64() * 1e3
                     );
-                    self.witness.set_hint(key, WitnessHint::of_aux(cs.aux_assignment()));
-                    if let Err(e) = self.witness.compiled.insert(Arc::new(compiled)) {
+                    self.set_hint(key, WitnessHint::of_aux(cs.aux_assignment()));
+                    if let Err(e) = self.compiled.insert(Arc::new(compiled)) {
                         log::warn!("{}: compiled circuit kept in memory only: {e}", key.0);
                     }
-                    let mut books = self.witness.books.lock();
+                    let mut books = self.books.lock();
                     books.refused_files.remove(&key);
                     books.stats.recorded += 1;
                 }
@@ -415,7 +426,7 @@ impl Prover {
             },
             Err(e) => {
                 log::warn!("{}: {e}; this type and shape is proved by full synthesis", key.0);
-                let mut books = self.witness.books.lock();
+                let mut books = self.books.lock();
                 books.unrecordable.insert(key);
                 books.stats.recording_failures += 1;
             }
@@ -425,70 +436,14 @@ impl Prover {
     }
 
     /// How a witness-path partition of `circuit_type` proved with `params` will be sized, when
-    /// the path is on and its compiled circuit is in memory (no file is read: the engine asks
-    /// under its lock).
-    pub(crate) fn witness_estimate(&self, circuit_type: &'static str, params: &Parameters) -> Option<WitnessEstimate> {
-        if !self.witness_on {
-            return None;
-        }
+    /// its compiled circuit is in memory (no file is read: the engine asks under its lock).
+    pub(crate) fn estimate(&self, circuit_type: &'static str, params: &Parameters) -> Option<WitnessEstimate> {
         let key: Key = (circuit_type, CircuitShape::of_params(params));
-        let circuit = self.witness.compiled.get_in_memory(key.0, key.1)?;
+        let circuit = self.compiled.get_in_memory(key.0, key.1)?;
         Some(WitnessEstimate {
             circuit,
-            requests: witness_requests(key.1, self.witness.hint(&key)),
+            requests: witness_requests(key.1, self.hint(&key)),
             heap: witness_heap_bytes(key.1),
         })
-    }
-
-    /// The pool checkouts (bytes) this prover's backend makes to prove one witness of `circuit`
-    /// ([`Backend::witness_pool_requests`](super::Backend::witness_pool_requests)).
-    pub(crate) fn witness_pool_requests(&self, circuit: &CompiledCircuit) -> [usize; 4] {
-        self.backend.witness_pool_requests(circuit)
-    }
-
-    /// Proves what synthesis made, with the given r and s per proof: assignments as
-    /// [`Prover::prove_synthesized`] does, witnesses as [`Prover::prove_witnesses`] does. Every
-    /// item is checked first; every buffer is back in its pool when it returns.
-    pub(crate) fn prove_syntheses(
-        &self,
-        mut work: Vec<Synthesis>,
-        params: &Parameters,
-        r: &[Scalar],
-        s: &[Scalar],
-    ) -> Result<(Vec<Proof>, Timings)> {
-        let start = Instant::now();
-        check_batch(work.len(), r, s)?;
-        for (i, item) in work.iter().enumerate() {
-            let checked = match item {
-                Synthesis::Full(a) => check_assignment(a, params),
-                Synthesis::Witness { circuit, witness } => {
-                    check_compiled(circuit, params).and_then(|()| circuit.check(witness))
-                }
-            };
-            checked.map_err(|e| match e {
-                Error::CircuitMismatch(m) => Error::CircuitMismatch(format!("circuit {i}: {m}")),
-                Error::WitnessMismatch(m) => Error::WitnessMismatch(format!("witness {i}: {m}")),
-                other => other,
-            })?;
-        }
-        let backend = &self.backend;
-        let mut t = Timings::default();
-        let mut proofs = Vec::with_capacity(work.len());
-        let n = work.len();
-        // Each item is dropped (its buffers back to the pool) once proved; on an error the
-        // rest go back when `work` is dropped.
-        for (i, item) in work.drain(..).enumerate() {
-            let one = Instant::now();
-            let (c, path) = match item {
-                Synthesis::Full(mut a) => (backend.commitments(&mut a, params, &mut t)?, "full"),
-                Synthesis::Witness { circuit, witness } => (
-                    backend.witness_commitments(&circuit, &witness, params, self.pool.as_ref(), &mut t)?,
-                    "witness",
-                ),
-            };
-            proofs.push(self.finish_proof(params, &c, (r[i], s[i]), (i, n, path), one, &mut t));
-        }
-        t.total = start.elapsed();
-        Ok((proofs, t))
     }
 }
