@@ -17,17 +17,18 @@
 //!   ([`scalar`] converts).
 //!
 //! One module per handle kind: [`pool`], [`params`], [`assignment`] (with the R1CS route),
-//! [`prover`], [`engine`] (the proving engine and its jobs); [`filecoin`] (Filecoin proofs from filecoin-ffi's bytes; `CUZK_STATUS_UNSUPPORTED`
-//! without the `filecoin` feature) and [`filecoin_job`] (their submitted jobs); plus [`progress`] (the
-//! progress callback both job kinds take), [`status`], [`scalar`], [`strings`], [`log`] and the panic boundary.
+//! [`prover`], [`engine`] (the proving engine and its jobs); [`filecoin`] (Filecoin proofs from filecoin-ffi's bytes,
+//! one file per proof family as in `src/filecoin/`, and their submitted jobs; `CUZK_STATUS_UNSUPPORTED` without the
+//! `filecoin` feature); plus [`bytes`] (byte buffers across the ABI), [`progress`] (the progress callback both job
+//! kinds take), [`status`], [`scalar`], [`strings`], [`log`] and the panic boundary.
 //! All raw-pointer handling sits in `boundary`; the entry points only call it.
 
 mod boundary;
 
 pub mod assignment;
+pub mod bytes;
 pub mod engine;
 pub mod filecoin;
-pub mod filecoin_job;
 pub mod log;
 pub mod params;
 pub mod pool;
@@ -39,6 +40,7 @@ pub mod strings;
 
 use std::ffi::c_char;
 
+pub use self::filecoin::job as filecoin_job;
 pub use self::status::cuzk_status;
 pub use self::strings::cuzk_string_free;
 

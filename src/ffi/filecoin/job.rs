@@ -1,19 +1,17 @@
 //! `cuzk_filecoin_job`: a Filecoin proof submitted by a `cuzk_filecoin_submit_*` call (wait,
-//! cancel, progress polled or by callback, free, as `cuzk_job`), and `cuzk_filecoin_configure`, the process-wide
-//! Filecoin engine's configuration.
+//! cancel, progress polled or by callback, free, as `cuzk_job`).
 
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 #[cfg(feature = "filecoin")]
-use super::boundary::into_handle;
-use super::boundary::{arg, call, call_value, call_void, take_handle, AbiResult, Out};
-use super::engine::cuzk_engine_config;
-use super::filecoin::cuzk_bytes;
-use super::progress::cuzk_job_progress_callback;
+use crate::ffi::boundary::into_handle;
+use crate::ffi::boundary::{arg, call, call_value, call_void, take_handle, AbiResult, Out};
+use crate::ffi::bytes::cuzk_bytes;
+use crate::ffi::progress::cuzk_job_progress_callback;
 #[cfg(feature = "filecoin")]
-use super::progress::{progress_callback, silenced};
-use super::status::cuzk_status;
+use crate::ffi::progress::{progress_callback, silenced};
+use crate::ffi::status::cuzk_status;
 
 /// A Filecoin proof submitted to an engine. Opaque; thread-safe: `cuzk_filecoin_job_cancel`,
 /// `cuzk_filecoin_job_progress` and `cuzk_filecoin_job_on_progress` reach it while another
@@ -84,7 +82,7 @@ pub unsafe extern "C" fn cuzk_filecoin_job_wait(
         // SAFETY: live per the contract.
         let job = unsafe { arg(job, "job") }?;
         if job.waited.swap(true, Ordering::AcqRel) {
-            return Err(super::status::AbiError::invalid(
+            return Err(crate::ffi::status::AbiError::invalid(
                 "the job's result was taken already by cuzk_filecoin_job_wait",
             ));
         }
@@ -98,7 +96,7 @@ pub unsafe extern "C" fn cuzk_filecoin_job_wait(
         #[cfg(not(feature = "filecoin"))]
         {
             let _ = out;
-            super::filecoin::unsupported()
+            super::unsupported()
         }
     })
 }
@@ -206,7 +204,7 @@ pub unsafe extern "C" fn cuzk_filecoin_job_on_progress(
         #[cfg(not(feature = "filecoin"))]
         {
             let _ = (job, callback, user_data);
-            super::filecoin::unsupported()
+            super::unsupported()
         }
     })
 }
@@ -230,41 +228,6 @@ pub unsafe extern "C" fn cuzk_filecoin_job_free(job: *mut cuzk_filecoin_job) {
                 job.job.cancel();
             }
             drop(job);
-        }
-    })
-}
-
-/// Configures the process-wide Filecoin engine (the one the proof calls use when their
-/// `engine` is NULL), which starts with it at the first such proof; without this call it
-/// starts from `cuzk_engine_config_default()`'s values with a budget of three quarters of the
-/// host's memory, changed by the environment variables `CUZK_FILECOIN_GPUS` (`cpu`, `auto`,
-/// or device numbers `0,1`), `CUZK_FILECOIN_BUDGET` (bytes or `96GiB`) and
-/// `CUZK_FILECOIN_SYNTHESIS_THREADS`. Either way Winning PoSt is urgent: it is dispatched past
-/// the pacer and the next free GPU waits for it. Fails with `CUZK_STATUS_INVALID_ARGUMENT` once the
-/// engine has started. Thread-safe.
-///
-/// # Safety
-/// `config` live; `err` NULL or writable.
-#[no_mangle]
-pub unsafe extern "C" fn cuzk_filecoin_configure(
-    config: *const cuzk_engine_config,
-    err: *mut *mut c_char,
-) -> cuzk_status {
-    call(err, || {
-        // SAFETY: live per the contract.
-        let config = unsafe { arg(config, "config") }?;
-        #[cfg(feature = "filecoin")]
-        {
-            let mut config = super::engine::engine_config(config);
-            // As the environment's configuration: Winning PoSt is urgent.
-            config.urgent_priority = Some(crate::filecoin::PRIORITY_WINNING_POST);
-            crate::filecoin::configure(config)?;
-            Ok(())
-        }
-        #[cfg(not(feature = "filecoin"))]
-        {
-            let _ = config;
-            super::filecoin::unsupported()
         }
     })
 }
