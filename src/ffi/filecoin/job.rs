@@ -1,66 +1,110 @@
 //! `cuzk_filecoin_job`: a Filecoin proof submitted by a `cuzk_filecoin_submit_*` call (wait,
-//! cancel, progress polled or by callback, free, as `cuzk_job`).
+//! cancel, progress polled or by callback, free: the job core `cuzk_job` has too, in
+//! `ffi::job`), and `submit_and_wait`, which makes each blocking proof call its
+//! `cuzk_filecoin_submit_*` twin and a wait.
 
 use std::ffi::{c_char, c_void};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 #[cfg(feature = "filecoin")]
-use crate::ffi::boundary::into_handle;
-use crate::ffi::boundary::{arg, call, call_value, call_void, take_handle, AbiResult, Out};
+use crate::ffi::boundary::{into_handle, AbiResult};
+use crate::ffi::boundary::{arg, call, Out};
 use crate::ffi::bytes::cuzk_bytes;
+use crate::ffi::job::{self, JobCore, JobHandleKind, Running};
 use crate::ffi::progress::cuzk_job_progress_callback;
-#[cfg(feature = "filecoin")]
-use crate::ffi::progress::{progress_callback, silenced};
 use crate::ffi::status::cuzk_status;
+#[cfg(feature = "filecoin")]
+use crate::filecoin::ProofJob;
 
 /// A Filecoin proof submitted to an engine. Opaque; thread-safe: `cuzk_filecoin_job_cancel`,
 /// `cuzk_filecoin_job_progress` and `cuzk_filecoin_job_on_progress` reach it while another
 /// thread blocks in `cuzk_filecoin_job_wait`.
 #[allow(non_camel_case_types)]
 pub struct cuzk_filecoin_job {
-    #[cfg(feature = "filecoin")]
-    job: crate::filecoin::ProofJob,
-    /// Set by the one `cuzk_filecoin_job_wait` that takes the result.
-    waited: AtomicBool,
+    core: JobCore<ProofJob>,
 }
 
-/// Where a proof call's result goes: its bytes (blocking), or its job (submit).
-#[cfg_attr(not(feature = "filecoin"), allow(dead_code))]
-pub(super) enum Deliver {
-    Bytes(Out<cuzk_bytes>),
-    Job(Out<*mut cuzk_filecoin_job>),
-}
+/// Without the `filecoin` feature no proof is submitted: a job that cannot exist.
+#[cfg(not(feature = "filecoin"))]
+pub(crate) enum ProofJob {}
 
-impl Deliver {
-    pub(super) fn bytes(out: *mut cuzk_bytes) -> AbiResult<Self> {
-        Ok(Self::Bytes(Out::new(out, "out")?))
-    }
-
-    pub(super) fn job(out: *mut *mut cuzk_filecoin_job) -> AbiResult<Self> {
-        Ok(Self::Job(Out::new(out, "out")?))
+impl JobHandleKind for cuzk_filecoin_job {
+    type Job = ProofJob;
+    fn core(&self) -> &JobCore<ProofJob> {
+        &self.core
     }
 }
 
-/// Hands a submitted job to C: waits for its bytes (blocking calls) or writes its handle.
 #[cfg(feature = "filecoin")]
-pub(super) fn deliver(how: Deliver, job: crate::Result<crate::filecoin::ProofJob>) -> AbiResult {
-    let job = job?;
-    match how {
-        Deliver::Bytes(out) => {
-            let proof = job.wait()?.proof;
-            // SAFETY: checked non-NULL, writable per the entry point's contract.
-            unsafe { out.write(cuzk_bytes::from_vec(proof)) };
-        }
-        Deliver::Job(out) => {
-            let handle = into_handle(cuzk_filecoin_job {
-                job,
-                waited: AtomicBool::new(false),
-            });
-            // SAFETY: checked non-NULL, writable per the entry point's contract.
-            unsafe { out.write(handle) };
-        }
+impl Running for ProofJob {
+    fn id(&self) -> u64 {
+        ProofJob::id(self)
     }
+    fn cancel(&self) -> bool {
+        ProofJob::cancel(self)
+    }
+    fn progress(&self) -> crate::engine::Progress {
+        ProofJob::progress(self)
+    }
+    fn on_progress(&self, callback: crate::engine::ProgressCallback) {
+        ProofJob::on_progress(self, callback)
+    }
+}
+
+#[cfg(not(feature = "filecoin"))]
+impl Running for ProofJob {
+    fn id(&self) -> u64 {
+        match *self {}
+    }
+    fn cancel(&self) -> bool {
+        match *self {}
+    }
+    fn progress(&self) -> crate::engine::Progress {
+        match *self {}
+    }
+    fn on_progress(&self, _: crate::engine::ProgressCallback) {
+        match *self {}
+    }
+}
+
+/// Writes a submitted job's handle to `out` (the end of every `cuzk_filecoin_submit_*`).
+#[cfg(feature = "filecoin")]
+pub(super) fn hand_out(out: Out<*mut cuzk_filecoin_job>, job: crate::Result<ProofJob>) -> AbiResult {
+    let handle = into_handle(cuzk_filecoin_job {
+        core: JobCore::new(job?),
+    });
+    // SAFETY: checked non-NULL, writable per the entry point's contract.
+    unsafe { out.write(handle) };
     Ok(())
+}
+
+/// A blocking proof call: `out` is checked first, then `submit` (the call's
+/// `cuzk_filecoin_submit_*` twin, given a job slot and `err`) submits the job, which is
+/// waited for (`cuzk_filecoin_job_wait`: the proofs checked against the verifying key, the
+/// bytes written to `*out`) and freed. The status and message are the submit's, else the
+/// wait's.
+///
+/// # Safety
+/// `out` NULL or writable; `err` NULL or writable; `submit` safe to call with a writable job
+/// slot and `err`.
+pub(super) unsafe fn submit_and_wait(
+    out: *mut cuzk_bytes,
+    err: *mut *mut c_char,
+    submit: impl FnOnce(*mut *mut cuzk_filecoin_job, *mut *mut c_char) -> cuzk_status,
+) -> cuzk_status {
+    let checked = call(err, || Out::new(out, "out").map(drop));
+    if checked != cuzk_status::Ok {
+        return checked;
+    }
+    let mut job = std::ptr::null_mut();
+    let status = submit(&mut job, err);
+    if status != cuzk_status::Ok {
+        return status;
+    }
+    // SAFETY: the job the submit call made; `out` non-NULL and writable per the contract.
+    let status = unsafe { cuzk_filecoin_job_wait(job, out, err) };
+    // SAFETY: made above, freed once.
+    unsafe { cuzk_filecoin_job_free(job) };
+    status
 }
 
 /// Blocks until the job is over, checks its proofs against the parameters' verifying key, and
@@ -80,15 +124,10 @@ pub unsafe extern "C" fn cuzk_filecoin_job_wait(
     call(err, || {
         let out = Out::new(out, "out")?;
         // SAFETY: live per the contract.
-        let job = unsafe { arg(job, "job") }?;
-        if job.waited.swap(true, Ordering::AcqRel) {
-            return Err(crate::ffi::status::AbiError::invalid(
-                "the job's result was taken already by cuzk_filecoin_job_wait",
-            ));
-        }
+        let job = unsafe { arg(job, "job") }?.core.claim("cuzk_filecoin_job_wait")?;
         #[cfg(feature = "filecoin")]
         {
-            let proof = job.job.take_output()?.proof;
+            let proof = job.take_output()?.proof;
             // SAFETY: checked non-NULL, writable per the contract.
             unsafe { out.write(cuzk_bytes::from_vec(proof)) };
             Ok(())
@@ -96,7 +135,7 @@ pub unsafe extern "C" fn cuzk_filecoin_job_wait(
         #[cfg(not(feature = "filecoin"))]
         {
             let _ = out;
-            super::unsupported()
+            match *job {}
         }
     })
 }
@@ -109,21 +148,8 @@ pub unsafe extern "C" fn cuzk_filecoin_job_wait(
 /// `job` NULL or live.
 #[no_mangle]
 pub unsafe extern "C" fn cuzk_filecoin_job_cancel(job: *const cuzk_filecoin_job) -> bool {
-    call_value(false, || {
-        // SAFETY: NULL or live per the contract.
-        let Some(job) = (unsafe { job.as_ref() }) else {
-            return false;
-        };
-        #[cfg(feature = "filecoin")]
-        {
-            job.job.cancel()
-        }
-        #[cfg(not(feature = "filecoin"))]
-        {
-            let _ = job;
-            false
-        }
-    })
+    // SAFETY: per the contract.
+    unsafe { job::cancel(job) }
 }
 
 /// The job's progress: `*done` partitions proved of `*total`, `*finished` whether the engine
@@ -140,34 +166,8 @@ pub unsafe extern "C" fn cuzk_filecoin_job_progress(
     finished: *mut bool,
     err: *mut *mut c_char,
 ) -> cuzk_status {
-    call(err, || {
-        let (done, total, finished) = (
-            Out::new(done, "done")?,
-            Out::new(total, "total")?,
-            Out::new(finished, "finished")?,
-        );
-        // SAFETY: live per the contract.
-        let job = unsafe { arg(job, "job") }?;
-        #[cfg(feature = "filecoin")]
-        let p = job.job.progress();
-        #[cfg(not(feature = "filecoin"))]
-        let p = {
-            let _ = job;
-            crate::engine::Progress {
-                done: 0,
-                failed: 0,
-                total: 0,
-                finished: true,
-            }
-        };
-        // SAFETY: non-NULL, writable per the contract.
-        unsafe {
-            done.write(p.done as u64);
-            total.write(p.total as u64);
-            finished.write(p.finished);
-        }
-        Ok(())
-    })
+    // SAFETY: per the contract.
+    unsafe { job::progress(job, done, total, finished, err) }
 }
 
 /// Calls `callback(user_data, job id, done, failed, total, finished)` after each partition of
@@ -191,22 +191,8 @@ pub unsafe extern "C" fn cuzk_filecoin_job_on_progress(
     user_data: *mut c_void,
     err: *mut *mut c_char,
 ) -> cuzk_status {
-    call(err, || {
-        // SAFETY: live per the contract.
-        let job = unsafe { arg(job, "job") }?;
-        #[cfg(feature = "filecoin")]
-        {
-            // SAFETY: the callback's contract is the caller's, per this function's.
-            let callback = unsafe { progress_callback(job.job.id(), callback, user_data) };
-            job.job.on_progress(callback);
-            Ok(())
-        }
-        #[cfg(not(feature = "filecoin"))]
-        {
-            let _ = (job, callback, user_data);
-            super::unsupported()
-        }
-    })
+    // SAFETY: per the contract.
+    unsafe { job::on_progress(job, callback, user_data, err) }
 }
 
 /// Frees a job handle; a job not yet over is cancelled first (nobody can take its proof any
@@ -218,16 +204,6 @@ pub unsafe extern "C" fn cuzk_filecoin_job_on_progress(
 /// `job` is NULL or from a `cuzk_filecoin_submit_*` call, not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn cuzk_filecoin_job_free(job: *mut cuzk_filecoin_job) {
-    call_void(|| {
-        // SAFETY: per the contract.
-        if let Some(job) = unsafe { take_handle(job) } {
-            #[cfg(feature = "filecoin")]
-            {
-                // Waits for a callback under way; the old one is not called again.
-                job.job.on_progress(silenced());
-                job.job.cancel();
-            }
-            drop(job);
-        }
-    })
+    // SAFETY: per the contract.
+    unsafe { job::free(job) }
 }

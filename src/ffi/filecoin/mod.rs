@@ -2,7 +2,9 @@
 //! Winning PoSt) from the bytes filecoin-ffi takes, proved by cuzk as jobs of an engine (the
 //! process-wide Filecoin engine unless a call names one); proof bytes come back in a
 //! `cuzk_bytes` the caller frees with `cuzk_bytes_free`. Each proof has a blocking call and a
-//! `cuzk_filecoin_submit_*` twin that returns a `cuzk_filecoin_job` at once (see [`job`]).
+//! `cuzk_filecoin_submit_*` twin that returns a `cuzk_filecoin_job` at once (see [`job`]);
+//! the blocking call is that twin and `cuzk_filecoin_job_wait`, so both check the same inputs
+//! in the same order and give the same statuses.
 //!
 //! The functions exist in every build; a library built without the `filecoin` feature
 //! answers `CUZK_STATUS_UNSUPPORTED` (`cuzk_filecoin_available()` tells beforehand). Proof

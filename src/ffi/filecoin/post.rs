@@ -4,13 +4,13 @@
 use std::ffi::c_char;
 
 #[cfg(feature = "filecoin")]
-use super::job::deliver;
-use super::job::{cuzk_filecoin_job, Deliver};
+use super::job::hand_out;
+use super::job::{cuzk_filecoin_job, submit_and_wait};
 #[cfg(feature = "filecoin")]
 use super::{options, post_type};
 #[cfg(not(feature = "filecoin"))]
 use super::unsupported;
-use crate::ffi::boundary::{call, AbiResult};
+use crate::ffi::boundary::{call, AbiResult, Out};
 use crate::ffi::bytes::{bytes32, cuzk_byte_slice, cuzk_bytes, vanilla};
 use crate::ffi::engine::cuzk_engine;
 use crate::ffi::status::cuzk_status;
@@ -25,7 +25,7 @@ enum PoSt {
     Winning,
 }
 
-/// The body every PoSt entry point shares.
+/// The body of the three PoSt submit calls (each blocking call is its submit call and a wait).
 ///
 /// # Safety
 /// As the entry points'.
@@ -39,7 +39,7 @@ unsafe fn post(
     prover_id: *const u8,
     vanilla_proofs: *const cuzk_byte_slice,
     n: usize,
-    how: Deliver,
+    out: Out<*mut cuzk_filecoin_job>,
 ) -> AbiResult {
     let randomness = bytes32(randomness, "randomness")?;
     let prover_id = bytes32(prover_id, "prover_id")?;
@@ -59,11 +59,11 @@ unsafe fn post(
             }
             PoSt::Winning => fc::submit_winning_post_with_vanilla(typ, &randomness, prover_id, &proofs, options),
         };
-        deliver(how, job)
+        hand_out(out, job)
     }
     #[cfg(not(feature = "filecoin"))]
     {
-        let _ = (which, engine, priority, post_proof, randomness, prover_id, proofs, how);
+        let _ = (which, engine, priority, post_proof, randomness, prover_id, proofs, out);
         unsupported()
     }
 }
@@ -91,12 +91,10 @@ pub unsafe extern "C" fn cuzk_filecoin_window_post(
     out: *mut cuzk_bytes,
     err: *mut *mut c_char,
 ) -> cuzk_status {
-    call(err, || {
-        let how = Deliver::bytes(out)?;
-        // SAFETY: per the contract.
-        unsafe {
-            post(
-                PoSt::Window,
+    // SAFETY: the submit call's contract is this one's.
+    unsafe {
+        submit_and_wait(out, err, |job, err| {
+            cuzk_filecoin_submit_window_post(
                 engine,
                 priority,
                 post_proof,
@@ -104,10 +102,11 @@ pub unsafe extern "C" fn cuzk_filecoin_window_post(
                 prover_id,
                 vanilla_proofs,
                 n,
-                how,
+                job,
+                err,
             )
-        }
-    })
+        })
+    }
 }
 
 /// `cuzk_filecoin_window_post` without blocking: on success `*out` holds the job. Thread-safe.
@@ -128,7 +127,7 @@ pub unsafe extern "C" fn cuzk_filecoin_submit_window_post(
     err: *mut *mut c_char,
 ) -> cuzk_status {
     call(err, || {
-        let how = Deliver::job(out)?;
+        let out = Out::new(out, "out")?;
         // SAFETY: per the contract.
         unsafe {
             post(
@@ -140,7 +139,7 @@ pub unsafe extern "C" fn cuzk_filecoin_submit_window_post(
                 prover_id,
                 vanilla_proofs,
                 n,
-                how,
+                out,
             )
         }
     })
@@ -172,13 +171,10 @@ pub unsafe extern "C" fn cuzk_filecoin_window_post_partition(
     out: *mut cuzk_bytes,
     err: *mut *mut c_char,
 ) -> cuzk_status {
-    call(err, || {
-        let how = Deliver::bytes(out)?;
-        let which = PoSt::WindowPartition(partition_index);
-        // SAFETY: per the contract.
-        unsafe {
-            post(
-                which,
+    // SAFETY: the submit call's contract is this one's.
+    unsafe {
+        submit_and_wait(out, err, |job, err| {
+            cuzk_filecoin_submit_window_post_partition(
                 engine,
                 priority,
                 post_proof,
@@ -186,10 +182,12 @@ pub unsafe extern "C" fn cuzk_filecoin_window_post_partition(
                 prover_id,
                 vanilla_proofs,
                 n,
-                how,
+                partition_index,
+                job,
+                err,
             )
-        }
-    })
+        })
+    }
 }
 
 /// `cuzk_filecoin_window_post_partition` without blocking: on success `*out` holds the job.
@@ -212,7 +210,7 @@ pub unsafe extern "C" fn cuzk_filecoin_submit_window_post_partition(
     err: *mut *mut c_char,
 ) -> cuzk_status {
     call(err, || {
-        let how = Deliver::job(out)?;
+        let out = Out::new(out, "out")?;
         let which = PoSt::WindowPartition(partition_index);
         // SAFETY: per the contract.
         unsafe {
@@ -225,7 +223,7 @@ pub unsafe extern "C" fn cuzk_filecoin_submit_window_post_partition(
                 prover_id,
                 vanilla_proofs,
                 n,
-                how,
+                out,
             )
         }
     })
@@ -250,12 +248,10 @@ pub unsafe extern "C" fn cuzk_filecoin_winning_post(
     out: *mut cuzk_bytes,
     err: *mut *mut c_char,
 ) -> cuzk_status {
-    call(err, || {
-        let how = Deliver::bytes(out)?;
-        // SAFETY: per the contract.
-        unsafe {
-            post(
-                PoSt::Winning,
+    // SAFETY: the submit call's contract is this one's.
+    unsafe {
+        submit_and_wait(out, err, |job, err| {
+            cuzk_filecoin_submit_winning_post(
                 engine,
                 priority,
                 post_proof,
@@ -263,10 +259,11 @@ pub unsafe extern "C" fn cuzk_filecoin_winning_post(
                 prover_id,
                 vanilla_proofs,
                 n,
-                how,
+                job,
+                err,
             )
-        }
-    })
+        })
+    }
 }
 
 /// `cuzk_filecoin_winning_post` without blocking: on success `*out` holds the job.
@@ -288,7 +285,7 @@ pub unsafe extern "C" fn cuzk_filecoin_submit_winning_post(
     err: *mut *mut c_char,
 ) -> cuzk_status {
     call(err, || {
-        let how = Deliver::job(out)?;
+        let out = Out::new(out, "out")?;
         // SAFETY: per the contract.
         unsafe {
             post(
@@ -300,7 +297,7 @@ pub unsafe extern "C" fn cuzk_filecoin_submit_winning_post(
                 prover_id,
                 vanilla_proofs,
                 n,
-                how,
+                out,
             )
         }
     })

@@ -4,13 +4,13 @@
 use std::ffi::c_char;
 
 #[cfg(feature = "filecoin")]
-use super::job::deliver;
-use super::job::{cuzk_filecoin_job, Deliver};
+use super::job::hand_out;
+use super::job::{cuzk_filecoin_job, submit_and_wait};
 #[cfg(feature = "filecoin")]
 use super::options;
 #[cfg(not(feature = "filecoin"))]
 use super::unsupported;
-use crate::ffi::boundary::{call, slice, AbiResult};
+use crate::ffi::boundary::{call, slice, AbiResult, Out};
 use crate::ffi::bytes::{bytes32, cuzk_bytes};
 use crate::ffi::engine::cuzk_engine;
 use crate::ffi::status::cuzk_status;
@@ -40,21 +40,21 @@ pub unsafe extern "C" fn cuzk_filecoin_seal_commit_phase2(
     out: *mut cuzk_bytes,
     err: *mut *mut c_char,
 ) -> cuzk_status {
-    call(err, || {
-        let how = Deliver::bytes(out)?;
-        // SAFETY: per the contract.
-        unsafe {
-            seal(
+    // SAFETY: the submit call's contract is this one's.
+    unsafe {
+        submit_and_wait(out, err, |job, err| {
+            cuzk_filecoin_submit_seal_commit_phase2(
                 engine,
                 priority,
                 phase1_output,
                 phase1_output_len,
                 sector_id,
                 prover_id,
-                how,
+                job,
+                err,
             )
-        }
-    })
+        })
+    }
 }
 
 /// `cuzk_filecoin_seal_commit_phase2` without blocking: on success `*out` holds the job
@@ -76,7 +76,7 @@ pub unsafe extern "C" fn cuzk_filecoin_submit_seal_commit_phase2(
     err: *mut *mut c_char,
 ) -> cuzk_status {
     call(err, || {
-        let how = Deliver::job(out)?;
+        let out = Out::new(out, "out")?;
         // SAFETY: per the contract.
         unsafe {
             seal(
@@ -86,7 +86,7 @@ pub unsafe extern "C" fn cuzk_filecoin_submit_seal_commit_phase2(
                 phase1_output_len,
                 sector_id,
                 prover_id,
-                how,
+                out,
             )
         }
     })
@@ -101,7 +101,7 @@ unsafe fn seal(
     phase1_output_len: usize,
     sector_id: u64,
     prover_id: *const u8,
-    how: Deliver,
+    out: Out<*mut cuzk_filecoin_job>,
 ) -> AbiResult {
     // SAFETY: per the contract.
     let c1 = unsafe { slice(phase1_output, phase1_output_len, "phase1_output")? };
@@ -110,14 +110,14 @@ unsafe fn seal(
     {
         // SAFETY: per the contract.
         let options = unsafe { options(engine, priority) };
-        deliver(
-            how,
+        hand_out(
+            out,
             crate::filecoin::submit_seal_commit_phase2(c1, prover_id, sector_id, options),
         )
     }
     #[cfg(not(feature = "filecoin"))]
     {
-        let _ = (engine, priority, c1, prover_id, sector_id, how);
+        let _ = (engine, priority, c1, prover_id, sector_id, out);
         unsupported()
     }
 }

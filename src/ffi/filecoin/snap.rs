@@ -4,13 +4,13 @@
 use std::ffi::c_char;
 
 #[cfg(feature = "filecoin")]
-use super::job::deliver;
-use super::job::{cuzk_filecoin_job, Deliver};
+use super::job::hand_out;
+use super::job::{cuzk_filecoin_job, submit_and_wait};
 #[cfg(feature = "filecoin")]
 use super::{options, update_type};
 #[cfg(not(feature = "filecoin"))]
 use super::unsupported;
-use crate::ffi::boundary::{call, slice, AbiResult};
+use crate::ffi::boundary::{call, slice, AbiResult, Out};
 use crate::ffi::bytes::{bytes32, cuzk_byte_slice, cuzk_bytes, vanilla};
 use crate::ffi::engine::cuzk_engine;
 use crate::ffi::status::cuzk_status;
@@ -39,22 +39,23 @@ pub unsafe extern "C" fn cuzk_filecoin_snap_prove(
     out: *mut cuzk_bytes,
     err: *mut *mut c_char,
 ) -> cuzk_status {
-    call(err, || {
-        let how = Deliver::bytes(out)?;
-        let comms = [comm_r_old, comm_r_new, comm_d_new];
-        // SAFETY: per the contract.
-        unsafe {
-            snap(
+    // SAFETY: the submit call's contract is this one's.
+    unsafe {
+        submit_and_wait(out, err, |job, err| {
+            cuzk_filecoin_submit_snap_prove(
                 engine,
                 priority,
                 update_proof,
                 vanilla_proofs,
                 n,
-                Comms::Raw(comms),
-                how,
+                comm_r_old,
+                comm_r_new,
+                comm_d_new,
+                job,
+                err,
             )
-        }
-    })
+        })
+    }
 }
 
 /// `cuzk_filecoin_snap_prove` without blocking: on success `*out` holds the job. Thread-safe.
@@ -76,7 +77,7 @@ pub unsafe extern "C" fn cuzk_filecoin_submit_snap_prove(
     err: *mut *mut c_char,
 ) -> cuzk_status {
     call(err, || {
-        let how = Deliver::job(out)?;
+        let out = Out::new(out, "out")?;
         let comms = [comm_r_old, comm_r_new, comm_d_new];
         // SAFETY: per the contract.
         unsafe {
@@ -87,7 +88,7 @@ pub unsafe extern "C" fn cuzk_filecoin_submit_snap_prove(
                 vanilla_proofs,
                 n,
                 Comms::Raw(comms),
-                how,
+                out,
             )
         }
     })
@@ -122,22 +123,26 @@ pub unsafe extern "C" fn cuzk_filecoin_snap_prove_cids(
     out: *mut cuzk_bytes,
     err: *mut *mut c_char,
 ) -> cuzk_status {
-    call(err, || {
-        let how = Deliver::bytes(out)?;
-        let cids = [(key, key_len), (sealed, sealed_len), (unsealed, unsealed_len)];
-        // SAFETY: per the contract.
-        unsafe {
-            snap(
+    // SAFETY: the submit call's contract is this one's.
+    unsafe {
+        submit_and_wait(out, err, |job, err| {
+            cuzk_filecoin_submit_snap_prove_cids(
                 engine,
                 priority,
                 update_proof,
                 vanilla_proofs,
                 n,
-                Comms::Cids(cids),
-                how,
+                key,
+                key_len,
+                sealed,
+                sealed_len,
+                unsealed,
+                unsealed_len,
+                job,
+                err,
             )
-        }
-    })
+        })
+    }
 }
 
 /// `cuzk_filecoin_snap_prove_cids` without blocking: on success `*out` holds the job.
@@ -163,7 +168,7 @@ pub unsafe extern "C" fn cuzk_filecoin_submit_snap_prove_cids(
     err: *mut *mut c_char,
 ) -> cuzk_status {
     call(err, || {
-        let how = Deliver::job(out)?;
+        let out = Out::new(out, "out")?;
         let cids = [(key, key_len), (sealed, sealed_len), (unsealed, unsealed_len)];
         // SAFETY: per the contract.
         unsafe {
@@ -174,7 +179,7 @@ pub unsafe extern "C" fn cuzk_filecoin_submit_snap_prove_cids(
                 vanilla_proofs,
                 n,
                 Comms::Cids(cids),
-                how,
+                out,
             )
         }
     })
@@ -197,7 +202,7 @@ unsafe fn snap(
     vanilla_proofs: *const cuzk_byte_slice,
     n: usize,
     comms: Comms,
-    how: Deliver,
+    out: Out<*mut cuzk_filecoin_job>,
 ) -> AbiResult {
     // SAFETY: per the contract.
     let proofs = unsafe { vanilla(vanilla_proofs, n)? };
@@ -226,11 +231,11 @@ unsafe fn snap(
                 crate::filecoin::submit_update_proof_with_vanilla(typ, key, sealed, unsealed, &proofs, options)
             }
         };
-        deliver(how, job)
+        hand_out(out, job)
     }
     #[cfg(not(feature = "filecoin"))]
     {
-        let _ = (engine, priority, update_proof, proofs, comms, how);
+        let _ = (engine, priority, update_proof, proofs, comms, out);
         unsupported()
     }
 }
