@@ -277,6 +277,15 @@ typedef struct cuzk_raw_assignment {
   const uint64_t *b_aux_density;
 } cuzk_raw_assignment;
 
+// Bytes the library allocated and hands to the caller (proof bytes): `len` bytes at `data`
+// (`data` is NULL when `len` is 0). Free with `cuzk_bytes_free`, once.
+typedef struct cuzk_bytes {
+  // The bytes.
+  uint8_t *data;
+  // How many.
+  size_t len;
+} cuzk_bytes;
+
 // How an engine is built. Start from `cuzk_engine_config_default` and change fields; a 0
 // means "the default" where a field says so.
 typedef struct cuzk_engine_config {
@@ -435,15 +444,6 @@ typedef struct cuzk_engine_statistics {
   // Of `budget_used`: the bytes of the compiled circuits the engine holds, each once.
   uint64_t compiled_bytes;
 } cuzk_engine_statistics;
-
-// Bytes the library allocated and hands to the caller (proof bytes): `len` bytes at `data`
-// (`data` is NULL when `len` is 0). Free with `cuzk_bytes_free`, once.
-typedef struct cuzk_bytes {
-  // The bytes.
-  uint8_t *data;
-  // How many.
-  size_t len;
-} cuzk_bytes;
 
 // A byte string the caller passes (one vanilla proof): `len` bytes at `data`.
 typedef struct cuzk_byte_slice {
@@ -618,6 +618,12 @@ enum cuzk_status cuzk_assignment_new_raw(const struct cuzk_raw_assignment *raw,
 // `assignment` is NULL or from this library, not freed or consumed by `cuzk_prove` before.
 void cuzk_assignment_free(struct cuzk_assignment *assignment);
 
+// Frees bytes the library returned. A `cuzk_bytes` with NULL `data` is accepted and ignored.
+//
+// # Safety
+// `bytes` came from this library (unchanged) and was not freed before.
+void cuzk_bytes_free(struct cuzk_bytes bytes);
+
 // The documented defaults. Thread-safe.
 struct cuzk_engine_config cuzk_engine_config_default(void);
 
@@ -743,12 +749,6 @@ enum cuzk_status cuzk_engine_stats(const struct cuzk_engine *engine,
                                    struct cuzk_engine_statistics *out,
                                    char **err);
 
-// Frees bytes the library returned. A `cuzk_bytes` with NULL `data` is accepted and ignored.
-//
-// # Safety
-// `bytes` came from this library (unchanged) and was not freed before.
-void cuzk_bytes_free(struct cuzk_bytes bytes);
-
 // Whether the library was built with the `filecoin` feature (the `cuzk_filecoin_*` proving
 // functions work). Thread-safe.
 bool cuzk_filecoin_available(void);
@@ -760,6 +760,183 @@ bool cuzk_filecoin_available(void);
 // # Safety
 // `out` points to 32 writable bytes; `err` NULL or writable.
 enum cuzk_status cuzk_filecoin_prover_id(uint64_t miner_id, uint8_t *out, char **err);
+
+// Configures the process-wide Filecoin engine (the one the proof calls use when their
+// `engine` is NULL), which starts with it at the first such proof; without this call it
+// starts from `cuzk_engine_config_default()`'s values with a budget of three quarters of the
+// host's memory, changed by the environment variables `CUZK_FILECOIN_GPUS` (`cpu`, `auto`,
+// or device numbers `0,1`), `CUZK_FILECOIN_BUDGET` (bytes or `96GiB`) and
+// `CUZK_FILECOIN_SYNTHESIS_THREADS`. Either way Winning PoSt is urgent: it is dispatched past
+// the pacer and the next free GPU waits for it. Fails with `CUZK_STATUS_INVALID_ARGUMENT` once the
+// engine has started. Thread-safe.
+//
+// # Safety
+// `config` live; `err` NULL or writable.
+enum cuzk_status cuzk_filecoin_configure(const struct cuzk_engine_config *config, char **err);
+
+// Blocks until the job is over, checks its proofs against the parameters' verifying key, and
+// writes the proof bytes to `*out` (192 per partition, in order; free with
+// `cuzk_bytes_free`); or returns why it failed (`CUZK_STATUS_CANCELLED` after
+// `cuzk_filecoin_job_cancel`, a partition's error, ...). The result can be taken once: a
+// second call is `CUZK_STATUS_INVALID_ARGUMENT`. Thread-safe.
+//
+// # Safety
+// `job` live; `out` writable; `err` NULL or writable.
+enum cuzk_status cuzk_filecoin_job_wait(const struct cuzk_filecoin_job *job,
+                                        struct cuzk_bytes *out,
+                                        char **err);
+
+// Cancels the job: its partitions not yet on a GPU are dropped; `cuzk_filecoin_job_wait`
+// then returns `CUZK_STATUS_CANCELLED`. Returns whether it was still running (false for NULL
+// or a job already over). Thread-safe.
+//
+// # Safety
+// `job` NULL or live.
+bool cuzk_filecoin_job_cancel(const struct cuzk_filecoin_job *job);
+
+// The job's progress: `*done` partitions proved of `*total`, `*finished` whether the engine
+// is done with it (`cuzk_filecoin_job_wait` then only verifies). Also while another thread
+// waits, and after. Thread-safe.
+//
+// # Safety
+// `job` live; `done`, `total`, `finished` writable; `err` NULL or writable.
+enum cuzk_status cuzk_filecoin_job_progress(const struct cuzk_filecoin_job *job,
+                                            uint64_t *done,
+                                            uint64_t *total,
+                                            bool *finished,
+                                            char **err);
+
+// Calls `callback(user_data, job id, done, failed, total, finished)` after each partition of
+// the job is proved or fails, and once when the engine is done with the job (`finished` true,
+// the last call; `cuzk_filecoin_job_wait` then only verifies the proofs, and may still fail).
+// The contract is `cuzk_job_on_progress`'s: called on an engine thread (a worker or the
+// dispatcher; or a thread that cancels the job or frees the engine) with the job's lock held,
+// so it must return quickly, not block, and not call `cuzk_filecoin_job_*` on this job; if
+// the engine is done with the job already it is called once, now, on this thread (also after
+// `cuzk_filecoin_job_wait`). A second registration replaces the first; a NULL `callback`
+// removes it; after `cuzk_filecoin_job_free` returns it is never called. `user_data` must
+// stay valid until the last call (`finished`) or `cuzk_filecoin_job_free`. Thread-safe.
+//
+// # Safety
+// `job` live; `callback` NULL or safe to call from any thread with `user_data`; `err` NULL or
+// writable.
+enum cuzk_status cuzk_filecoin_job_on_progress(const struct cuzk_filecoin_job *job,
+                                               cuzk_job_progress_callback callback,
+                                               void *user_data,
+                                               char **err);
+
+// Frees a job handle; a job not yet over is cancelled first (nobody can take its proof any
+// more). Its progress callback (`cuzk_filecoin_job_on_progress`) is never called once this
+// returns. NULL is accepted. Not to be called while another thread uses the handle, nor from
+// its progress callback.
+//
+// # Safety
+// `job` is NULL or from a `cuzk_filecoin_submit_*` call, not freed before.
+void cuzk_filecoin_job_free(struct cuzk_filecoin_job *job);
+
+// Window PoSt from vanilla proofs, as filecoin-ffi's `generate_window_post_with_vanilla`:
+// `post_proof` an `abi.RegisteredPoStProof` Window value (5..=9, or 10..=14 for the V1_1
+// ones); `randomness` and `prover_id` 32 bytes each; `vanilla_proofs` the `n` per-sector
+// vanilla proofs (filecoin-ffi's `generate_single_vanilla_proof`), in sector order. Blocks;
+// on success `*out` holds the proof bytes (192 per partition, in order). `engine`,
+// `priority`: as for `cuzk_filecoin_seal_commit_phase2`. Thread-safe.
+//
+// # Safety
+// `engine` NULL or live; `randomness`, `prover_id` 32 readable bytes each; `vanilla_proofs`
+// `n` slices of readable bytes; `out` writable; `err` NULL or writable.
+enum cuzk_status cuzk_filecoin_window_post(const struct cuzk_engine *engine,
+                                           int32_t priority,
+                                           uint64_t post_proof,
+                                           const uint8_t *randomness,
+                                           const uint8_t *prover_id,
+                                           const struct cuzk_byte_slice *vanilla_proofs,
+                                           size_t n,
+                                           struct cuzk_bytes *out,
+                                           char **err);
+
+// `cuzk_filecoin_window_post` without blocking: on success `*out` holds the job. Thread-safe.
+//
+// # Safety
+// As `cuzk_filecoin_window_post`.
+enum cuzk_status cuzk_filecoin_submit_window_post(const struct cuzk_engine *engine,
+                                                  int32_t priority,
+                                                  uint64_t post_proof,
+                                                  const uint8_t *randomness,
+                                                  const uint8_t *prover_id,
+                                                  const struct cuzk_byte_slice *vanilla_proofs,
+                                                  size_t n,
+                                                  struct cuzk_filecoin_job **out,
+                                                  char **err);
+
+// One partition of a Window PoSt, as filecoin-ffi's
+// `generate_single_partition_window_post_with_vanilla` (Curio's
+// `GenerateSinglePartitionWindowPoStWithVanilla`): `vanilla_proofs` are the `n` vanilla
+// proofs of that partition's sectors only, in sector order (at most the partition's sector
+// count), `partition_index` its index in the deadline (below 3000). Blocks; on success
+// `*out` holds the partition's 192-byte proof (filecoin-ffi's `PartitionProof` bytes; the
+// partitions' proofs concatenated in index order are the Window PoSt, as filecoin-proofs'
+// `merge_window_post_partition_proofs` makes it). Otherwise as `cuzk_filecoin_window_post`.
+// Thread-safe.
+//
+// # Safety
+// As `cuzk_filecoin_window_post`.
+enum cuzk_status cuzk_filecoin_window_post_partition(const struct cuzk_engine *engine,
+                                                     int32_t priority,
+                                                     uint64_t post_proof,
+                                                     const uint8_t *randomness,
+                                                     const uint8_t *prover_id,
+                                                     const struct cuzk_byte_slice *vanilla_proofs,
+                                                     size_t n,
+                                                     uint64_t partition_index,
+                                                     struct cuzk_bytes *out,
+                                                     char **err);
+
+// `cuzk_filecoin_window_post_partition` without blocking: on success `*out` holds the job.
+// Thread-safe.
+//
+// # Safety
+// As `cuzk_filecoin_window_post`.
+enum cuzk_status cuzk_filecoin_submit_window_post_partition(const struct cuzk_engine *engine,
+                                                            int32_t priority,
+                                                            uint64_t post_proof,
+                                                            const uint8_t *randomness,
+                                                            const uint8_t *prover_id,
+                                                            const struct cuzk_byte_slice *vanilla_proofs,
+                                                            size_t n,
+                                                            uint64_t partition_index,
+                                                            struct cuzk_filecoin_job **out,
+                                                            char **err);
+
+// Winning PoSt from vanilla proofs, as filecoin-ffi's `generate_winning_post_with_vanilla`:
+// `post_proof` an `abi.RegisteredPoStProof` Winning value (0..=4); the rest as for
+// `cuzk_filecoin_window_post`. Thread-safe.
+//
+// # Safety
+// As `cuzk_filecoin_window_post`.
+enum cuzk_status cuzk_filecoin_winning_post(const struct cuzk_engine *engine,
+                                            int32_t priority,
+                                            uint64_t post_proof,
+                                            const uint8_t *randomness,
+                                            const uint8_t *prover_id,
+                                            const struct cuzk_byte_slice *vanilla_proofs,
+                                            size_t n,
+                                            struct cuzk_bytes *out,
+                                            char **err);
+
+// `cuzk_filecoin_winning_post` without blocking: on success `*out` holds the job.
+// Thread-safe.
+//
+// # Safety
+// As `cuzk_filecoin_window_post`.
+enum cuzk_status cuzk_filecoin_submit_winning_post(const struct cuzk_engine *engine,
+                                                   int32_t priority,
+                                                   uint64_t post_proof,
+                                                   const uint8_t *randomness,
+                                                   const uint8_t *prover_id,
+                                                   const struct cuzk_byte_slice *vanilla_proofs,
+                                                   size_t n,
+                                                   struct cuzk_filecoin_job **out,
+                                                   char **err);
 
 // PoRep commit phase 2, as filecoin-ffi's `seal_commit_phase2`: `phase1_output` is the
 // commit-phase-1 output as filecoin-ffi returns it (filecoin-proofs-api's JSON; it names its
@@ -878,183 +1055,6 @@ enum cuzk_status cuzk_filecoin_submit_snap_prove_cids(const struct cuzk_engine *
                                                       size_t unsealed_len,
                                                       struct cuzk_filecoin_job **out,
                                                       char **err);
-
-// Window PoSt from vanilla proofs, as filecoin-ffi's `generate_window_post_with_vanilla`:
-// `post_proof` an `abi.RegisteredPoStProof` Window value (5..=9, or 10..=14 for the V1_1
-// ones); `randomness` and `prover_id` 32 bytes each; `vanilla_proofs` the `n` per-sector
-// vanilla proofs (filecoin-ffi's `generate_single_vanilla_proof`), in sector order. Blocks;
-// on success `*out` holds the proof bytes (192 per partition, in order). `engine`,
-// `priority`: as for `cuzk_filecoin_seal_commit_phase2`. Thread-safe.
-//
-// # Safety
-// `engine` NULL or live; `randomness`, `prover_id` 32 readable bytes each; `vanilla_proofs`
-// `n` slices of readable bytes; `out` writable; `err` NULL or writable.
-enum cuzk_status cuzk_filecoin_window_post(const struct cuzk_engine *engine,
-                                           int32_t priority,
-                                           uint64_t post_proof,
-                                           const uint8_t *randomness,
-                                           const uint8_t *prover_id,
-                                           const struct cuzk_byte_slice *vanilla_proofs,
-                                           size_t n,
-                                           struct cuzk_bytes *out,
-                                           char **err);
-
-// `cuzk_filecoin_window_post` without blocking: on success `*out` holds the job. Thread-safe.
-//
-// # Safety
-// As `cuzk_filecoin_window_post`.
-enum cuzk_status cuzk_filecoin_submit_window_post(const struct cuzk_engine *engine,
-                                                  int32_t priority,
-                                                  uint64_t post_proof,
-                                                  const uint8_t *randomness,
-                                                  const uint8_t *prover_id,
-                                                  const struct cuzk_byte_slice *vanilla_proofs,
-                                                  size_t n,
-                                                  struct cuzk_filecoin_job **out,
-                                                  char **err);
-
-// One partition of a Window PoSt, as filecoin-ffi's
-// `generate_single_partition_window_post_with_vanilla` (Curio's
-// `GenerateSinglePartitionWindowPoStWithVanilla`): `vanilla_proofs` are the `n` vanilla
-// proofs of that partition's sectors only, in sector order (at most the partition's sector
-// count), `partition_index` its index in the deadline (below 3000). Blocks; on success
-// `*out` holds the partition's 192-byte proof (filecoin-ffi's `PartitionProof` bytes; the
-// partitions' proofs concatenated in index order are the Window PoSt, as filecoin-proofs'
-// `merge_window_post_partition_proofs` makes it). Otherwise as `cuzk_filecoin_window_post`.
-// Thread-safe.
-//
-// # Safety
-// As `cuzk_filecoin_window_post`.
-enum cuzk_status cuzk_filecoin_window_post_partition(const struct cuzk_engine *engine,
-                                                     int32_t priority,
-                                                     uint64_t post_proof,
-                                                     const uint8_t *randomness,
-                                                     const uint8_t *prover_id,
-                                                     const struct cuzk_byte_slice *vanilla_proofs,
-                                                     size_t n,
-                                                     uint64_t partition_index,
-                                                     struct cuzk_bytes *out,
-                                                     char **err);
-
-// `cuzk_filecoin_window_post_partition` without blocking: on success `*out` holds the job.
-// Thread-safe.
-//
-// # Safety
-// As `cuzk_filecoin_window_post`.
-enum cuzk_status cuzk_filecoin_submit_window_post_partition(const struct cuzk_engine *engine,
-                                                            int32_t priority,
-                                                            uint64_t post_proof,
-                                                            const uint8_t *randomness,
-                                                            const uint8_t *prover_id,
-                                                            const struct cuzk_byte_slice *vanilla_proofs,
-                                                            size_t n,
-                                                            uint64_t partition_index,
-                                                            struct cuzk_filecoin_job **out,
-                                                            char **err);
-
-// Winning PoSt from vanilla proofs, as filecoin-ffi's `generate_winning_post_with_vanilla`:
-// `post_proof` an `abi.RegisteredPoStProof` Winning value (0..=4); the rest as for
-// `cuzk_filecoin_window_post`. Thread-safe.
-//
-// # Safety
-// As `cuzk_filecoin_window_post`.
-enum cuzk_status cuzk_filecoin_winning_post(const struct cuzk_engine *engine,
-                                            int32_t priority,
-                                            uint64_t post_proof,
-                                            const uint8_t *randomness,
-                                            const uint8_t *prover_id,
-                                            const struct cuzk_byte_slice *vanilla_proofs,
-                                            size_t n,
-                                            struct cuzk_bytes *out,
-                                            char **err);
-
-// `cuzk_filecoin_winning_post` without blocking: on success `*out` holds the job.
-// Thread-safe.
-//
-// # Safety
-// As `cuzk_filecoin_window_post`.
-enum cuzk_status cuzk_filecoin_submit_winning_post(const struct cuzk_engine *engine,
-                                                   int32_t priority,
-                                                   uint64_t post_proof,
-                                                   const uint8_t *randomness,
-                                                   const uint8_t *prover_id,
-                                                   const struct cuzk_byte_slice *vanilla_proofs,
-                                                   size_t n,
-                                                   struct cuzk_filecoin_job **out,
-                                                   char **err);
-
-// Blocks until the job is over, checks its proofs against the parameters' verifying key, and
-// writes the proof bytes to `*out` (192 per partition, in order; free with
-// `cuzk_bytes_free`); or returns why it failed (`CUZK_STATUS_CANCELLED` after
-// `cuzk_filecoin_job_cancel`, a partition's error, ...). The result can be taken once: a
-// second call is `CUZK_STATUS_INVALID_ARGUMENT`. Thread-safe.
-//
-// # Safety
-// `job` live; `out` writable; `err` NULL or writable.
-enum cuzk_status cuzk_filecoin_job_wait(const struct cuzk_filecoin_job *job,
-                                        struct cuzk_bytes *out,
-                                        char **err);
-
-// Cancels the job: its partitions not yet on a GPU are dropped; `cuzk_filecoin_job_wait`
-// then returns `CUZK_STATUS_CANCELLED`. Returns whether it was still running (false for NULL
-// or a job already over). Thread-safe.
-//
-// # Safety
-// `job` NULL or live.
-bool cuzk_filecoin_job_cancel(const struct cuzk_filecoin_job *job);
-
-// The job's progress: `*done` partitions proved of `*total`, `*finished` whether the engine
-// is done with it (`cuzk_filecoin_job_wait` then only verifies). Also while another thread
-// waits, and after. Thread-safe.
-//
-// # Safety
-// `job` live; `done`, `total`, `finished` writable; `err` NULL or writable.
-enum cuzk_status cuzk_filecoin_job_progress(const struct cuzk_filecoin_job *job,
-                                            uint64_t *done,
-                                            uint64_t *total,
-                                            bool *finished,
-                                            char **err);
-
-// Calls `callback(user_data, job id, done, failed, total, finished)` after each partition of
-// the job is proved or fails, and once when the engine is done with the job (`finished` true,
-// the last call; `cuzk_filecoin_job_wait` then only verifies the proofs, and may still fail).
-// The contract is `cuzk_job_on_progress`'s: called on an engine thread (a worker or the
-// dispatcher; or a thread that cancels the job or frees the engine) with the job's lock held,
-// so it must return quickly, not block, and not call `cuzk_filecoin_job_*` on this job; if
-// the engine is done with the job already it is called once, now, on this thread (also after
-// `cuzk_filecoin_job_wait`). A second registration replaces the first; a NULL `callback`
-// removes it; after `cuzk_filecoin_job_free` returns it is never called. `user_data` must
-// stay valid until the last call (`finished`) or `cuzk_filecoin_job_free`. Thread-safe.
-//
-// # Safety
-// `job` live; `callback` NULL or safe to call from any thread with `user_data`; `err` NULL or
-// writable.
-enum cuzk_status cuzk_filecoin_job_on_progress(const struct cuzk_filecoin_job *job,
-                                               cuzk_job_progress_callback callback,
-                                               void *user_data,
-                                               char **err);
-
-// Frees a job handle; a job not yet over is cancelled first (nobody can take its proof any
-// more). Its progress callback (`cuzk_filecoin_job_on_progress`) is never called once this
-// returns. NULL is accepted. Not to be called while another thread uses the handle, nor from
-// its progress callback.
-//
-// # Safety
-// `job` is NULL or from a `cuzk_filecoin_submit_*` call, not freed before.
-void cuzk_filecoin_job_free(struct cuzk_filecoin_job *job);
-
-// Configures the process-wide Filecoin engine (the one the proof calls use when their
-// `engine` is NULL), which starts with it at the first such proof; without this call it
-// starts from `cuzk_engine_config_default()`'s values with a budget of three quarters of the
-// host's memory, changed by the environment variables `CUZK_FILECOIN_GPUS` (`cpu`, `auto`,
-// or device numbers `0,1`), `CUZK_FILECOIN_BUDGET` (bytes or `96GiB`) and
-// `CUZK_FILECOIN_SYNTHESIS_THREADS`. Either way Winning PoSt is urgent: it is dispatched past
-// the pacer and the next free GPU waits for it. Fails with `CUZK_STATUS_INVALID_ARGUMENT` once the
-// engine has started. Thread-safe.
-//
-// # Safety
-// `config` live; `err` NULL or writable.
-enum cuzk_status cuzk_filecoin_configure(const struct cuzk_engine_config *config, char **err);
 
 // Sends the library's log records up to `max_level` to `callback` with `user_data`; a NULL
 // `callback` stops forwarding. Replaces any previous callback: once this returns, the old

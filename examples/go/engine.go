@@ -236,15 +236,11 @@ func (eng *Engine) Submit(params *Params, assignments []*Assignment, r, s [][]by
 	if err != nil {
 		return nil, err
 	}
-	j := &Job{h: handle{ptr: unsafe.Pointer(out)}, total: len(assignments), sink: newProgressSink()}
-	runtime.SetFinalizer(j, func(j *Job) { j.Close() })
-	// The job's own callback: it tells Wait when the job is over (see Job) and forwards to
-	// OnProgress's f.
-	if err := j.sink.watchJob(out); err != nil {
-		j.Close()
+	core, err := newJobCore(engineJobKind, unsafe.Pointer(out))
+	if err != nil {
 		return nil, err
 	}
-	return j, nil
+	return &Job{core, len(assignments)}, nil
 }
 
 // EngineStats is a snapshot of an engine (cuzk_engine_statistics in cuzk.h); durations are
@@ -338,18 +334,15 @@ func (eng *Engine) Close() error {
 
 // Job is a job submitted to an Engine. Safe for concurrent use: Cancel, Progress and Close
 // may be called while other goroutines Wait. Close it when done (it cancels a job not yet
-// over).
+// over). Its Cancel, Progress, OnProgress and Close are a FilecoinJob's (job.go).
 //
-// Progress can be polled (Progress) or pushed (OnProgress, a callback from the engine's
-// threads). Either way the binding registers its own progress callback with the library
-// (cuzk_job_on_progress, through a cgo.Handle: no Go pointer is stored in C): Wait blocks
-// on it until the job is over and only then takes the result (cuzk_job_wait, which returns at
-// once then), so that Close can interrupt a Wait (the library's cuzk_job_free must not run
-// while another thread is inside cuzk_job_wait).
+// Wait blocks on the binding's own progress callback until the job is over and only then
+// takes the result (cuzk_job_wait, which returns at once then), so that Close can interrupt a
+// Wait (the library's cuzk_job_free must not run while another thread is inside
+// cuzk_job_wait).
 type Job struct {
-	h     handle
+	*jobCore
 	total int
-	sink  *progressSink // the job's progress (progress.go)
 }
 
 // Wait blocks until the job is over and returns its proofs (192 bytes each, in the order
@@ -375,66 +368,4 @@ func (j *Job) Wait() ([][]byte, error) {
 		proofs[i] = out[i*ProofBytes : (i+1)*ProofBytes : (i+1)*ProofBytes]
 	}
 	return proofs, nil
-}
-
-// Cancel cancels the job: partitions not yet on a GPU are dropped, Wait then returns
-// StatusCancelled. It reports whether the job was still running (false once it is over,
-// waited for, or closed).
-func (j *Job) Cancel() bool {
-	running := false
-	_ = j.h.use(func(p unsafe.Pointer) error {
-		running = bool(C.cuzk_job_cancel((*C.struct_cuzk_job)(p)))
-		return nil
-	})
-	return running
-}
-
-// JobProgress is a job's progress as Progress polls it.
-type JobProgress struct {
-	// Done partitions proved of Total; Finished once the job is over (also after Wait; a
-	// failed or cancelled job's Done stays below Total). OnProgress's events also count the
-	// failed partitions.
-	Done, Total uint64
-	Finished    bool
-}
-
-// Progress polls the job's progress.
-func (j *Job) Progress() (JobProgress, error) {
-	var done, total C.uint64_t
-	var finished C.bool
-	err := j.h.use(func(p unsafe.Pointer) error {
-		return call(func(e **C.char) C.enum_cuzk_status {
-			return C.cuzk_job_progress((*C.struct_cuzk_job)(p), &done, &total, &finished, e)
-		})
-	})
-	return JobProgress{uint64(done), uint64(total), bool(finished)}, err
-}
-
-// OnProgress calls f after each partition of the job is proved or fails, and once when the
-// job is over (Finished, the last call); if the job is over already (Wait may have returned
-// too), f is called once with the final event before OnProgress returns. f runs on an engine
-// thread (or the goroutine that cancels the job or closes its engine) with the job locked:
-// it must return quickly, must not block, and must not call this Job's methods. A second
-// OnProgress replaces the first; nil removes it; once OnProgress or Close returns, the
-// previous f is never called again.
-func (j *Job) OnProgress(f func(ProgressEvent)) error {
-	return j.h.use(func(unsafe.Pointer) error {
-		j.sink.forward(f)
-		return nil
-	})
-}
-
-// Close frees the job; a job not yet over is cancelled first, and a Wait under way returns
-// StatusCancelled or ErrClosed. A second Close returns ErrClosed.
-func (j *Job) Close() error {
-	runtime.SetFinalizer(j, nil)
-	// Cancel first: cuzk_job_free must not run while a Wait holds the job, and Wait holds it
-	// only once the job is over.
-	j.Cancel()
-	return closeWith(&j.h, func(p unsafe.Pointer) {
-		C.cuzk_job_free((*C.struct_cuzk_job)(p))
-		// cuzk_job_free returned: the library never calls the job's callback again, and the
-		// Waits under way are released (ErrClosed).
-		j.sink.release()
-	})
 }

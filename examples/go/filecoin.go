@@ -8,7 +8,6 @@ import "C"
 
 import (
 	"fmt"
-	"runtime"
 	"unsafe"
 )
 
@@ -123,37 +122,23 @@ func withEngine(eng *Engine, f func(pe *C.struct_cuzk_engine) error) error {
 	return eng.h.use(func(ptr unsafe.Pointer) error { return f((*C.struct_cuzk_engine)(ptr)) })
 }
 
-// filecoinCall is one proof call: blocking (job == nil: the bytes land in out) or submitted.
-type filecoinCall struct {
-	out C.struct_cuzk_bytes
-	job *C.struct_cuzk_filecoin_job
-}
-
-func (c *filecoinCall) result(err error, submit bool) ([]byte, *FilecoinJob, error) {
-	if err != nil {
-		return nil, nil, err
-	}
-	if submit {
-		j := &FilecoinJob{h: handle{ptr: unsafe.Pointer(c.job)}, sink: newProgressSink()}
-		runtime.SetFinalizer(j, func(j *FilecoinJob) { j.Close() })
-		// The job's own callback, as a Job's: it forwards to OnProgress's f.
-		if err := j.sink.watchFilecoinJob(c.job); err != nil {
-			j.Close()
-			return nil, nil, err
-		}
-		return nil, j, nil
-	}
-	return takeBytes(c.out), nil, nil
-}
-
 // FilecoinJob is a Filecoin proof submitted to an engine (a Submit… call). Safe for concurrent
 // use: Cancel, Progress and OnProgress may be called while another goroutine Waits. Close it
-// when done (it cancels a job not yet over, then waits for a Wait under way to return).
-// Progress is polled (Progress) or pushed (OnProgress), as a Job's: the binding registers its
-// own callback with the library (cuzk_filecoin_job_on_progress, through a cgo.Handle).
-type FilecoinJob struct {
-	h    handle
-	sink *progressSink // the job's progress (progress.go)
+// when done (it cancels a job not yet over, then waits for a Wait under way to return). Its
+// Cancel, Progress, OnProgress and Close are a Job's (job.go). Every blocking Filecoin call is
+// its Submit… twin, then Wait.
+type FilecoinJob struct{ *jobCore }
+
+// submitted takes a job a cuzk_filecoin_submit_* call wrote.
+func submitted(p *C.struct_cuzk_filecoin_job, err error) (*FilecoinJob, error) {
+	if err != nil {
+		return nil, err
+	}
+	core, err := newJobCore(filecoinJobKind, unsafe.Pointer(p))
+	if err != nil {
+		return nil, err
+	}
+	return &FilecoinJob{core}, nil
 }
 
 // Wait blocks until the job is over and returns the proof bytes (192 per partition, in
@@ -173,54 +158,13 @@ func (j *FilecoinJob) Wait() ([]byte, error) {
 	return takeBytes(out), nil
 }
 
-// Cancel cancels the job: its partitions not yet on a GPU are dropped, Wait then returns
-// StatusCancelled. It reports whether the job was still running.
-func (j *FilecoinJob) Cancel() bool {
-	running := false
-	_ = j.h.use(func(p unsafe.Pointer) error {
-		running = bool(C.cuzk_filecoin_job_cancel((*C.struct_cuzk_filecoin_job)(p)))
-		return nil
-	})
-	return running
-}
-
-// Progress polls the job: partitions proved of Total, Finished once the engine is done with it
-// (Wait then only verifies).
-func (j *FilecoinJob) Progress() (JobProgress, error) {
-	var done, total C.uint64_t
-	var finished C.bool
-	err := j.h.use(func(p unsafe.Pointer) error {
-		return call(func(e **C.char) C.enum_cuzk_status {
-			return C.cuzk_filecoin_job_progress((*C.struct_cuzk_filecoin_job)(p), &done, &total, &finished, e)
-		})
-	})
-	return JobProgress{uint64(done), uint64(total), bool(finished)}, err
-}
-
-// OnProgress calls f after each partition of the job is proved or fails, and once when the
-// engine is done with the job (Finished, the last call; Wait then only verifies the proofs, and
-// may still fail); if it is done already (Wait may have returned too), f is called once with
-// the final event before OnProgress returns. As Job.OnProgress: f runs on an engine thread
-// with the job locked, so it must return quickly, must not block, and must not call this
-// FilecoinJob's methods; a second OnProgress replaces the first; nil removes it; once
-// OnProgress or Close returns, the previous f is never called again.
-func (j *FilecoinJob) OnProgress(f func(ProgressEvent)) error {
-	return j.h.use(func(unsafe.Pointer) error {
-		j.sink.forward(f)
-		return nil
-	})
-}
-
-// Close cancels the job if it is not over, waits for a Wait under way to return, and frees
-// the handle. A second Close returns ErrClosed.
-func (j *FilecoinJob) Close() error {
-	runtime.SetFinalizer(j, nil)
-	j.Cancel()
-	return closeWith(&j.h, func(p unsafe.Pointer) {
-		C.cuzk_filecoin_job_free((*C.struct_cuzk_filecoin_job)(p))
-		// cuzk_filecoin_job_free returned: the library never calls the job's callback again.
-		j.sink.release()
-	})
+// waitFor is a blocking call: the job its Submit… twin made, waited for and closed.
+func waitFor(j *FilecoinJob, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer j.Close()
+	return j.Wait()
 }
 
 // SealCommitPhase2 is filecoin-ffi's SealCommitPhase2 on the process-wide Filecoin engine:
@@ -233,8 +177,7 @@ func SealCommitPhase2(phase1Output []byte, sectorNum SectorNumber, minerID Actor
 // SealCommitPhase2 is the package-level SealCommitPhase2 on this engine (nil: the
 // process-wide Filecoin engine).
 func (eng *Engine) SealCommitPhase2(phase1Output []byte, sectorNum SectorNumber, minerID ActorID) ([]byte, error) {
-	b, _, err := eng.sealCommitPhase2(false, PriorityDefault, phase1Output, sectorNum, minerID)
-	return b, err
+	return waitFor(eng.SubmitSealCommitPhase2(PriorityDefault, phase1Output, sectorNum, minerID))
 }
 
 // SubmitSealCommitPhase2 is SealCommitPhase2 without blocking, at priority (PriorityDefault:
@@ -245,25 +188,17 @@ func SubmitSealCommitPhase2(priority int32, phase1Output []byte, sectorNum Secto
 
 // SubmitSealCommitPhase2 is the package-level SubmitSealCommitPhase2 on this engine.
 func (eng *Engine) SubmitSealCommitPhase2(priority int32, phase1Output []byte, sectorNum SectorNumber, minerID ActorID) (*FilecoinJob, error) {
-	_, j, err := eng.sealCommitPhase2(true, priority, phase1Output, sectorNum, minerID)
-	return j, err
-}
-
-func (eng *Engine) sealCommitPhase2(submit bool, priority int32, phase1Output []byte, sectorNum SectorNumber, minerID ActorID) ([]byte, *FilecoinJob, error) {
 	proverID := ProverID(minerID)
 	c1 := cCopy(phase1Output)
 	defer C.free(c1)
-	var c filecoinCall
+	var job *C.struct_cuzk_filecoin_job
 	err := withEngine(eng, func(pe *C.struct_cuzk_engine) error {
 		return call(func(e **C.char) C.enum_cuzk_status {
 			p, n, id := (*C.uint8_t)(c1), C.size_t(len(phase1Output)), (*C.uint8_t)(unsafe.Pointer(&proverID[0]))
-			if submit {
-				return C.cuzk_filecoin_submit_seal_commit_phase2(pe, C.int32_t(priority), p, n, C.uint64_t(sectorNum), id, &c.job, e)
-			}
-			return C.cuzk_filecoin_seal_commit_phase2(pe, C.int32_t(priority), p, n, C.uint64_t(sectorNum), id, &c.out, e)
+			return C.cuzk_filecoin_submit_seal_commit_phase2(pe, C.int32_t(priority), p, n, C.uint64_t(sectorNum), id, &job, e)
 		})
 	})
-	return c.result(err, submit)
+	return submitted(job, err)
 }
 
 // GenerateUpdateProofWithVanilla is Curio's (and filecoin-ffi's)
@@ -280,8 +215,7 @@ func GenerateUpdateProofWithVanilla(proofType RegisteredUpdateProof, key, sealed
 
 // GenerateUpdateProofWithVanilla is the package-level function on this engine.
 func (eng *Engine) GenerateUpdateProofWithVanilla(proofType RegisteredUpdateProof, key, sealed, unsealed []byte, vproofs [][]byte) ([]byte, error) {
-	b, _, err := eng.update(false, PriorityDefault, proofType, [3][]byte{key, sealed, unsealed}, true, vproofs)
-	return b, err
+	return waitFor(eng.SubmitUpdateProofWithVanilla(PriorityDefault, proofType, key, sealed, unsealed, vproofs))
 }
 
 // SubmitUpdateProofWithVanilla is GenerateUpdateProofWithVanilla without blocking, at priority
@@ -292,8 +226,7 @@ func SubmitUpdateProofWithVanilla(priority int32, proofType RegisteredUpdateProo
 
 // SubmitUpdateProofWithVanilla is the package-level function on this engine.
 func (eng *Engine) SubmitUpdateProofWithVanilla(priority int32, proofType RegisteredUpdateProof, key, sealed, unsealed []byte, vproofs [][]byte) (*FilecoinJob, error) {
-	_, j, err := eng.update(true, priority, proofType, [3][]byte{key, sealed, unsealed}, true, vproofs)
-	return j, err
+	return eng.update(priority, proofType, [3][]byte{key, sealed, unsealed}, true, vproofs)
 }
 
 // GenerateUpdateProofWithCommitments is GenerateUpdateProofWithVanilla with the commitments
@@ -313,13 +246,12 @@ func (eng *Engine) GenerateUpdateProofWithCommitments(proofType RegisteredUpdate
 			return nil, err
 		}
 	}
-	b, _, err := eng.update(false, PriorityDefault, proofType, [3][]byte{commROld, commRNew, commDNew}, false, vproofs)
-	return b, err
+	return waitFor(eng.update(PriorityDefault, proofType, [3][]byte{commROld, commRNew, commDNew}, false, vproofs))
 }
 
-func (eng *Engine) update(submit bool, priority int32, proofType RegisteredUpdateProof, comms [3][]byte, cids bool, vproofs [][]byte) ([]byte, *FilecoinJob, error) {
+func (eng *Engine) update(priority int32, proofType RegisteredUpdateProof, comms [3][]byte, cids bool, vproofs [][]byte) (*FilecoinJob, error) {
 	if proofType < 0 {
-		return nil, nil, &Error{StatusInvalidArgument, fmt.Sprintf("update proof type %d", proofType)}
+		return nil, &Error{StatusInvalidArgument, fmt.Sprintf("update proof type %d", proofType)}
 	}
 	arr, free := cSlices(vproofs)
 	defer free()
@@ -329,24 +261,18 @@ func (eng *Engine) update(submit bool, priority int32, proofType RegisteredUpdat
 		defer C.free(p)
 		cs[i] = (*C.uint8_t)(p)
 	}
-	var c filecoinCall
+	var job *C.struct_cuzk_filecoin_job
 	err := withEngine(eng, func(pe *C.struct_cuzk_engine) error {
 		return call(func(e **C.char) C.enum_cuzk_status {
 			pr, typ, n := C.int32_t(priority), C.uint64_t(proofType), C.size_t(len(vproofs))
 			l0, l1, l2 := C.size_t(len(comms[0])), C.size_t(len(comms[1])), C.size_t(len(comms[2]))
-			switch {
-			case cids && submit:
-				return C.cuzk_filecoin_submit_snap_prove_cids(pe, pr, typ, arr, n, cs[0], l0, cs[1], l1, cs[2], l2, &c.job, e)
-			case cids:
-				return C.cuzk_filecoin_snap_prove_cids(pe, pr, typ, arr, n, cs[0], l0, cs[1], l1, cs[2], l2, &c.out, e)
-			case submit:
-				return C.cuzk_filecoin_submit_snap_prove(pe, pr, typ, arr, n, cs[0], cs[1], cs[2], &c.job, e)
-			default:
-				return C.cuzk_filecoin_snap_prove(pe, pr, typ, arr, n, cs[0], cs[1], cs[2], &c.out, e)
+			if cids {
+				return C.cuzk_filecoin_submit_snap_prove_cids(pe, pr, typ, arr, n, cs[0], l0, cs[1], l1, cs[2], l2, &job, e)
 			}
+			return C.cuzk_filecoin_submit_snap_prove(pe, pr, typ, arr, n, cs[0], cs[1], cs[2], &job, e)
 		})
 	})
-	return c.result(err, submit)
+	return submitted(job, err)
 }
 
 // GenerateWinningPoStWithVanilla is filecoin-ffi's GenerateWinningPoStWithVanilla on the
@@ -358,7 +284,7 @@ func GenerateWinningPoStWithVanilla(proofType RegisteredPoStProof, minerID Actor
 
 // GenerateWinningPoStWithVanilla is the package-level function on this engine.
 func (eng *Engine) GenerateWinningPoStWithVanilla(proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte) ([]PoStProof, error) {
-	b, _, err := eng.post(postWinning, 0, false, PriorityDefault, proofType, minerID, randomness, proofs)
+	b, err := waitFor(eng.post(postWinning, 0, PriorityDefault, proofType, minerID, randomness, proofs))
 	if err != nil {
 		return nil, err
 	}
@@ -374,8 +300,7 @@ func SubmitWinningPoStWithVanilla(priority int32, proofType RegisteredPoStProof,
 
 // SubmitWinningPoStWithVanilla is the package-level function on this engine.
 func (eng *Engine) SubmitWinningPoStWithVanilla(priority int32, proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte) (*FilecoinJob, error) {
-	_, j, err := eng.post(postWinning, 0, true, priority, proofType, minerID, randomness, proofs)
-	return j, err
+	return eng.post(postWinning, 0, priority, proofType, minerID, randomness, proofs)
 }
 
 // GenerateWindowPoStWithVanilla is filecoin-ffi's GenerateWindowPoStWithVanilla on the
@@ -387,7 +312,7 @@ func GenerateWindowPoStWithVanilla(proofType RegisteredPoStProof, minerID ActorI
 
 // GenerateWindowPoStWithVanilla is the package-level function on this engine.
 func (eng *Engine) GenerateWindowPoStWithVanilla(proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte) ([]PoStProof, error) {
-	b, _, err := eng.post(postWindow, 0, false, PriorityDefault, proofType, minerID, randomness, proofs)
+	b, err := waitFor(eng.post(postWindow, 0, PriorityDefault, proofType, minerID, randomness, proofs))
 	if err != nil {
 		return nil, err
 	}
@@ -402,8 +327,7 @@ func SubmitWindowPoStWithVanilla(priority int32, proofType RegisteredPoStProof, 
 
 // SubmitWindowPoStWithVanilla is the package-level function on this engine.
 func (eng *Engine) SubmitWindowPoStWithVanilla(priority int32, proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte) (*FilecoinJob, error) {
-	_, j, err := eng.post(postWindow, 0, true, priority, proofType, minerID, randomness, proofs)
-	return j, err
+	return eng.post(postWindow, 0, priority, proofType, minerID, randomness, proofs)
 }
 
 // GenerateSinglePartitionWindowPoStWithVanilla is filecoin-ffi's (and Curio's)
@@ -417,7 +341,7 @@ func GenerateSinglePartitionWindowPoStWithVanilla(proofType RegisteredPoStProof,
 
 // GenerateSinglePartitionWindowPoStWithVanilla is the package-level function on this engine.
 func (eng *Engine) GenerateSinglePartitionWindowPoStWithVanilla(proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte, partitionIndex uint) (*PartitionProof, error) {
-	b, _, err := eng.post(postWindowPartition, partitionIndex, false, PriorityDefault, proofType, minerID, randomness, proofs)
+	b, err := waitFor(eng.post(postWindowPartition, partitionIndex, PriorityDefault, proofType, minerID, randomness, proofs))
 	if err != nil {
 		return nil, err
 	}
@@ -433,8 +357,7 @@ func SubmitSinglePartitionWindowPoStWithVanilla(priority int32, proofType Regist
 
 // SubmitSinglePartitionWindowPoStWithVanilla is the package-level function on this engine.
 func (eng *Engine) SubmitSinglePartitionWindowPoStWithVanilla(priority int32, proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte, partitionIndex uint) (*FilecoinJob, error) {
-	_, j, err := eng.post(postWindowPartition, partitionIndex, true, priority, proofType, minerID, randomness, proofs)
-	return j, err
+	return eng.post(postWindowPartition, partitionIndex, priority, proofType, minerID, randomness, proofs)
 }
 
 type postKind int
@@ -445,12 +368,12 @@ const (
 	postWindowPartition
 )
 
-func (eng *Engine) post(kind postKind, partition uint, submit bool, priority int32, proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte) ([]byte, *FilecoinJob, error) {
+func (eng *Engine) post(kind postKind, partition uint, priority int32, proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte) (*FilecoinJob, error) {
 	if err := check32("randomness", randomness); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if proofType < 0 {
-		return nil, nil, &Error{StatusInvalidArgument, fmt.Sprintf("PoSt proof type %d", proofType)}
+		return nil, &Error{StatusInvalidArgument, fmt.Sprintf("PoSt proof type %d", proofType)}
 	}
 	proverID := ProverID(minerID)
 	arr, free := cSlices(proofs)
@@ -459,26 +382,20 @@ func (eng *Engine) post(kind postKind, partition uint, submit bool, priority int
 	defer C.free(rnd)
 	pid := cCopy(proverID[:])
 	defer C.free(pid)
-	var c filecoinCall
+	var job *C.struct_cuzk_filecoin_job
 	err := withEngine(eng, func(pe *C.struct_cuzk_engine) error {
 		return call(func(e **C.char) C.enum_cuzk_status {
 			pr, typ, n := C.int32_t(priority), C.uint64_t(proofType), C.size_t(len(proofs))
 			r, id, k := (*C.uint8_t)(rnd), (*C.uint8_t)(pid), C.uint64_t(partition)
-			switch {
-			case kind == postWinning && submit:
-				return C.cuzk_filecoin_submit_winning_post(pe, pr, typ, r, id, arr, n, &c.job, e)
-			case kind == postWinning:
-				return C.cuzk_filecoin_winning_post(pe, pr, typ, r, id, arr, n, &c.out, e)
-			case kind == postWindow && submit:
-				return C.cuzk_filecoin_submit_window_post(pe, pr, typ, r, id, arr, n, &c.job, e)
-			case kind == postWindow:
-				return C.cuzk_filecoin_window_post(pe, pr, typ, r, id, arr, n, &c.out, e)
-			case submit:
-				return C.cuzk_filecoin_submit_window_post_partition(pe, pr, typ, r, id, arr, n, k, &c.job, e)
+			switch kind {
+			case postWinning:
+				return C.cuzk_filecoin_submit_winning_post(pe, pr, typ, r, id, arr, n, &job, e)
+			case postWindow:
+				return C.cuzk_filecoin_submit_window_post(pe, pr, typ, r, id, arr, n, &job, e)
 			default:
-				return C.cuzk_filecoin_window_post_partition(pe, pr, typ, r, id, arr, n, k, &c.out, e)
+				return C.cuzk_filecoin_submit_window_post_partition(pe, pr, typ, r, id, arr, n, k, &job, e)
 			}
 		})
 	})
-	return c.result(err, submit)
+	return submitted(job, err)
 }

@@ -25,10 +25,11 @@ import "C"
 import (
 	"runtime/cgo"
 	"sync"
+	"unsafe"
 )
 
-// A job's progress, pushed: both job kinds (Job, FilecoinJob) register the binding's own
-// callback with the library when they are made (cuzk_job_on_progress,
+// A job's progress, pushed: both job kinds (Job, FilecoinJob: their jobCore, job.go) register
+// the binding's own callback with the library when they are made (cuzk_job_on_progress,
 // cuzk_filecoin_job_on_progress), through a cgo.Handle of a progressSink, so no Go pointer is
 // stored in C. The sink keeps the latest event and forwards each to OnProgress's f.
 
@@ -61,18 +62,15 @@ func newProgressSink() *progressSink {
 	return s
 }
 
-// watchJob and watchFilecoinJob register the sink's callback on a job. The library calls it
-// once at least, when the job is over.
-func (s *progressSink) watchJob(job *C.struct_cuzk_job) error {
-	return call(func(e **C.char) C.enum_cuzk_status {
-		return C.cuzk_go_job_on_progress(job, C.uintptr_t(s.handle), e)
-	})
+// watchJob and watchFilecoinJob register the binding's callback (with user, a sink's
+// cgo.Handle) on a job of either kind (jobKind.watch). The library calls it once at least,
+// when the job is over.
+func watchJob(p unsafe.Pointer, user C.uintptr_t, e **C.char) C.enum_cuzk_status {
+	return C.cuzk_go_job_on_progress((*C.struct_cuzk_job)(p), user, e)
 }
 
-func (s *progressSink) watchFilecoinJob(job *C.struct_cuzk_filecoin_job) error {
-	return call(func(e **C.char) C.enum_cuzk_status {
-		return C.cuzk_go_filecoin_job_on_progress(job, C.uintptr_t(s.handle), e)
-	})
+func watchFilecoinJob(p unsafe.Pointer, user C.uintptr_t, e **C.char) C.enum_cuzk_status {
+	return C.cuzk_go_filecoin_job_on_progress((*C.struct_cuzk_filecoin_job)(p), user, e)
 }
 
 func (s *progressSink) end() { s.once.Do(func() { close(s.over) }) }

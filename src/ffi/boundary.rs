@@ -1,7 +1,8 @@
 //! The panic boundary every ABI entry point goes through, and the pointer checks around it.
 //!
-//! All raw-pointer handling of the ABI lives here: the entry points in the sibling modules
-//! call these helpers and stay free of `unsafe` beyond the calls themselves.
+//! The entry points in the sibling modules turn their pointer arguments into references,
+//! slices and out-parameters through these helpers; the few direct dereferences elsewhere are
+//! listed in the [`ffi`](super) module's documentation.
 
 use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};

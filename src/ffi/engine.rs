@@ -6,18 +6,19 @@
 //! (`cuzk_engine_pool`) so their bytes are the ones the engine's budget counts.
 
 use std::ffi::{c_char, c_void};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::assignment::cuzk_assignment;
 use super::boundary::{arg, call, call_value, call_void, into_handle, take_handle, Out};
+use super::job::{self, JobCore, JobHandleKind, Running};
 use super::params::cuzk_params;
 use super::pool::{cuzk_pool, cuzk_pool_memory, cuzk_pool_statistics};
-use super::progress::{progress_callback, silenced};
 use super::prover::{cuzk_backend, proof_buffer, take_assignments, write_proofs};
 use super::scalar;
 use super::status::{cuzk_status, AbiError};
-use crate::engine::{Engine, EngineBackend, EngineConfig, Job, JobHandle, PacerMode, Partition, PiConfig};
+use crate::engine::{
+    Engine, EngineBackend, EngineConfig, Job, JobHandle, PacerMode, Partition, PiConfig, Progress, ProgressCallback,
+};
 use crate::pool::HeapAllocator;
 use crate::prover::BackendChoice;
 
@@ -164,12 +165,39 @@ pub struct cuzk_engine {
 /// A job submitted to an engine. Opaque; thread-safe.
 #[allow(non_camel_case_types)]
 pub struct cuzk_job {
-    /// Kept for the job's whole life: `cuzk_job_cancel` and `cuzk_job_progress` reach the job
-    /// while another thread blocks in `cuzk_job_wait`, and progress keeps its real counts after.
+    core: JobCore<Submitted>,
+}
+
+/// A batch as its handle holds it: the engine's job and its partition count (what
+/// `cuzk_job_progress` reports as the total).
+pub(super) struct Submitted {
     handle: JobHandle,
-    /// Set by the one `cuzk_job_wait` that takes the result.
-    waited: AtomicBool,
     total: usize,
+}
+
+impl JobHandleKind for cuzk_job {
+    type Job = Submitted;
+    fn core(&self) -> &JobCore<Submitted> {
+        &self.core
+    }
+}
+
+impl Running for Submitted {
+    fn id(&self) -> u64 {
+        self.handle.id()
+    }
+    fn cancel(&self) -> bool {
+        self.handle.cancel()
+    }
+    fn progress(&self) -> Progress {
+        Progress {
+            total: self.total,
+            ..self.handle.progress()
+        }
+    }
+    fn on_progress(&self, callback: ProgressCallback) {
+        self.handle.on_progress(callback)
+    }
 }
 
 /// The documented defaults. Thread-safe.
@@ -347,9 +375,7 @@ pub unsafe extern "C" fn cuzk_engine_submit(
         }
         let handle = engine.inner.submit(job);
         let job = cuzk_job {
-            handle,
-            waited: AtomicBool::new(false),
-            total: count,
+            core: JobCore::new(Submitted { handle, total: count }),
         };
         // SAFETY: non-NULL, writable per the contract.
         unsafe { out.write(into_handle(job)) };
@@ -376,10 +402,8 @@ pub unsafe extern "C" fn cuzk_job_wait(
         // SAFETY: live per the contract.
         let job = unsafe { arg(job, "job") }?;
         // SAFETY: per the contract.
-        let dst = unsafe { proof_buffer(proofs_out, proofs_out_len, job.total) }?;
-        if job.waited.swap(true, Ordering::AcqRel) {
-            return Err(AbiError::invalid("the job's result was taken already by cuzk_job_wait"));
-        }
+        let dst = unsafe { proof_buffer(proofs_out, proofs_out_len, job.core.job.total) }?;
+        let job = job.core.claim("cuzk_job_wait")?;
         write_proofs(dst, &job.handle.take_result()?);
         Ok(())
     })
@@ -394,13 +418,8 @@ pub unsafe extern "C" fn cuzk_job_wait(
 /// `job` NULL or live.
 #[no_mangle]
 pub unsafe extern "C" fn cuzk_job_cancel(job: *const cuzk_job) -> bool {
-    call_value(false, || {
-        // SAFETY: NULL or live per the contract.
-        let Some(job) = (unsafe { job.as_ref() }) else {
-            return false;
-        };
-        job.handle.cancel()
-    })
+    // SAFETY: per the contract.
+    unsafe { job::cancel(job) }
 }
 
 /// The job's progress: `*done` partitions proved of `*total`, `*finished` whether it is over.
@@ -416,24 +435,8 @@ pub unsafe extern "C" fn cuzk_job_progress(
     finished: *mut bool,
     err: *mut *mut c_char,
 ) -> cuzk_status {
-    call(err, || {
-        let (done, total_out, finished) = (
-            Out::new(done, "done")?,
-            Out::new(total, "total")?,
-            Out::new(finished, "finished")?,
-        );
-        // SAFETY: live per the contract.
-        let job = unsafe { arg(job, "job") }?;
-        let p = job.handle.progress();
-        let (d, f) = (p.done, p.finished);
-        // SAFETY: non-NULL, writable per the contract.
-        unsafe {
-            done.write(d as u64);
-            total_out.write(job.total as u64);
-            finished.write(f);
-        }
-        Ok(())
-    })
+    // SAFETY: per the contract.
+    unsafe { job::progress(job, done, total, finished, err) }
 }
 
 /// Calls `callback(user_data, job id, done, failed, total, finished)` after each partition of
@@ -457,14 +460,8 @@ pub unsafe extern "C" fn cuzk_job_on_progress(
     user_data: *mut c_void,
     err: *mut *mut c_char,
 ) -> cuzk_status {
-    call(err, || {
-        // SAFETY: live per the contract.
-        let job = unsafe { arg(job, "job") }?;
-        // SAFETY: the callback's contract is the caller's, per this function's.
-        let callback = unsafe { progress_callback(job.handle.id(), callback, user_data) };
-        job.handle.on_progress(callback);
-        Ok(())
-    })
+    // SAFETY: per the contract.
+    unsafe { job::on_progress(job, callback, user_data, err) }
 }
 
 /// Frees a job handle; a job not yet over is cancelled first (nobody can take its proofs any
@@ -476,14 +473,8 @@ pub unsafe extern "C" fn cuzk_job_on_progress(
 /// `job` is NULL or from `cuzk_engine_submit`, not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn cuzk_job_free(job: *mut cuzk_job) {
-    call_void(|| {
-        // SAFETY: per the contract.
-        if let Some(job) = unsafe { take_handle(job) } {
-            // Waits for a callback under way; the old one is not called again.
-            job.handle.on_progress(silenced());
-            job.handle.cancel();
-        }
-    })
+    // SAFETY: per the contract.
+    unsafe { job::free(job) }
 }
 
 /// A snapshot of the engine's queues, pacer, budget, pool and GPU workers. Thread-safe.

@@ -17,17 +17,30 @@
 //!   ([`scalar`] converts).
 //!
 //! One module per handle kind: [`pool`], [`params`], [`assignment`] (with the R1CS route),
-//! [`prover`], [`engine`] (the proving engine and its jobs); [`filecoin`] (Filecoin proofs from filecoin-ffi's bytes; `CUZK_STATUS_UNSUPPORTED`
-//! without the `filecoin` feature) and [`filecoin_job`] (their submitted jobs); plus [`progress`] (the
-//! progress callback both job kinds take), [`status`], [`scalar`], [`strings`], [`log`] and the panic boundary.
-//! All raw-pointer handling sits in `boundary`; the entry points only call it.
+//! [`prover`], [`engine`] (the proving engine and its jobs); [`filecoin`] (Filecoin proofs from filecoin-ffi's bytes,
+//! one file per proof family as in `src/filecoin/`, and their submitted jobs; `CUZK_STATUS_UNSUPPORTED` without the
+//! `filecoin` feature); plus [`bytes`] (byte buffers across the ABI), [`progress`] (the progress callback both job
+//! kinds take), [`status`], [`scalar`], [`strings`], [`log`] and the panic boundary.
+//! `job` holds what the two job handles share (`cuzk_job`, `cuzk_filecoin_job`).
+//!
+//! Raw pointers: the entry points turn their pointer arguments into references, slices and
+//! out-parameters through `boundary` (`arg`, `slice`, `slice_out`, `c_str`, `Out`,
+//! `into_handle` / `take_handle`), which checks NULL and sizes. The direct dereferences
+//! outside it, each under its own `// SAFETY:` comment, are: handle arguments documented as
+//! "NULL or live" read with `as_ref()` (`job`'s cancel, `pool`, `prover`, `assignment`'s
+//! optional pool, `filecoin`'s optional engine); the frees of memory the library made
+//! (`bytes::cuzk_bytes_free`, `strings::cuzk_string_free`); `scalar`'s unaligned 32-byte
+//! reads and writes over caller-sized arrays; `assignment`'s view of a checked pool buffer as
+//! scalars; `pool`'s optional out-parameters written only when not NULL; and the calls of C
+//! callbacks (`progress`, `log`).
 
 mod boundary;
 
 pub mod assignment;
+pub mod bytes;
 pub mod engine;
 pub mod filecoin;
-pub mod filecoin_job;
+mod job;
 pub mod log;
 pub mod params;
 pub mod pool;
@@ -39,6 +52,7 @@ pub mod strings;
 
 use std::ffi::c_char;
 
+pub use self::filecoin::job as filecoin_job;
 pub use self::status::cuzk_status;
 pub use self::strings::cuzk_string_free;
 

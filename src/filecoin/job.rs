@@ -242,6 +242,12 @@ impl ProofJob {
     }
 }
 
+/// A blocking call: the job its `submit_*` twin made, waited for; its proof bytes. Every
+/// blocking entry point is its twin and this.
+pub(crate) fn blocking(job: Result<ProofJob>) -> Result<Vec<u8>> {
+    job?.wait().map(|o| o.proof)
+}
+
 /// What [`submit_compound`] verifies with: the public inputs `inputs` as of partition
 /// `first_partition` (a single Window PoSt partition is built as partition 0 of its own
 /// sectors and checked as partition `k` of the whole PoSt).

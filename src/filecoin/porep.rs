@@ -10,7 +10,7 @@ use storage_proofs_core::api_version::ApiFeature;
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCircuit, StackedCompound, StackedDrg};
 
-use super::job::{submit_compound, VerifyAs};
+use super::job::{blocking, submit_compound, VerifyAs};
 use super::{fil_err, params, Options, ProofJob, ProofKind, ProverId, Report};
 use crate::error::{Error, Result};
 
@@ -27,9 +27,12 @@ use crate::error::{Error, Result};
 /// for a non-interactive PoRep proof type (aggregated; not proved by cuzk) or a failure
 /// inside filecoin-proofs; the engine's errors ([`ProofJob::wait`]).
 pub fn seal_commit_phase2(phase1_output: &[u8], prover_id: ProverId, sector_id: u64) -> Result<Vec<u8>> {
-    submit_seal_commit_phase2(phase1_output, prover_id, sector_id, Options::default())?
-        .wait()
-        .map(|o| o.proof)
+    blocking(submit_seal_commit_phase2(
+        phase1_output,
+        prover_id,
+        sector_id,
+        Options::default(),
+    ))
 }
 
 /// [`seal_commit_phase2`] without blocking: checks the inputs, loads the parameters, builds the

@@ -9,7 +9,7 @@ use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_post::fallback::{self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector};
 
-use super::job::{submit_compound, VerifyAs};
+use super::job::{blocking, submit_compound, VerifyAs};
 use super::{fil_err, params, Options, ProofJob, ProofKind, ProverId, Report};
 use crate::error::{Error, Result};
 use crate::filecoin::RegisteredPoStProof;
@@ -35,9 +35,13 @@ pub fn generate_window_post_with_vanilla(
     prover_id: ProverId,
     vanilla_proofs: &[Vec<u8>],
 ) -> Result<Vec<u8>> {
-    submit_window_post_with_vanilla(proof_type, randomness, prover_id, vanilla_proofs, Options::default())?
-        .wait()
-        .map(|o| o.proof)
+    blocking(submit_window_post_with_vanilla(
+        proof_type,
+        randomness,
+        prover_id,
+        vanilla_proofs,
+        Options::default(),
+    ))
 }
 
 /// [`generate_window_post_with_vanilla`] without blocking, on the engine of `options`.
@@ -81,16 +85,14 @@ pub fn generate_single_partition_window_post_with_vanilla(
     vanilla_proofs: &[Vec<u8>],
     partition_index: usize,
 ) -> Result<Vec<u8>> {
-    submit_single_partition_window_post_with_vanilla(
+    blocking(submit_single_partition_window_post_with_vanilla(
         proof_type,
         randomness,
         prover_id,
         vanilla_proofs,
         partition_index,
         Options::default(),
-    )?
-    .wait()
-    .map(|o| o.proof)
+    ))
 }
 
 /// [`generate_single_partition_window_post_with_vanilla`] without blocking, on the engine of
@@ -135,9 +137,13 @@ pub fn generate_winning_post_with_vanilla(
     prover_id: ProverId,
     vanilla_proofs: &[Vec<u8>],
 ) -> Result<Vec<u8>> {
-    submit_winning_post_with_vanilla(proof_type, randomness, prover_id, vanilla_proofs, Options::default())?
-        .wait()
-        .map(|o| o.proof)
+    blocking(submit_winning_post_with_vanilla(
+        proof_type,
+        randomness,
+        prover_id,
+        vanilla_proofs,
+        Options::default(),
+    ))
 }
 
 /// [`generate_winning_post_with_vanilla`] without blocking, on the engine of `options`.

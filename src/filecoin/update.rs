@@ -11,7 +11,7 @@ use storage_proofs_update::{
 };
 
 use super::cid::{commitment_from_cid, CommitmentKind};
-use super::job::{submit_compound, VerifyAs};
+use super::job::{blocking, submit_compound, VerifyAs};
 use super::{fil_err, params, Options, ProofJob, ProofKind, Report};
 use crate::error::{Error, Result};
 use crate::filecoin::RegisteredUpdateProof;
@@ -37,16 +37,14 @@ pub fn generate_empty_sector_update_proof_with_vanilla(
     comm_r_new: Commitment,
     comm_d_new: Commitment,
 ) -> Result<Vec<u8>> {
-    submit_empty_sector_update_proof_with_vanilla(
+    blocking(submit_empty_sector_update_proof_with_vanilla(
         proof_type,
         vanilla_proofs,
         comm_r_old,
         comm_r_new,
         comm_d_new,
         Options::default(),
-    )?
-    .wait()
-    .map(|o| o.proof)
+    ))
 }
 
 /// [`generate_empty_sector_update_proof_with_vanilla`] without blocking, on the engine of
@@ -98,9 +96,14 @@ pub fn generate_update_proof_with_vanilla(
     unsealed: &[u8],
     vanilla_proofs: &[Vec<u8>],
 ) -> Result<Vec<u8>> {
-    submit_update_proof_with_vanilla(proof_type, key, sealed, unsealed, vanilla_proofs, Options::default())?
-        .wait()
-        .map(|o| o.proof)
+    blocking(submit_update_proof_with_vanilla(
+        proof_type,
+        key,
+        sealed,
+        unsealed,
+        vanilla_proofs,
+        Options::default(),
+    ))
 }
 
 /// [`generate_update_proof_with_vanilla`] without blocking, on the engine of `options`.
