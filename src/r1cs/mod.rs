@@ -3,15 +3,16 @@
 //!
 //! This room sits below both [`crate::assignment`] (which carries the recorder and the
 //! density trackers while synthesis evaluates each constraint) and [`crate::compiled`]
-//! (which builds a [`CompiledCircuit`](crate::CompiledCircuit) from the recording, saves and
-//! loads it, and evaluates it on a witness). It imports neither.
+//! (whose [`CompiledCircuit`](crate::CompiledCircuit) holds a recording, saves and loads it,
+//! and evaluates it on a witness). It imports neither.
 //!
 //! ## Code map
 //! - `density`: [`DensityTracker`], which variables of a query have a base.
 //! - [`hash`]: the 128-bit hash (fingerprints, checksums) and the structure trace.
 //! - [`matrix`]: one CSR matrix, its column and coefficient encodings.
 //! - `store`: arrays owned or inside a file mapping (the one unsafe view of mapped bytes).
-//! - `record`: the recorder the assignment carries.
+//! - `record`: the recorder the assignment carries, and the plain `Recording` (sizes,
+//!   structure trace, matrices, constants, densities) it returns.
 
 mod density;
 pub mod hash;
