@@ -16,21 +16,25 @@
 //! ```
 //!
 //! The bird's-eye view, the code map and the invariants that hold across the modules are
-//! described once, in `docs/ARCHITECTURE.md` in the repository; the modules, in one line each:
+//! described once, in `docs/ARCHITECTURE.md` in the repository; the modules, from the ground up
+//! (each uses only those above it), in one line each:
 //!
 //! - [`error`]: the crate's [`Error`].
 //! - [`curve`]: G1 and G2 over blst, for the CPU prover, the development setup and the tests.
+//! - [`prover_id`]: Filecoin's prover id of a miner actor.
 //! - [`pool`]: [`PinnedPool`], [`PinnedBuffer`], [`PinnedVec`], host-allocator backends.
-//! - [`assignment`]: [`ProvingAssignment`], density trackers, the capacity-hint cache.
-//! - [`compiled`]: witness-only proving: a circuit's constraints recorded once, a compact
-//!   witness per proof, a/b/c evaluated from the two.
+//! - `r1cs` (internal): a circuit's R1CS as one full synthesis records it — density trackers,
+//!   CSR matrices, their hash and storage, the recorder.
+//! - [`assignment`]: [`ProvingAssignment`], the capacity-hint cache.
 //! - [`params`]: [`Parameters`] in bellperson's file format, [`VerifyingKey`], development
 //!   parameters.
 //! - [`proof`]: [`Proof`], its encoding, [`verify_proof`].
-//! - [`prover`]: [`Prover`], [`prove`], the CPU backend and (feature `cuda`) the CUDA backend.
+//! - [`compiled`]: witness-only proving: a recording made a [`CompiledCircuit`], a compact
+//!   witness per proof, a/b/c evaluated from the two.
+//! - [`prover`]: [`Prover`] (every way into a proof funnels into one loop), [`prove`], the
+//!   witness-path policy, the CPU backend and (feature `cuda`) the CUDA backend.
 //! - [`engine`]: synthesis overlapped with GPU proving under one memory budget.
 //! - `filecoin` (feature `filecoin`): Filecoin's PoRep C2, SnapDeals and PoSt proofs.
-//! - [`prover_id`]: Filecoin's prover id of a miner actor.
 //! - [`ffi`]: the C ABI (`include/cuzk.h`).
 
 #![warn(missing_docs)]

@@ -224,42 +224,8 @@
 //! the system (`malloc_trim`), so a stream's RSS starts near the parameters and circuits.
 //!
 //! ## Smoke test on 2 cores, no GPU
-//! The command above (2 KiB, 2 partitions a sector; 2 Xeon threads shared with other builds,
-//! so the seconds are not a benchmark): 1,344,268 constraints a partition, the shape's full
-//! synthesis 1.4 s, random parameters 9.9 s; then, with the summary's numbers:
-//!
-//! | stream | path | sectors | s / sector after the first | first sector s | busy | synthesis s / partition | peak RSS / B GiB | Winning alone / under load / bound s |
-//! |---|---|---|---|---|---|---|---|---|
-//! | 0 | witness | 2 | 63.7 | 67.0 | 98% | 2.53; 2.90 | 1.43 / 1.67 | 0.550 / 32.5 / 17.1 |
-//! | 1 | full | 1 | n/a | 67.0 | 97% | 2.69 | 1.17 / 1.67 | 0.411 / 34.1 / 10.0 |
-//!
-//! (stream 0: 2 recorded — the partition's circuit and the stand-in's —, 3 witness-only, 4
-//! full, the partitions dispatched while partition 0 recorded going in full; stream 1's proofs
-//! identical to stream 0's.) The CPU proves a partition in 10–17 s, so both streams are
-//! proof-bound here and witness-only synthesis saves nothing visible. The Winning stand-in
-//! took 32–34 s under load, two PoRep proofs, over the "one partition + its own proof" bound:
-//! the dispatcher admitted it only when the pacer and a free synthesis worker let it, and a
-//! PoRep partition synthesized meanwhile took the GPU first. The engine's urgent jobs
-//! (`EngineConfig::urgent_priority`, set here as in the Filecoin engine) fixed that: at
-//! bf28dcf the same smoke test (`--stream witness:2`) gave the stand-in 0.219 s alone and
-//! 0.385 s under load (bound 16.3 s) — submitted then right at a proof's end, where the
-//! holding GPU worker took it at once; it is now submitted mid-proof, so under load it waits
-//! for the rest of the partition in progress. `--record-shape --partitions-per-sector 1 --stream witness:1 --stream
-//! full:1 --stream witness:2` hands the shape's circuit to stream 0 (0 PoRep recordings; its
-//! one recording is the stand-in's) and both circuits over the full stream to stream 2
-//! (0 recorded, 5 witness-only), the full stream's constant counting the 0.07 GiB held.
-//!
-//! The SnapDeals smoke test (2 KiB, one partition index twice a sector): 1,705,044 constraints
-//! a partition, the shape's full synthesis 2.1 s, random parameters 18.0 s (0.61 GiB); 340 s in
-//! all:
-//!
-//! | stream | path | sectors | s / sector after the first | first sector s | busy | synthesis s / partition | peak RSS / B GiB | Winning alone / under load / bound s |
-//! |---|---|---|---|---|---|---|---|---|
-//! | 0 | witness | 2 | 104.6 | 124.0 | 98% | 5.70; 5.85 | 1.64 / 1.81 | 0.684 / 46.7 / 28.5 |
-//! | 1 | full | 1 | n/a | 87.8 | 97% | 4.17 | 1.38 / 1.81 | 0.567 / 34.1 / 13.0 |
-//!
-//! (stream 0: 2 recorded, 3 witness-only, 4 full; stream 1's proofs identical to stream 0's;
-//! the CPU's proof of the 2^21 domain, 12–28 s, holds the stand-in past its bound as above.)
+//! The CPU smoke test above, its tables and what they showed (the Winning stand-in before and
+//! after the engine's urgent jobs) are in docs/HISTORY.md.
 
 mod args;
 mod circuits;

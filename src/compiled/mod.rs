@@ -38,8 +38,9 @@
 //! [`EngineConfig::witness_path`](crate::engine::EngineConfig::witness_path) or
 //! `CUZK_WITNESS_PATH=0`; a directory of files with
 //! [`Prover::with_compiled_dir`](crate::Prover::with_compiled_dir) or
-//! [`EngineConfig::compiled_dir`](crate::engine::EngineConfig::compiled_dir). The policy lives
-//! in the prover (`prover::policy`); [`Prover::synthesize`](crate::Prover::synthesize),
+//! [`EngineConfig::compiled_dir`](crate::engine::EngineConfig::compiled_dir). The policy (which
+//! path a circuit takes) is the prover's `WitnessPath` (`prover::policy`), which
+//! `Prover::synthesize_planned` asks; [`Prover::synthesize`](crate::Prover::synthesize),
 //! [`Prover::prove_synthesized`](crate::Prover::prove_synthesized) and assignments given to the
 //! engine or the C ABI are full synthesis, as before.
 //!

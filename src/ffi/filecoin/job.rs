@@ -5,9 +5,9 @@
 
 use std::ffi::{c_char, c_void};
 
+use crate::ffi::boundary::{arg, call, Out};
 #[cfg(feature = "filecoin")]
 use crate::ffi::boundary::{into_handle, AbiResult};
-use crate::ffi::boundary::{arg, call, Out};
 use crate::ffi::bytes::cuzk_bytes;
 use crate::ffi::job::{self, JobCore, JobHandleKind, Running};
 use crate::ffi::progress::cuzk_job_progress_callback;

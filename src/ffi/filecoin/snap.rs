@@ -6,10 +6,10 @@ use std::ffi::c_char;
 #[cfg(feature = "filecoin")]
 use super::job::hand_out;
 use super::job::{cuzk_filecoin_job, submit_and_wait};
-#[cfg(feature = "filecoin")]
-use super::{options, update_type};
 #[cfg(not(feature = "filecoin"))]
 use super::unsupported;
+#[cfg(feature = "filecoin")]
+use super::{options, update_type};
 use crate::ffi::boundary::{call, slice, AbiResult, Out};
 use crate::ffi::bytes::{bytes32, cuzk_byte_slice, cuzk_bytes, vanilla};
 use crate::ffi::engine::cuzk_engine;

@@ -212,8 +212,8 @@ impl CudaBackend {
     }
 
     /// Whether L, A, B_G1 and B_G2 run as one batched call (default; uploads overlap
-    /// compute) or as separate calls, each timed on its own in [`Timings`] (at 2^24 on the
-    /// H200: 316 ms batched, 319 ms separate).
+    /// compute) or as separate calls, each timed on its own in [`Timings`] (for measuring each
+    /// MSM; docs/HISTORY.md has the two compared).
     pub fn with_batched_msms(mut self, batched: bool) -> Self {
         self.batch = BatchRunner::new(batched);
         self
