@@ -440,18 +440,7 @@ impl ConstraintSystem<Scalar> for WitnessCs {
         self.constraints += 1;
     }
 
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
+    crate::r1cs::unnamed_namespaces!();
 
     fn is_extensible() -> bool {
         true

@@ -129,18 +129,7 @@ impl ConstraintSystem<Scalar> for Shape {
         self.constraints += 1;
     }
 
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
+    crate::r1cs::unnamed_namespaces!();
 }
 
 fn nonzero(rng: &mut SplitMix) -> Scalar {

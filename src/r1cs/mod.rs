@@ -13,11 +13,14 @@
 //! - `store`: arrays owned or inside a file mapping (the one unsafe view of mapped bytes).
 //! - `record`: the recorder the assignment carries, and the plain `Recording` (sizes,
 //!   structure trace, matrices, constants, densities) it returns.
+//! - `unnamed`: the namespace methods every cuzk constraint system shares (it keeps no names).
 
 mod density;
 pub mod hash;
 pub mod matrix;
 pub(crate) mod record;
 pub(crate) mod store;
+mod unnamed;
 
 pub use density::DensityTracker;
+pub(crate) use unnamed::unnamed_namespaces;
