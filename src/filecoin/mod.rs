@@ -101,7 +101,7 @@ pub struct Report {
     pub circuits: Duration,
     /// From submission to the engine until every proof was back: synthesis and proving, and
     /// the waits for synthesis threads, budget and GPUs behind other jobs (the engine's
-    /// statistics, [`Engine::stats`], break it down).
+    /// statistics, [`Engine::stats`](crate::engine::Engine::stats), break it down).
     pub proving: Duration,
     /// Checking the proofs against the verifying key.
     pub verify: Duration,

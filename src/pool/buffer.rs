@@ -9,7 +9,7 @@ use super::{Block, PinnedPool};
 /// A buffer checked out of a [`PinnedPool`]; dropping it returns it to the pool.
 ///
 /// Its contents are unspecified when checked out (a reused buffer holds old bytes), so it
-/// is exposed as `MaybeUninit<u8>`; [`PinnedVec`] builds typed, initialised data on it.
+/// is exposed as `MaybeUninit<u8>`; [`PinnedVec`](crate::PinnedVec) builds typed, initialised data on it.
 pub struct PinnedBuffer {
     pub(super) block: Option<Block>,
     pub(super) len: usize,

@@ -6,13 +6,13 @@ use std::time::Duration;
 /// What a checkout does when the cap leaves no room.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WhenFull {
-    /// Fail at once with [`Error::PoolExhausted`] (or fall back, if allowed).
+    /// Fail at once with [`Error::PoolExhausted`](crate::Error::PoolExhausted) (or fall back, if allowed).
     Fail,
     /// Wait up to this long for buffers to come back, then fail (or fall back, if allowed).
     Wait(Duration),
 }
 
-/// How a [`PinnedPool`] behaves.
+/// How a [`PinnedPool`](crate::PinnedPool) behaves.
 #[derive(Debug, Clone)]
 pub struct PoolConfig {
     /// Most bytes the pool holds, idle and in use together. Default: no cap.
