@@ -27,7 +27,7 @@ mod prover;
 mod timings;
 pub(crate) mod witness;
 
-#[cfg(feature = "cuda")]
+#[cfg(feature = "fault-injection")]
 pub(crate) use backend::with_cpu_fallback;
 pub use backend::{Backend, Commitments};
 pub use choice::BackendChoice;
