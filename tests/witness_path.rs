@@ -19,8 +19,8 @@ use cuzk::prover::cpu::CpuBackend;
 use cuzk::prover::{Backend, Commitments};
 use cuzk::testing::{random_parameters, Synthetic};
 use cuzk::{
-    verify_proof, BackendChoice, Circuit, HeapAllocator, Parameters, PinnedPool, PoolConfig, PreparedVerifyingKey,
-    Proof, Prover, ProvingAssignment, Timings, WitnessStats,
+    verify_proof, BackendChoice, Circuit, Error, HeapAllocator, Parameters, PinnedPool, PoolConfig,
+    PreparedVerifyingKey, Proof, Prover, ProvingAssignment, Timings, WitnessStats,
 };
 use ff::Field;
 use parking_lot::{Condvar, Mutex};
@@ -136,8 +136,8 @@ fn the_first_batch_of_a_new_type_records_once_and_proves_the_rest_in_full() {
 }
 
 /// The same R1CS either way, but with the flag set one constraint comes before an allocation
-/// instead of after it: the structure trace differs, the parameters fit both.
-#[derive(Clone)]
+/// instead of after it: the structure trace differs, the parameters fit both. Not `Clone`: the
+/// prover and the engine take circuits that are not (as bellperson's `create_proof` does).
 struct Branchy {
     flag: bool,
     values: Vec<u64>,
@@ -172,40 +172,74 @@ impl Circuit<Scalar> for Branchy {
 }
 
 #[test]
-fn a_witness_of_another_structure_falls_back_counted_with_the_right_bytes() {
+fn a_refused_witness_is_an_error_naming_its_type_then_its_type_is_proved_in_full() {
     let mut rng = common::rng("fallback");
     let branch = |flag: bool, seed: u64| Branchy {
         flag,
         values: (0..20).map(|i| seed * 31 + i).collect(),
     };
-    let (bp_params, params, _) = common::params_for(&branch(false, 1), &mut rng);
-    let (r, s) = randomness(3, 3);
+    let (bp_params, params, _) = common::params_of(branch(false, 1), &mut rng);
+    let (r, s) = randomness(4, 3);
     let prover = pooled();
     let first = prover
         .prove_with_randomness(vec![branch(false, 1)], &params, &r[..1], &s[..1])
         .unwrap();
     assert_eq!(prover.witness_stats(), stats(1, 0, 1, 0));
-    // The other branch: refused by the compiled circuit, proved in full.
-    let other = prover
-        .prove_with_randomness(vec![branch(true, 2)], &params, &r[1..2], &s[1..2])
+    // The recorded branch again: the witness path.
+    let second = prover
+        .prove_with_randomness(vec![branch(false, 2)], &params, &r[1..2], &s[1..2])
         .unwrap();
-    assert_eq!(prover.witness_stats(), stats(1, 0, 2, 1));
-    // The recorded branch again: the witness path (the fallback did not replace the circuit).
-    let same = prover
-        .prove_with_randomness(vec![branch(false, 3)], &params, &r[2..], &s[2..])
+    assert_eq!(prover.witness_stats(), stats(1, 1, 1, 0));
+    // The other branch: refused by the compiled circuit. The circuit was consumed by its
+    // witness synthesis, so the answer is an error that names the type, never a wrong proof.
+    let refused = prover
+        .prove_with_randomness(vec![branch(true, 3)], &params, &r[2..3], &s[2..3])
+        .unwrap_err();
+    assert!(matches!(refused, Error::WitnessMismatch(_)), "{refused:?}");
+    assert!(refused.to_string().contains("Branchy"), "{refused}");
+    assert_eq!(prover.witness_stats(), stats(1, 1, 1, 1));
+    // The same circuit again: its type and shape is now proved in full.
+    let third = prover
+        .prove_with_randomness(vec![branch(true, 3)], &params, &r[2..3], &s[2..3])
         .unwrap();
     assert_eq!(prover.witness_stats(), stats(1, 1, 2, 1));
+    // And so is the recorded branch: the type's structure depends on its witness.
+    let fourth = prover
+        .prove_with_randomness(vec![branch(false, 4)], &params, &r[3..], &s[3..])
+        .unwrap();
+    assert_eq!(prover.witness_stats(), stats(1, 1, 3, 1));
+    // A clone of the prover shares the books.
+    assert_eq!(prover.clone().witness_stats(), prover.witness_stats());
     let pvk = PreparedVerifyingKey::new(params.vk());
-    for ((proof, c), i) in [first[0], other[0], same[0]]
+    for (i, (proof, flag)) in [first[0], second[0], third[0], fourth[0]]
         .iter()
-        .zip([branch(false, 1), branch(true, 2), branch(false, 3)])
-        .zip(0..)
+        .zip([false, false, true, false])
+        .enumerate()
     {
-        let out = if c.flag { Scalar::ONE } else { Scalar::ZERO };
-        let expected = common::bellperson_proof(c, &bp_params, r[i], s[i]);
+        let out = if flag { Scalar::ONE } else { Scalar::ZERO };
+        let expected = common::bellperson_proof(branch(flag, i as u64 + 1), &bp_params, r[i], s[i]);
         assert_eq!(proof.to_bytes().as_slice(), expected.as_slice(), "proof {i}");
         assert!(verify_proof(&pvk, proof, &[out]).unwrap(), "proof {i} verifies");
     }
+}
+
+/// A witness-dependent type in one prover leaves another prover's books alone: the books are
+/// per prover (and its clones), the compiled circuit is not dropped.
+#[test]
+fn a_refusal_in_one_prover_leaves_another_on_the_witness_path() {
+    let mut rng = common::rng("refusal-scope");
+    let branch = |flag: bool| Branchy {
+        flag,
+        values: (0..20).collect(),
+    };
+    let (_, params, _) = common::params_of(branch(false), &mut rng);
+    let (r, s) = randomness(1, 5);
+    let a = cpu();
+    a.prove_with_randomness(vec![branch(false)], &params, &r, &s).unwrap();
+    assert!(a.prove_with_randomness(vec![branch(true)], &params, &r, &s).is_err());
+    let b = cpu().with_compiled_circuits(a.compiled_circuits().clone());
+    b.prove_with_randomness(vec![branch(false)], &params, &r, &s).unwrap();
+    assert_eq!(b.witness_stats(), stats(0, 1, 0, 0));
 }
 
 /// Writes a value through the witness-generator methods when it can (as neptune's Poseidon
@@ -609,7 +643,8 @@ fn the_budget_counts_compact_witnesses_not_abc() {
 }
 
 #[test]
-fn the_engine_falls_back_on_another_structure_and_keeps_compiled_circuits_in_its_directory() {
+fn the_engine_answers_a_refused_witness_with_an_error_then_proves_in_full_and_keeps_compiled_circuits_in_its_directory()
+{
     let dir = temp_dir("engine");
     let branch = |flag: bool, seed: u64| Branchy {
         flag,
@@ -630,12 +665,19 @@ fn the_engine_falls_back_on_another_structure_and_keeps_compiled_circuits_in_its
         ..config(true)
     })
     .unwrap();
-    for i in 0..3 {
-        let job = Job::from_circuits(params.clone(), vec![branch(i == 1, i as u64)])
-            .with_randomness(r[i..=i].to_vec(), s[i..=i].to_vec());
-        assert_eq!(engine.prove(job).unwrap(), reference[i..=i], "proof {i}");
-    }
-    assert_eq!(engine.stats().witness, stats(1, 1, 2, 1));
+    let job = |i: usize| {
+        Job::from_circuits(params.clone(), vec![branch(i == 1, i as u64)])
+            .with_randomness(r[i..=i].to_vec(), s[i..=i].to_vec())
+    };
+    assert_eq!(engine.prove(job(0)).unwrap(), reference[..1], "the recording proof");
+    // The other branch: its witness is refused; the job fails naming the type, once.
+    let refused = engine.prove(job(1)).unwrap_err();
+    assert!(refused.to_string().contains("Branchy"), "{refused}");
+    assert_eq!(engine.stats().witness, stats(1, 0, 1, 1));
+    // Submitted again, both branches are proved in full, with the bytes of full synthesis.
+    assert_eq!(engine.prove(job(1)).unwrap(), reference[1..2], "proof 1 again");
+    assert_eq!(engine.prove(job(2)).unwrap(), reference[2..], "proof 2");
+    assert_eq!(engine.stats().witness, stats(1, 0, 3, 1));
     assert_drained(&engine);
     drop(engine);
     // A new engine on the directory maps the circuit: no recording.

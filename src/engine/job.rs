@@ -53,7 +53,7 @@ impl Partition {
     /// [`witness_path`](super::EngineConfig::witness_path) is on — witness-only once its type
     /// and shape has a compiled circuit, the first of a type and shape recording it — else in
     /// full.
-    pub fn circuit<C: Circuit<Scalar> + Clone + Send + 'static>(circuit: C) -> Self {
+    pub fn circuit<C: Circuit<Scalar> + Send + 'static>(circuit: C) -> Self {
         Self {
             kind: PartitionKind::Circuit {
                 circuit_type: std::any::type_name::<C>(),
@@ -123,7 +123,7 @@ impl Job {
     }
 
     /// A job of circuits (see [`Job::new`]).
-    pub fn from_circuits<C: Circuit<Scalar> + Clone + Send + 'static>(params: Parameters, circuits: Vec<C>) -> Self {
+    pub fn from_circuits<C: Circuit<Scalar> + Send + 'static>(params: Parameters, circuits: Vec<C>) -> Self {
         Self::new(params, circuits.into_iter().map(Partition::circuit).collect())
     }
 

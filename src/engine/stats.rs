@@ -99,7 +99,8 @@ pub struct EngineStats {
     pub compiled_circuits: usize,
     /// What the witness path did, counted per synthesis of a circuit partition (and of the
     /// engine's [`prover`](super::Engine::prover)): partitions synthesized witness-only and in
-    /// full, compiled circuits recorded, fallbacks to full synthesis.
+    /// full, compiled circuits recorded, witnesses refused (each an error; its type and shape
+    /// synthesized in full from then on).
     pub witness: WitnessStats,
     /// Parameter sets the engine holds.
     pub params_sets: usize,

@@ -9,11 +9,15 @@
 //! 1. The witness path off ([`Prover::with_witness_path`], `CUZK_WITNESS_PATH=0`): full
 //!    synthesis, nothing recorded.
 //! 2. A compiled circuit for (`type_name::<C>()`, [`CircuitShape::of_params`]) in the cache
-//!    (memory, else its file), fitting the parameters: witness-only synthesis of a clone of the
-//!    circuit ([`WitnessCs`], not a witness generator, so that every constraint is counted),
-//!    checked against it ([`CompiledCircuit::check`]). A witness it refuses — or one the
-//!    witness system cannot serve — is a **fallback**: warned, counted, and the circuit is
-//!    synthesized in full. Never a wrong proof.
+//!    (memory, else its file), fitting the parameters: witness-only synthesis of the circuit
+//!    ([`WitnessCs`], not a witness generator, so that every constraint is counted), checked
+//!    against it ([`CompiledCircuit::check`]). A witness it refuses — or one the witness system
+//!    cannot serve — is a **fallback**: warned, counted, and answered as
+//!    [`Error::WitnessMismatch`] naming the circuit type (the circuit was consumed by the
+//!    witness synthesis, and circuits need not be `Clone`, so it cannot be synthesized again
+//!    here). The type and shape is then **witness-dependent**: this prover (and its clones)
+//!    synthesizes it in full from then on, so proving the same circuit again succeeds. Never
+//!    a wrong proof.
 //! 3. None: full synthesis. The first to claim the type and shape records while it
 //!    synthesizes (no extra pass) and puts the result in the cache (and its file); others that
 //!    start meanwhile synthesize in full without recording. A stale or corrupt file is
@@ -51,8 +55,9 @@ pub struct WitnessStats {
     /// Circuits synthesized in full: the recording ones, the fallbacks, those that started
     /// while their type and shape was being recorded, and every one with the path off.
     pub full: u64,
-    /// Witnesses refused (another structure: [`Error::WitnessMismatch`]; or a circuit the
-    /// witness system cannot serve), each then synthesized in full.
+    /// Witnesses refused (another structure, or a circuit the witness system cannot serve),
+    /// each answered as [`Error::WitnessMismatch`]; their type and shape is synthesized in
+    /// full from then on.
     pub fallbacks: u64,
     /// Recordings that failed ([`Error::Recording`]): the synthesis was proved as usual, the
     /// type and shape is not recorded again.
@@ -179,6 +184,9 @@ struct Books {
     /// Types and shapes whose file was refused: the directory is not read for them again
     /// (the next recording replaces the file).
     refused_files: HashSet<Key>,
+    /// Types and shapes a witness of which its compiled circuit refused: synthesized in full
+    /// from then on (their structure depends on their witness).
+    witness_dependent: HashSet<Key>,
     hints: HashMap<Key, WitnessHint>,
     stats: WitnessStats,
 }
@@ -218,10 +226,9 @@ pub(crate) fn witness_path_default() -> bool {
     })
 }
 
-/// Whether a failed witness synthesis (or check) falls back to full synthesis: the witness
-/// belongs to another structure, or the witness system cannot serve the circuit. The
-/// circuit's own errors and out-of-memory are returned as they are (full synthesis would meet
-/// them too).
+/// Whether a failed witness synthesis (or check) is a fallback: the witness belongs to
+/// another structure, or the witness system cannot serve the circuit. The circuit's own errors
+/// and out-of-memory are returned as they are (full synthesis would meet them too).
 fn falls_back(e: &Error) -> bool {
     matches!(
         e,
@@ -288,40 +295,53 @@ impl WitnessPath {
 
     /// Synthesizes `circuit` for `params` by the policy of the module docs (`on`: whether the
     /// witness path is on).
-    pub(crate) fn synthesize<C: Circuit<Scalar> + Clone>(
+    pub(crate) fn synthesize<C: Circuit<Scalar>>(
         &self,
         on: bool,
         circuit: C,
         params: &Parameters,
         buffers: Buffers<'_>,
     ) -> Result<Synthesis> {
-        if !on {
-            let a = synthesize_full(circuit, Some(params.domain_size()), buffers)?;
-            self.count(|s| s.full += 1);
-            return Ok(Synthesis::Full(Box::new(a)));
-        }
         let key: Key = (std::any::type_name::<C>(), CircuitShape::of_params(params));
-        if let Some(compiled) = self.compiled_for(&key, params) {
-            match self.witness_of(circuit.clone(), &compiled, &key, buffers.pool) {
-                Ok(witness) => {
-                    self.count(|s| s.witness += 1);
-                    return Ok(Synthesis::Witness {
-                        circuit: compiled,
-                        witness,
-                    });
-                }
-                Err(e) if falls_back(&e) => {
-                    log::warn!("{}: witness refused ({e}); synthesizing in full", key.0);
-                    self.count(|s| s.fallbacks += 1);
-                }
-                Err(e) => return Err(e),
+        if on && !self.books.lock().witness_dependent.contains(&key) {
+            if let Some(compiled) = self.compiled_for(&key, params) {
+                return match self.witness_of(circuit, &compiled, &key, buffers.pool) {
+                    Ok(witness) => {
+                        self.count(|s| s.witness += 1);
+                        Ok(Synthesis::Witness {
+                            circuit: compiled,
+                            witness,
+                        })
+                    }
+                    Err(e) if falls_back(&e) => Err(self.refused(key, &e)),
+                    Err(e) => Err(e),
+                };
             }
-        } else if let Some(claim) = self.claim_recording(key) {
-            return self.record(circuit, params, claim, buffers);
+            if let Some(claim) = self.claim_recording(key) {
+                return self.record(circuit, params, claim, buffers);
+            }
         }
         let a = synthesize_full(circuit, Some(params.domain_size()), buffers)?;
         self.count(|s| s.full += 1);
         Ok(Synthesis::Full(Box::new(a)))
+    }
+
+    /// Books a witness of `key` that its compiled circuit refused (`e`): the type and shape is
+    /// witness-dependent from now on; the error the caller gets.
+    fn refused(&self, key: Key, e: &Error) -> Error {
+        log::warn!(
+            "{}: witness refused ({e}); this type and shape is synthesized in full from now on",
+            key.0
+        );
+        let mut books = self.books.lock();
+        books.witness_dependent.insert(key);
+        books.stats.fallbacks += 1;
+        Error::WitnessMismatch(format!(
+            "{}: the witness was refused by the compiled circuit of its type and shape ({e}); \
+             the circuit was consumed: prove it again, its type and shape is synthesized in full \
+             from now on",
+            key.0
+        ))
     }
 
     /// The compiled circuit of `key` if there is a usable one (in memory, else in its file),

@@ -200,11 +200,7 @@ impl Prover {
 
     /// Synthesizes `circuit` for `params` by the witness path's policy
     /// ([`WitnessPath::synthesize`](super::policy::WitnessPath::synthesize)).
-    pub(crate) fn synthesize_planned<C: Circuit<Scalar> + Clone>(
-        &self,
-        circuit: C,
-        params: &Parameters,
-    ) -> Result<Synthesis> {
+    pub(crate) fn synthesize_planned<C: Circuit<Scalar>>(&self, circuit: C, params: &Parameters) -> Result<Synthesis> {
         self.witness
             .synthesize(self.witness_on, circuit, params, self.buffers())
     }
@@ -280,7 +276,7 @@ impl Prover {
     /// See [`Prover::prove_with_randomness`].
     pub fn prove<C, R>(&self, circuits: Vec<C>, params: &Parameters, rng: &mut R) -> Result<Vec<Proof>>
     where
-        C: Circuit<Scalar> + Clone + Send,
+        C: Circuit<Scalar> + Send,
         R: RngCore,
     {
         let r: Vec<Scalar> = (0..circuits.len()).map(|_| Scalar::random(&mut *rng)).collect();
@@ -291,14 +287,16 @@ impl Prover {
     /// Proves a batch of circuits with the given r and s per proof. The circuits are
     /// synthesized in parallel, each by the witness path's policy
     /// ([`Prover::with_witness_path`]): witness-only when a compiled circuit of its type and
-    /// the parameters' shape exists (a clone of the circuit is synthesized, so that a witness
-    /// the compiled circuit refuses can fall back to full synthesis), else in full — the first
-    /// of a new type and shape recording its compiled circuit, the others of the batch in full.
-    /// The bytes are the same by either path.
+    /// the parameters' shape exists, else in full — the first of a new type and shape recording
+    /// its compiled circuit, the others of the batch in full. The bytes are the same by either
+    /// path. Circuits need not be `Clone`: a witness the compiled circuit refuses (a type whose
+    /// structure depends on its witness) fails the batch with [`Error::WitnessMismatch`] naming
+    /// the type, and that type and shape is synthesized in full from then on, so proving the
+    /// batch again succeeds.
     ///
     /// # Errors
     /// An empty batch, r/s of the wrong length, a synthesis error, a circuit that does not
-    /// match the parameters, or a backend failure.
+    /// match the parameters, a refused witness (above), or a backend failure.
     pub fn prove_with_randomness<C>(
         &self,
         circuits: Vec<C>,
@@ -307,7 +305,7 @@ impl Prover {
         s: &[Scalar],
     ) -> Result<Vec<Proof>>
     where
-        C: Circuit<Scalar> + Clone + Send,
+        C: Circuit<Scalar> + Send,
     {
         self.prove_timed(circuits, params, r, s).map(|(proofs, _)| proofs)
     }
@@ -324,7 +322,7 @@ impl Prover {
         s: &[Scalar],
     ) -> Result<(Vec<Proof>, Timings)>
     where
-        C: Circuit<Scalar> + Clone + Send,
+        C: Circuit<Scalar> + Send,
     {
         check_batch(circuits.len(), r, s)?;
         let start = Instant::now();
@@ -453,7 +451,7 @@ impl Prover {
 /// See [`Prover::prove_with_randomness`].
 pub fn prove<C, R>(circuits: Vec<C>, params: &Parameters, rng: &mut R) -> Result<Vec<Proof>>
 where
-    C: Circuit<Scalar> + Clone + Send,
+    C: Circuit<Scalar> + Send,
     R: RngCore,
 {
     Prover::new().prove(circuits, params, rng)
@@ -465,7 +463,7 @@ where
 /// See [`Prover::prove_with_randomness`].
 pub fn prove_with_randomness<C>(circuits: Vec<C>, params: &Parameters, r: &[Scalar], s: &[Scalar]) -> Result<Vec<Proof>>
 where
-    C: Circuit<Scalar> + Clone + Send,
+    C: Circuit<Scalar> + Send,
 {
     Prover::new().prove_with_randomness(circuits, params, r, s)
 }

@@ -27,8 +27,16 @@ pub fn params_for<C: Circuit<Scalar> + Clone>(
     circuit: &C,
     rng: &mut ChaCha20Rng,
 ) -> (bp::Parameters<Bls12>, Parameters, Vec<u8>) {
+    params_of(circuit.clone(), rng)
+}
+
+/// [`params_for`] a circuit taken by value (one that is not `Clone`).
+pub fn params_of<C: Circuit<Scalar>>(
+    circuit: C,
+    rng: &mut ChaCha20Rng,
+) -> (bp::Parameters<Bls12>, Parameters, Vec<u8>) {
     let bp_params =
-        bp::generate_random_parameters::<Bls12, _, _>(circuit.clone(), rng).expect("bellperson parameter generation");
+        bp::generate_random_parameters::<Bls12, _, _>(circuit, rng).expect("bellperson parameter generation");
     let mut bytes = Vec::new();
     bp_params.write(&mut bytes).expect("bellperson writes parameters");
     let ours = Parameters::from_bytes(&bytes, PointCheck::Subgroup).expect("cuzk loads bellperson's parameters");
