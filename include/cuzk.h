@@ -131,8 +131,9 @@ typedef enum cuzk_status {
   // names the file and what is wrong.
   CUZK_STATUS_COMPILED_CORRUPT = 82,
   // A witness does not belong to the compiled circuit it was to be evaluated with (its type,
-  // sizes or structure differ): the message names what. The default proving path falls back
-  // to full synthesis instead; this status comes from explicit witness calls.
+  // sizes or structure differ): the message names what. From explicit witness calls, and from
+  // a circuit job whose witness its compiled circuit refused (the type and shape is then
+  // synthesized in full: submitting it again succeeds).
   CUZK_STATUS_WITNESS_MISMATCH = 83,
   // Recording a circuit's constraints during synthesis failed (the synthesis itself is
   // unaffected).
@@ -435,11 +436,12 @@ typedef struct cuzk_engine_statistics {
   // Circuit partitions synthesized witness-only (the witness path).
   uint64_t witness_partitions;
   // Circuit partitions synthesized in full (the first of a type and shape, which records,
-  // and fallbacks included).
+  // and those of a type whose witness was refused included).
   uint64_t full_partitions;
   // Compiled circuits recorded.
   uint64_t compiled_recorded;
-  // Witnesses refused by their compiled circuit and synthesized in full instead.
+  // Witnesses refused by their compiled circuit: each failed its job (`CUZK_STATUS_WITNESS_MISMATCH`),
+  // and its type and shape is synthesized in full from then on.
   uint64_t witness_fallbacks;
   // Of `budget_used`: the bytes of the compiled circuits the engine holds, each once.
   uint64_t compiled_bytes;

@@ -146,11 +146,12 @@ pub struct cuzk_engine_statistics {
     /// Circuit partitions synthesized witness-only (the witness path).
     pub witness_partitions: u64,
     /// Circuit partitions synthesized in full (the first of a type and shape, which records,
-    /// and fallbacks included).
+    /// and those of a type whose witness was refused included).
     pub full_partitions: u64,
     /// Compiled circuits recorded.
     pub compiled_recorded: u64,
-    /// Witnesses refused by their compiled circuit and synthesized in full instead.
+    /// Witnesses refused by their compiled circuit: each failed its job (`CUZK_STATUS_WITNESS_MISMATCH`),
+    /// and its type and shape is synthesized in full from then on.
     pub witness_fallbacks: u64,
     /// Of `budget_used`: the bytes of the compiled circuits the engine holds, each once.
     pub compiled_bytes: u64,

@@ -69,8 +69,9 @@ pub enum cuzk_status {
     /// names the file and what is wrong.
     CompiledCorrupt = 82,
     /// A witness does not belong to the compiled circuit it was to be evaluated with (its type,
-    /// sizes or structure differ): the message names what. The default proving path falls back
-    /// to full synthesis instead; this status comes from explicit witness calls.
+    /// sizes or structure differ): the message names what. From explicit witness calls, and from
+    /// a circuit job whose witness its compiled circuit refused (the type and shape is then
+    /// synthesized in full: submitting it again succeeds).
     WitnessMismatch = 83,
     /// Recording a circuit's constraints during synthesis failed (the synthesis itself is
     /// unaffected).
