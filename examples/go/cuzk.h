@@ -440,8 +440,9 @@ typedef struct cuzk_engine_statistics {
   uint64_t full_partitions;
   // Compiled circuits recorded.
   uint64_t compiled_recorded;
-  // Witnesses refused by their compiled circuit: each failed its job (`CUZK_STATUS_WITNESS_MISMATCH`),
-  // and its type and shape is synthesized in full from then on.
+  // Witnesses refused by their compiled circuit: each failed its job
+  // (`CUZK_STATUS_WITNESS_MISMATCH`), and its type and shape is synthesized in full from
+  // then on.
   uint64_t witness_fallbacks;
   // Of `budget_used`: the bytes of the compiled circuits the engine holds, each once.
   uint64_t compiled_bytes;

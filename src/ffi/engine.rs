@@ -150,8 +150,9 @@ pub struct cuzk_engine_statistics {
     pub full_partitions: u64,
     /// Compiled circuits recorded.
     pub compiled_recorded: u64,
-    /// Witnesses refused by their compiled circuit: each failed its job (`CUZK_STATUS_WITNESS_MISMATCH`),
-    /// and its type and shape is synthesized in full from then on.
+    /// Witnesses refused by their compiled circuit: each failed its job
+    /// (`CUZK_STATUS_WITNESS_MISMATCH`), and its type and shape is synthesized in full from
+    /// then on.
     pub witness_fallbacks: u64,
     /// Of `budget_used`: the bytes of the compiled circuits the engine holds, each once.
     pub compiled_bytes: u64,
