@@ -280,9 +280,10 @@ type EngineStats struct {
 	Uptime time.Duration
 	// The engine's pool.
 	Pool PoolStats
-	// Circuit partitions synthesized witness-only and in full (the recording ones and the
-	// fallbacks included); compiled circuits recorded; witnesses refused and synthesized in
-	// full instead; the compiled circuits' bytes (in BudgetUsed).
+	// Circuit partitions synthesized witness-only and in full (the recording ones included);
+	// compiled circuits recorded; witnesses refused (each failed its job with
+	// StatusWitnessMismatch, its type and shape synthesized in full from then on); the compiled
+	// circuits' bytes (in BudgetUsed).
 	WitnessPartitions, FullPartitions, CompiledRecorded, WitnessFallbacks, CompiledBytes uint64
 }
 
