@@ -12,6 +12,19 @@ import (
 // cpuEngine starts an engine on the CPU backend, its pool on the heap, one GPU worker.
 func cpuEngine(t *testing.T, mutate func(*EngineConfig)) *Engine {
 	t.Helper()
+	eng, err := NewEngine(cpuConfig(t, mutate))
+	must(t, err)
+	t.Cleanup(func() {
+		if err := eng.Close(); err != nil && !errors.Is(err, ErrClosed) {
+			t.Error(err)
+		}
+	})
+	return eng
+}
+
+// cpuConfig is cpuEngine's configuration.
+func cpuConfig(t *testing.T, mutate func(*EngineConfig)) EngineConfig {
+	t.Helper()
 	cfg := DefaultEngineConfig()
 	if cfg.Backend != Auto || cfg.Pacer != PacerPI || cfg.BudgetBytes != 0 || cfg.Memory != BestAvailable {
 		t.Fatalf("unexpected defaults %+v", cfg)
@@ -23,14 +36,7 @@ func cpuEngine(t *testing.T, mutate func(*EngineConfig)) *Engine {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	eng, err := NewEngine(cfg)
-	must(t, err)
-	t.Cleanup(func() {
-		if err := eng.Close(); err != nil && !errors.Is(err, ErrClosed) {
-			t.Error(err)
-		}
-	})
-	return eng
+	return cfg
 }
 
 func enginePool(t *testing.T, eng *Engine) *Pool {
