@@ -335,8 +335,11 @@ func (eng *Engine) SubmitWindowPoStWithVanilla(priority int32, proofType Registe
 // GenerateSinglePartitionWindowPoStWithVanilla is filecoin-ffi's (and Curio's)
 // GenerateSinglePartitionWindowPoStWithVanilla on the process-wide Filecoin engine: proofs are
 // the vanilla proofs of one partition's sectors only, in sector order, partitionIndex the
-// partition's index in the deadline. The partitions' ProofBytes concatenated in index order
-// are the Window PoSt (filecoin-proofs' merge_window_post_partition_proofs).
+// partition's index in the Window PoSt (one SubmitWindowedPoSt message's partitions, from 0).
+// The partitions' ProofBytes concatenated in index order are the Window PoSt (filecoin-proofs'
+// merge_window_post_partition_proofs). An index past the partitions one Window PoSt of the
+// proof type holds (the miner actor's limit: 10 for 32 and 64 GiB sectors, 3000 for the test
+// sizes) is refused with StatusInvalidArgument.
 func GenerateSinglePartitionWindowPoStWithVanilla(proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte, partitionIndex uint) (*PartitionProof, error) {
 	return (*Engine)(nil).GenerateSinglePartitionWindowPoStWithVanilla(proofType, minerID, randomness, proofs, partitionIndex)
 }

@@ -160,3 +160,21 @@ func TestEngineFinalizerDoesNotHoldOtherFinalizers(t *testing.T) {
 		}
 	}
 }
+
+// A FilecoinJob holds its engine (a Submit… method's receiver) as a Job does.
+func TestFilecoinJobKeepsItsEngine(t *testing.T) {
+	f, randomness, vanilla := loadWinningFixture(t)
+	eng, err := NewEngine(cpuConfig(t, nil))
+	must(t, err)
+	finalized := watchFinalizer(eng)
+	job, err := eng.SubmitWinningPoStWithVanilla(PriorityDefault, f.ProofType, f.Miner, randomness, vanilla)
+	must(t, err)
+	eng = nil
+	expectKeptThenFreed(t, finalized, job, func() {
+		b, err := job.Wait()
+		must(t, err)
+		if len(b) != ProofBytes {
+			t.Fatalf("Winning PoSt: %d bytes", len(b))
+		}
+	})
+}
