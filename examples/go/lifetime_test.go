@@ -57,12 +57,7 @@ func expectKeptThenFreed(t *testing.T, finalized <-chan struct{}, job interface{
 // A job holds its engine: an engine no longer referenced is not finalized (closed, its job
 // cancelled) while the job is, and the job's Wait gives its proofs.
 func TestAJobKeepsItsEngine(t *testing.T) {
-	wide, public, aux := wideCircuit(t, 1<<12)
-	params, err := GenerateInsecureDevelopmentParams(wide, 2)
-	must(t, err)
-	defer params.Close()
-	vk, err := params.VerifyingKey()
-	must(t, err)
+	wide, public, aux, params, vk := wideSetup(t, 1<<12)
 	// Not cpuEngine: its cleanup would hold the engine.
 	eng, err := NewEngine(cpuConfig(t, nil))
 	must(t, err)
@@ -76,23 +71,14 @@ func TestAJobKeepsItsEngine(t *testing.T) {
 	expectKeptThenFreed(t, finalized, job, func() {
 		proofs, err := job.Wait()
 		must(t, err)
-		for i, proof := range proofs {
-			ok, err := Verify(vk, proof, public)
-			must(t, err)
-			if !ok {
-				t.Fatalf("proof %d does not verify", i)
-			}
-		}
+		verifyAll(t, "the job", vk, proofs, public)
 	})
 }
 
 // An engine's finalizer closes it off the runtime's finalizer goroutine: while the engine's
 // Close waits for the partition its worker proves, other objects' finalizers still run.
 func TestEngineFinalizerDoesNotHoldOtherFinalizers(t *testing.T) {
-	wide, public, aux := wideCircuit(t, 1<<13)
-	params, err := GenerateInsecureDevelopmentParams(wide, 2)
-	must(t, err)
-	defer params.Close()
+	wide, public, aux, params, _ := wideSetup(t, 1<<13)
 	eng, err := NewEngine(cpuConfig(t, func(c *EngineConfig) { c.Pacer = PacerBoundedQueue; c.PacerDepth = 1 }))
 	must(t, err)
 	finalized := watchFinalizer(eng)
@@ -108,16 +94,7 @@ func TestEngineFinalizerDoesNotHoldOtherFinalizers(t *testing.T) {
 	}
 	job, err := eng.Submit(params, wideJob(t, wide, pool, public, aux, 2), nil, nil, 0)
 	must(t, err)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
-		st, err := eng.Stats()
-		must(t, err)
-		if st.OnGPU == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the job never reached the worker: %+v", st)
-		}
-	}
+	waitOnWorker(t, eng)
 	if p, err := job.Progress(); err != nil || p.Total != 2 || p.Finished {
 		t.Fatalf("progress of the job on the worker: %+v, %v", p, err)
 	}
