@@ -135,6 +135,11 @@ func (cfg EngineConfig) cConfig() (C.struct_cuzk_engine_config, error) {
 // Engine is cuzk's proving engine: jobs of synthesized partitions (assignments) from any
 // goroutine, proved on its GPU workers under one host memory budget. Safe for concurrent
 // use. Close stops it; its jobs outlive it (those not over fail with StatusCancelled).
+//
+// Each Job and FilecoinJob of the engine holds it until the job is closed, so an engine that
+// is no longer referenced but still has unclosed jobs is not collected: dropping the *Engine
+// does not cancel its jobs. An engine that is collected without Close is closed by its
+// finalizer on a goroutine of its own (finalizeEngine).
 type Engine struct{ h handle }
 
 // NewEngine starts an engine (its threads and pool).
@@ -148,9 +153,15 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		return nil, err
 	}
 	eng := &Engine{handle{ptr: unsafe.Pointer(out)}}
-	runtime.SetFinalizer(eng, func(e *Engine) { e.Close() })
+	runtime.SetFinalizer(eng, finalizeEngine)
 	return eng, nil
 }
+
+// finalizeEngine closes an engine nobody references (its jobs included: each holds it). Close
+// joins the engine's threads, which waits for the proofs under way to finish (seconds to
+// minutes); the runtime runs every finalizer of the process on one goroutine, so the close
+// runs on a goroutine of its own and the other finalizers are not held up meanwhile.
+func finalizeEngine(e *Engine) { go e.Close() }
 
 // Pool is a handle on the engine's own pool: make a job's assignments there
 // (NewR1CSAssignment, Checkout for raw ones), so their bytes are the ones the engine's
@@ -236,7 +247,7 @@ func (eng *Engine) Submit(params *Params, assignments []*Assignment, r, s [][]by
 	if err != nil {
 		return nil, err
 	}
-	core, err := newJobCore(engineJobKind, unsafe.Pointer(out))
+	core, err := newJobCore(engineJobKind, unsafe.Pointer(out), eng)
 	if err != nil {
 		return nil, err
 	}
@@ -328,6 +339,12 @@ func (eng *Engine) Stats() (EngineStats, error) {
 // Close stops the engine: jobs not yet over fail with StatusCancelled (their Wait says so),
 // proofs under way finish, its threads are joined. It waits for Submit, Stats and Pool calls
 // under way. A second Close returns ErrClosed.
+//
+// With jobs in flight: Close blocks until the partitions on a GPU worker are proved (their
+// proofs are dropped) and cancels the rest; each job is then over, its Wait returns
+// StatusCancelled (a job whose proofs all came back before gives them), its Progress and
+// OnProgress still work, and it must still be closed. A FilecoinJob of the engine is the
+// same.
 func (eng *Engine) Close() error {
 	runtime.SetFinalizer(eng, nil)
 	return closeWith(&eng.h, func(p unsafe.Pointer) { C.cuzk_engine_free((*C.struct_cuzk_engine)(p)) })
@@ -335,7 +352,8 @@ func (eng *Engine) Close() error {
 
 // Job is a job submitted to an Engine. Safe for concurrent use: Cancel, Progress and Close
 // may be called while other goroutines Wait. Close it when done (it cancels a job not yet
-// over). Its Cancel, Progress, OnProgress and Close are a FilecoinJob's (job.go).
+// over). Until then it holds its engine (the engine is not collected while the job is
+// referenced). Its Cancel, Progress, OnProgress and Close are a FilecoinJob's (job.go).
 //
 // Wait blocks on the binding's own progress callback until the job is over and only then
 // takes the result (cuzk_job_wait, which returns at once then), so that Close can interrupt a

@@ -12,6 +12,19 @@ import (
 // cpuEngine starts an engine on the CPU backend, its pool on the heap, one GPU worker.
 func cpuEngine(t *testing.T, mutate func(*EngineConfig)) *Engine {
 	t.Helper()
+	eng, err := NewEngine(cpuConfig(t, mutate))
+	must(t, err)
+	t.Cleanup(func() {
+		if err := eng.Close(); err != nil && !errors.Is(err, ErrClosed) {
+			t.Error(err)
+		}
+	})
+	return eng
+}
+
+// cpuConfig is cpuEngine's configuration.
+func cpuConfig(t *testing.T, mutate func(*EngineConfig)) EngineConfig {
+	t.Helper()
 	cfg := DefaultEngineConfig()
 	if cfg.Backend != Auto || cfg.Pacer != PacerPI || cfg.BudgetBytes != 0 || cfg.Memory != BestAvailable {
 		t.Fatalf("unexpected defaults %+v", cfg)
@@ -23,14 +36,7 @@ func cpuEngine(t *testing.T, mutate func(*EngineConfig)) *Engine {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	eng, err := NewEngine(cfg)
-	must(t, err)
-	t.Cleanup(func() {
-		if err := eng.Close(); err != nil && !errors.Is(err, ErrClosed) {
-			t.Error(err)
-		}
-	})
-	return eng
+	return cfg
 }
 
 func enginePool(t *testing.T, eng *Engine) *Pool {
@@ -228,6 +234,19 @@ func wideCircuit(t *testing.T, n int) (*R1CS, [][]byte, [][]byte) {
 	return r, [][]byte{ScalarFromInt64(99)}, aux
 }
 
+// wideSetup is the wide circuit of n constraints, its parameters (closed at the test's end)
+// and their verifying key.
+func wideSetup(t *testing.T, n int) (wide *R1CS, public, aux [][]byte, params *Params, vk []byte) {
+	t.Helper()
+	wide, public, aux = wideCircuit(t, n)
+	params, err := GenerateInsecureDevelopmentParams(wide, 2)
+	must(t, err)
+	t.Cleanup(func() { params.Close() })
+	vk, err = params.VerifyingKey()
+	must(t, err)
+	return wide, public, aux, params, vk
+}
+
 // wideJob synthesizes n partitions of the wide circuit in pool.
 func wideJob(t *testing.T, r *R1CS, pool *Pool, public, aux [][]byte, n int) []*Assignment {
 	t.Helper()
@@ -240,14 +259,36 @@ func wideJob(t *testing.T, r *R1CS, pool *Pool, public, aux [][]byte, n int) []*
 	return as
 }
 
+// verifyAll checks that each of what's proofs (of one public input) verifies.
+func verifyAll(t *testing.T, what string, vk []byte, proofs, public [][]byte) {
+	t.Helper()
+	for i, proof := range proofs {
+		ok, err := Verify(vk, proof, public)
+		must(t, err)
+		if !ok {
+			t.Fatalf("proof %d of %s does not verify", i, what)
+		}
+	}
+}
+
+// waitOnWorker waits until a partition is on the engine's (only) worker.
+func waitOnWorker(t *testing.T, eng *Engine) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		st, err := eng.Stats()
+		must(t, err)
+		if st.OnGPU == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no partition reached the worker: %+v", st)
+		}
+	}
+}
+
 func TestEngineCancelAJobWaitingBehindALongOne(t *testing.T) {
 	f := setup(t, 8)
-	wide, public, aux := wideCircuit(t, 1<<12)
-	wideParams, err := GenerateInsecureDevelopmentParams(wide, 2)
-	must(t, err)
-	defer wideParams.Close()
-	wideVK, err := wideParams.VerifyingKey()
-	must(t, err)
+	wide, public, aux, wideParams, wideVK := wideSetup(t, 1<<12)
 	eng := cpuEngine(t, func(c *EngineConfig) { c.Pacer = PacerBoundedQueue; c.PacerDepth = 1 })
 	pool := enginePool(t, eng)
 
@@ -255,18 +296,7 @@ func TestEngineCancelAJobWaitingBehindALongOne(t *testing.T) {
 	must(t, err)
 	defer long.Close()
 	// Once the only worker proves the long job's first partition, a later job waits.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st, err := eng.Stats()
-		must(t, err)
-		if st.OnGPU == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the long job never reached the worker: %+v", st)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitOnWorker(t, eng)
 	as, _ := toyAssignments(t, f.r1cs, pool, 3, 1)
 	short, err := eng.Submit(f.params, as, nil, nil, 0)
 	must(t, err)
@@ -301,13 +331,7 @@ func TestEngineCancelAJobWaitingBehindALongOne(t *testing.T) {
 	// The long job is not affected.
 	proofs, err := long.Wait()
 	must(t, err)
-	for i, proof := range proofs {
-		ok, err := Verify(wideVK, proof, public)
-		must(t, err)
-		if !ok {
-			t.Fatalf("proof %d of the long job does not verify", i)
-		}
-	}
+	verifyAll(t, "the long job", wideVK, proofs, public)
 	st, err := eng.Stats()
 	must(t, err)
 	if st.JobsDone != 1 || st.JobsFailed != 1 || st.PartitionsDone != 3 || st.PartitionsDropped != 1 {

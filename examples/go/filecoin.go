@@ -124,17 +124,19 @@ func withEngine(eng *Engine, f func(pe *C.struct_cuzk_engine) error) error {
 
 // FilecoinJob is a Filecoin proof submitted to an engine (a Submit… call). Safe for concurrent
 // use: Cancel, Progress and OnProgress may be called while another goroutine Waits. Close it
-// when done (it cancels a job not yet over, then waits for a Wait under way to return). Its
-// Cancel, Progress, OnProgress and Close are a Job's (job.go). Every blocking Filecoin call is
-// its Submit… twin, then Wait.
+// when done (it cancels a job not yet over, then waits for a Wait under way to return); until
+// then it holds its Engine (a Submit… method's receiver), as a Job does. Its Cancel, Progress,
+// OnProgress and Close are a Job's (job.go). Every blocking Filecoin call is its Submit…
+// twin, then Wait.
 type FilecoinJob struct{ *jobCore }
 
-// submitted takes a job a cuzk_filecoin_submit_* call wrote.
-func submitted(p *C.struct_cuzk_filecoin_job, err error) (*FilecoinJob, error) {
+// submitted takes a job a cuzk_filecoin_submit_* call wrote on eng (nil: the process-wide
+// Filecoin engine), which the job holds until it is closed.
+func submitted(eng *Engine, p *C.struct_cuzk_filecoin_job, err error) (*FilecoinJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	core, err := newJobCore(filecoinJobKind, unsafe.Pointer(p))
+	core, err := newJobCore(filecoinJobKind, unsafe.Pointer(p), eng)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +200,7 @@ func (eng *Engine) SubmitSealCommitPhase2(priority int32, phase1Output []byte, s
 			return C.cuzk_filecoin_submit_seal_commit_phase2(pe, C.int32_t(priority), p, n, C.uint64_t(sectorNum), id, &job, e)
 		})
 	})
-	return submitted(job, err)
+	return submitted(eng, job, err)
 }
 
 // GenerateUpdateProofWithVanilla is Curio's (and filecoin-ffi's)
@@ -272,7 +274,7 @@ func (eng *Engine) update(priority int32, proofType RegisteredUpdateProof, comms
 			return C.cuzk_filecoin_submit_snap_prove(pe, pr, typ, arr, n, cs[0], cs[1], cs[2], &job, e)
 		})
 	})
-	return submitted(job, err)
+	return submitted(eng, job, err)
 }
 
 // GenerateWinningPoStWithVanilla is filecoin-ffi's GenerateWinningPoStWithVanilla on the
@@ -333,8 +335,11 @@ func (eng *Engine) SubmitWindowPoStWithVanilla(priority int32, proofType Registe
 // GenerateSinglePartitionWindowPoStWithVanilla is filecoin-ffi's (and Curio's)
 // GenerateSinglePartitionWindowPoStWithVanilla on the process-wide Filecoin engine: proofs are
 // the vanilla proofs of one partition's sectors only, in sector order, partitionIndex the
-// partition's index in the deadline. The partitions' ProofBytes concatenated in index order
-// are the Window PoSt (filecoin-proofs' merge_window_post_partition_proofs).
+// partition's index in the Window PoSt (one SubmitWindowedPoSt message's partitions, from 0).
+// The partitions' ProofBytes concatenated in index order are the Window PoSt (filecoin-proofs'
+// merge_window_post_partition_proofs). An index past the partitions one Window PoSt of the
+// proof type holds (the miner actor's limit: 10 for 32 and 64 GiB sectors, 3000 for the test
+// sizes) is refused with StatusInvalidArgument.
 func GenerateSinglePartitionWindowPoStWithVanilla(proofType RegisteredPoStProof, minerID ActorID, randomness PoStRandomness, proofs [][]byte, partitionIndex uint) (*PartitionProof, error) {
 	return (*Engine)(nil).GenerateSinglePartitionWindowPoStWithVanilla(proofType, minerID, randomness, proofs, partitionIndex)
 }
@@ -397,5 +402,5 @@ func (eng *Engine) post(kind postKind, partition uint, priority int32, proofType
 			}
 		})
 	})
-	return submitted(job, err)
+	return submitted(eng, job, err)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -74,6 +75,15 @@ func TestFilecoinBadInputIsAnError(t *testing.T) {
 	if _, err := GenerateUpdateProofWithCommitments(0, c, c, c[:5], nil); status(err) != StatusInvalidArgument {
 		t.Fatalf("short commitment: %v", err)
 	}
+	// A partition index past the 10 partitions of 2349 sectors one 32 GiB Window PoSt holds:
+	// refused first, for what it is (the vanilla proof is garbage too).
+	_, err := GenerateSinglePartitionWindowPoStWithVanilla(RegisteredPoStProof_StackedDrgWindow32GiBV1_1, 1000,
+		make([]byte, 32), [][]byte{{1}}, 2999)
+	var e *Error
+	if !errors.As(err, &e) || e.Status != StatusInvalidArgument ||
+		!strings.Contains(e.Message, "partition index 2999") || !strings.Contains(e.Message, "at most 10 partitions") {
+		t.Fatalf("partition index 2999 of a 32 GiB Window PoSt: %v", err)
+	}
 }
 
 // winningFixture is what the Rust test (tests/filecoin.rs) writes for this test: the inputs of
@@ -86,9 +96,11 @@ type winningFixture struct {
 	ParamCache string              `json:"param_cache"`
 }
 
-// Runs when CUZK_FILECOIN_FIXTURES names the directory `cargo test --features filecoin --test
-// filecoin` wrote (<target>/tmp/filecoin-fixtures) and the library has the feature.
-func TestFilecoinWinningPoStProves(t *testing.T) {
+// loadWinningFixture reads the fixture and points filecoin-proofs at its parameters; it skips
+// the test unless CUZK_FILECOIN_FIXTURES names the directory `cargo test --features filecoin
+// --test filecoin` wrote (<target>/tmp/filecoin-fixtures) and the library has the feature.
+func loadWinningFixture(t *testing.T) (f winningFixture, randomness []byte, vanilla [][]byte) {
+	t.Helper()
 	if !FilecoinAvailable() {
 		t.Skip("the library was built without the filecoin feature")
 	}
@@ -98,18 +110,21 @@ func TestFilecoinWinningPoStProves(t *testing.T) {
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, "winning.json"))
 	must(t, err)
-	var f winningFixture
 	must(t, json.Unmarshal(raw, &f))
 	// Read once by filecoin-proofs, at its first use in this process.
 	must(t, os.Setenv("FIL_PROOFS_PARAMETER_CACHE", f.ParamCache))
-	randomness, err := hex.DecodeString(f.Randomness)
+	randomness, err = hex.DecodeString(f.Randomness)
 	must(t, err)
-	var vanilla [][]byte
 	for _, v := range f.Vanilla {
 		b, err := hex.DecodeString(v)
 		must(t, err)
 		vanilla = append(vanilla, b)
 	}
+	return f, randomness, vanilla
+}
+
+func TestFilecoinWinningPoStProves(t *testing.T) {
+	f, randomness, vanilla := loadWinningFixture(t)
 	// Called as Curio calls ffidirect (curio_test.go), on the process-wide Filecoin engine.
 	var ffi curioFFIDirect = (*Engine)(nil)
 	proofs, err := ffi.GenerateWinningPoStWithVanilla(f.ProofType, f.Miner, randomness, vanilla)

@@ -47,16 +47,24 @@ var filecoinJobKind = &jobKind{
 // cuzk_filecoin_job_on_progress, through a cgo.Handle: no Go pointer is stored in C); it
 // forwards to OnProgress's f and tells a Wait that needs it when the job is over. An abandoned
 // job is closed by the core's finalizer.
+//
+// The core holds the job's *Engine until the job is closed: while a job is referenced its
+// engine is too, so the engine's finalizer (which closes the engine and so cancels its jobs)
+// cannot run under a job still in use. Go runs the finalizer of an object that references
+// another first, so an abandoned job is closed before its engine.
 type jobCore struct {
 	h    handle
 	kind *jobKind
 	sink *progressSink // the job's progress (progress.go)
+	// eng is the engine the job runs on (nil: the process-wide Filecoin engine), held until
+	// Close; only written, never read: it is there to be reachable.
+	eng *Engine
 }
 
-// newJobCore takes the library's job p of this kind and registers the binding's callback;
-// on failure the job is freed.
-func newJobCore(kind *jobKind, p unsafe.Pointer) (*jobCore, error) {
-	j := &jobCore{h: handle{ptr: p}, kind: kind, sink: newProgressSink()}
+// newJobCore takes the library's job p of this kind on eng (nil: the process-wide Filecoin
+// engine) and registers the binding's callback; on failure the job is freed.
+func newJobCore(kind *jobKind, p unsafe.Pointer, eng *Engine) (*jobCore, error) {
+	j := &jobCore{h: handle{ptr: p}, kind: kind, sink: newProgressSink(), eng: eng}
 	runtime.SetFinalizer(j, func(j *jobCore) { j.Close() })
 	err := call(func(e **C.char) C.enum_cuzk_status { return kind.watch(p, C.uintptr_t(j.sink.handle), e) })
 	if err != nil {
@@ -125,5 +133,7 @@ func (j *jobCore) Close() error {
 		// The *_free returned: the library never calls the job's callback again, and the
 		// Waits under way for the final event are released (ErrClosed).
 		j.sink.release()
+		// The job no longer needs its engine (only the Close that took p gets here).
+		j.eng = nil
 	})
 }

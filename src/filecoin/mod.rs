@@ -57,12 +57,12 @@ pub use self::job::{
 };
 pub use self::params::{clear_parameter_cache, parameter_path, ParamsKind};
 pub use self::porep::{seal_commit_phase2, submit_seal_commit_phase2, submit_seal_commit_phase2_typed};
-pub use self::post::MAX_PARTITIONS_PER_DEADLINE;
 pub use self::post::{
     generate_single_partition_window_post_with_vanilla, generate_window_post_with_vanilla,
     generate_winning_post_with_vanilla, submit_single_partition_window_post_with_vanilla,
     submit_window_post_with_vanilla, submit_winning_post_with_vanilla,
 };
+pub use self::post::{window_post_partitions_max, ADDRESSED_SECTORS_MAX, MAX_PARTITIONS_PER_DEADLINE};
 pub use self::update::{
     generate_empty_sector_update_proof_with_vanilla, generate_update_proof_with_vanilla,
     submit_empty_sector_update_proof_with_vanilla, submit_update_proof_with_vanilla,

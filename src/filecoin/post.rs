@@ -18,6 +18,21 @@ use crate::filecoin::RegisteredPoStProof;
 /// single-partition Window PoSt's index is below it.
 pub const MAX_PARTITIONS_PER_DEADLINE: usize = 3000;
 
+/// The most sectors one Window PoSt may prove (the miner actor's `ADDRESSED_SECTORS_MAX`: the
+/// sector infos one `SubmitWindowedPoSt` message may make it load).
+pub const ADDRESSED_SECTORS_MAX: usize = 25_000;
+
+/// How many partitions one Window PoSt of partitions of `sectors_per_partition` sectors may
+/// hold: the miner actor's `load_partitions_sectors_max`, the most partitions one
+/// `SubmitWindowedPoSt` message proves (10 for 32 and 64 GiB sectors, 3000 for the small test
+/// sizes). A partition index is its place in that PoSt (the actor verifies the message's
+/// partitions as one proof, from partition 0; Curio proves one partition a message, index 0),
+/// so it is below this bound; the index also sizes the sectors that fill the places before the
+/// partition when it is checked, at most this bound times `sectors_per_partition`.
+pub fn window_post_partitions_max(sectors_per_partition: usize) -> usize {
+    (ADDRESSED_SECTORS_MAX / sectors_per_partition.max(1)).min(MAX_PARTITIONS_PER_DEADLINE)
+}
+
 /// Proves a Window PoSt from the vanilla proofs of its sectors on the process-wide engine, at
 /// [`PRIORITY_WINDOW_POST`](super::PRIORITY_WINDOW_POST), as filecoin-proofs-api's
 /// `post::generate_window_post_with_vanilla`: `vanilla_proofs` are the bincode bytes of
@@ -77,7 +92,9 @@ pub fn submit_window_post_with_vanilla(
 ///
 /// # Errors
 /// As [`generate_window_post_with_vanilla`]; also more vanilla proofs than one partition holds,
-/// and `partition_index` ≥ [`MAX_PARTITIONS_PER_DEADLINE`].
+/// and `partition_index` ≥ [`window_post_partitions_max`] of the proof type's partition size
+/// (10 for 32 and 64 GiB sectors, [`MAX_PARTITIONS_PER_DEADLINE`] for the test sizes), refused
+/// before the vanilla proofs are read.
 pub fn generate_single_partition_window_post_with_vanilla(
     proof_type: RegisteredPoStProof,
     randomness: &[u8; 32],
@@ -109,11 +126,6 @@ pub fn submit_single_partition_window_post_with_vanilla(
     partition_index: usize,
     options: Options<'_>,
 ) -> Result<ProofJob> {
-    if partition_index >= MAX_PARTITIONS_PER_DEADLINE {
-        return Err(Error::InvalidArgument(format!(
-            "partition index {partition_index}: a deadline has at most {MAX_PARTITIONS_PER_DEADLINE} partitions"
-        )));
-    }
     post(
         Which::WindowPartition(partition_index),
         proof_type,
@@ -206,6 +218,16 @@ fn post(
             "{proof_type:?} is a {:?} PoSt proof type, not a {typ:?} one",
             config.typ
         )));
+    }
+    if let Which::WindowPartition(k) = which {
+        let max = window_post_partitions_max(config.sector_count);
+        if k >= max {
+            return Err(Error::InvalidArgument(format!(
+                "partition index {k}: a Window PoSt of {proof_type:?} holds at most {max} partitions \
+                 of {} sectors (index below {max})",
+                config.sector_count
+            )));
+        }
     }
     if vanilla_proofs.is_empty() {
         return Err(Error::InvalidArgument("no vanilla proofs".into()));
@@ -383,4 +405,58 @@ fn post_inner<Tree: 'static + MerkleTreeTrait>(
         report,
         start,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A single partition's index is refused past the partitions one Window PoSt of its
+    /// proof type holds, before its vanilla proofs are read (garbage here): an index the
+    /// bound admits gets as far as decoding them.
+    #[test]
+    fn a_partition_index_past_the_proof_types_partitions_is_refused_first() {
+        let garbage = [vec![0u8; 8]];
+        let submit = |proof_type, k| {
+            submit_single_partition_window_post_with_vanilla(
+                proof_type,
+                &[0; 32],
+                [0; 32],
+                &garbage,
+                k,
+                Options::default(),
+            )
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+        };
+        for (proof_type, per_partition, max) in [
+            (RegisteredPoStProof::StackedDrgWindow32GiBV1_2, 2349, 10),
+            (RegisteredPoStProof::StackedDrgWindow64GiBV1_2, 2300, 10),
+            (
+                RegisteredPoStProof::StackedDrgWindow2KiBV1_2,
+                2,
+                MAX_PARTITIONS_PER_DEADLINE,
+            ),
+        ] {
+            assert_eq!(proof_type.as_v1_config().sector_count, per_partition);
+            assert_eq!(window_post_partitions_max(per_partition), max);
+            for k in [max, max + 1, usize::MAX] {
+                let err = submit(proof_type, k);
+                assert!(
+                    err.contains(&format!("partition index {k}")) && err.contains(&format!("at most {max} partitions")),
+                    "{proof_type:?}, index {k}: {err}"
+                );
+            }
+            let err = submit(proof_type, max - 1);
+            assert!(
+                err.contains("vanilla proof 0"),
+                "{proof_type:?}, index {}: {err}",
+                max - 1
+            );
+        }
+        // The issue's case: ~7 M filler sectors before this check.
+        let err = submit(RegisteredPoStProof::StackedDrgWindow32GiBV1_2, 2999);
+        assert!(err.starts_with("invalid argument: partition index 2999"), "{err}");
+    }
 }
