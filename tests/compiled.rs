@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use bellpepper_core::{ConstraintSystem, LinearCombination, SynthesisError};
 use blstrs::Scalar;
-use cuzk::compiled::hash::Hasher128;
 use cuzk::compiled::{CircuitShape, CompiledCircuit, CompiledCircuits, WitnessCs};
 use cuzk::testing::Synthetic;
 use cuzk::{BackendChoice, Circuit, Error, PinnedPool, PoolConfig, Prover, ProvingAssignment};
@@ -753,17 +752,6 @@ fn the_fingerprint_is_the_structure_not_the_witness_and_pool_recording_agrees() 
     assert_eq!(pool.stats().bytes_in_use, 0);
 }
 
-/// Sets a file image's length and checksum as a writer would (the checksum is a public hash:
-/// no barrier to a crafted file).
-fn reseal(b: &mut [u8]) {
-    let len = b.len() as u64;
-    b[16..24].copy_from_slice(&len.to_le_bytes());
-    let mut h = Hasher128::new();
-    h.bytes(&b[..24]);
-    h.bytes_parallel(&b[40..]);
-    b[24..40].copy_from_slice(&h.finish().to_le_bytes());
-}
-
 /// A compiled-circuit file from its eleven header fields (inputs, aux, constraints, trace,
 /// constants, non-zeros of A, B, C, type-name length, fingerprint low and high) and payload.
 fn craft(fields: [u64; 11], payload: &[u8]) -> Vec<u8> {
@@ -775,7 +763,7 @@ fn craft(fields: [u64; 11], payload: &[u8]) -> Vec<u8> {
         b.extend_from_slice(&f.to_le_bytes());
     }
     b.extend_from_slice(payload);
-    reseal(&mut b);
+    cuzk::compiled::file::seal(&mut b);
     b
 }
 
@@ -847,7 +835,7 @@ fn a_file_claiming_another_fingerprint_is_refused() {
     let mut bytes = std::fs::read(&path).unwrap();
     // Fields 9 and 10 (bytes 112..128): Y's file claims X's fingerprint, checksum fixed up.
     bytes[112..128].copy_from_slice(&x.fingerprint().to_le_bytes());
-    reseal(&mut bytes);
+    cuzk::compiled::file::seal(&mut bytes);
     let err = load_bytes(&dir, "claims-x", &bytes).unwrap_err();
     assert!(
         matches!(err, Error::CompiledCorrupt { .. }) && err.to_string().contains("fingerprint"),
@@ -856,7 +844,7 @@ fn a_file_claiming_another_fingerprint_is_refused() {
     // One bit of the fingerprint.
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[112] ^= 1;
-    reseal(&mut bytes);
+    cuzk::compiled::file::seal(&mut bytes);
     let err = load_bytes(&dir, "flipped", &bytes).unwrap_err();
     assert!(err.to_string().contains("fingerprint"), "{err}");
     // The file as written loads, with its own fingerprint.
@@ -948,7 +936,7 @@ fn a_crafted_file_is_set_aside_and_the_proof_comes_from_full_synthesis() {
     own.save(&file).unwrap();
     let mut claims_other = std::fs::read(&file).unwrap();
     claims_other[112..128].copy_from_slice(&other.fingerprint().to_le_bytes());
-    reseal(&mut claims_other);
+    cuzk::compiled::file::seal(&mut claims_other);
     for (label, bytes) in [
         ("huge type name", huge_type_name()),
         ("another fingerprint", claims_other),
