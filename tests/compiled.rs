@@ -847,6 +847,22 @@ fn a_file_claiming_another_fingerprint_is_refused() {
     cuzk::compiled::file::seal(&mut bytes);
     let err = load_bytes(&dir, "flipped", &bytes).unwrap_err();
     assert!(err.to_string().contains("fingerprint"), "{err}");
+    // A padding byte (after A's row offsets: 9 words, 4 bytes of padding; the fingerprint
+    // does not cover it): an accepted file would not be the one its circuit writes. Found by
+    // the compiled_file fuzz target (fuzz/corpus/compiled_file/regression-padding).
+    let x_path = dir.join("x.r1cs");
+    x.save(&x_path).unwrap();
+    let mut bytes = std::fs::read(&x_path).unwrap();
+    let padding_at = 128 + 24 + 32 * x.constants().len() + 4 * (x.num_constraints() + 1);
+    assert!(
+        x.num_constraints() % 2 == 0,
+        "an odd number of row offsets, so padding follows"
+    );
+    assert_eq!(bytes[padding_at..padding_at + 4], [0; 4]);
+    bytes[padding_at] = 0x89;
+    cuzk::compiled::file::seal(&mut bytes);
+    let err = load_bytes(&dir, "padding", &bytes).unwrap_err();
+    assert!(err.to_string().contains("padding"), "{err}");
     // The file as written loads, with its own fingerprint.
     assert_eq!(CompiledCircuit::load(&path).unwrap().fingerprint(), y.fingerprint());
     std::fs::remove_dir_all(&dir).unwrap();

@@ -17,9 +17,9 @@
 //! place, so a reader never sees a half-written file. Loading reads the file into memory the
 //! process owns (see below), then checks, in order: the magic, the version (another version is
 //! *stale*: record again), the length (a shorter file is *truncated*), the checksum
-//! (*corrupt*), that the sections add up — every length with overflow-checked arithmetic —,
-//! that the matrices are well formed, and that the stored fingerprint is the one the contents
-//! hash to. Every failure is an error naming the file and what was wrong, never a panic.
+//! (*corrupt*), that the sections add up — every length with overflow-checked arithmetic —
+//! and their padding is zero, that the matrices are well formed, and that the stored
+//! fingerprint is the one the contents hash to. Every failure is an error naming the file and what was wrong, never a panic.
 //!
 //! ## Why read, not map
 //! A memory-mapped file truncated on disk after load raises SIGBUS at the next read of a page
@@ -346,6 +346,11 @@ fn parse(image: Image) -> std::result::Result<CompiledCircuit, Problem> {
             .and_then(|padded| start.checked_add(padded))
             .filter(|&e| e <= bytes.len())
             .ok_or_else(|| corrupt(format!("{what} ({len} bytes at {start}) runs past the end of the file")))?;
+        // The padding is zero, as written: one circuit has one file (the fingerprint does not
+        // cover the padding; the checksum does, so a crafted file could vary it).
+        if bytes[start + len..end].iter().any(|&b| b != 0) {
+            return Err(corrupt(format!("{what} at {start}: padding after it is not zero")));
+        }
         at = end;
         Ok(start)
     };
