@@ -863,6 +863,12 @@ fn a_file_claiming_another_fingerprint_is_refused() {
     cuzk::compiled::file::seal(&mut bytes);
     let err = load_bytes(&dir, "padding", &bytes).unwrap_err();
     assert!(err.to_string().contains("padding"), "{err}");
+    // The reserved header field (also found by the fuzz target: regression-reserved).
+    let mut bytes = std::fs::read(&x_path).unwrap();
+    bytes[14] = 4;
+    cuzk::compiled::file::seal(&mut bytes);
+    let err = load_bytes(&dir, "reserved", &bytes).unwrap_err();
+    assert!(err.to_string().contains("reserved"), "{err}");
     // The file as written loads, with its own fingerprint.
     assert_eq!(CompiledCircuit::load(&path).unwrap().fingerprint(), y.fingerprint());
     std::fs::remove_dir_all(&dir).unwrap();

@@ -16,10 +16,11 @@
 //! save, so savers sharing a directory never write the same temporary file) and renamed into
 //! place, so a reader never sees a half-written file. Loading reads the file into memory the
 //! process owns (see below), then checks, in order: the magic, the version (another version is
-//! *stale*: record again), the length (a shorter file is *truncated*), the checksum
-//! (*corrupt*), that the sections add up — every length with overflow-checked arithmetic —
-//! and their padding is zero, that the matrices are well formed, and that the stored
-//! fingerprint is the one the contents hash to. Every failure is an error naming the file and what was wrong, never a panic.
+//! *stale*: record again), the reserved field (zero), the length (a shorter file is
+//! *truncated*), the checksum (*corrupt*), that the sections add up — every length with
+//! overflow-checked arithmetic — and their padding is zero, that the matrices are well formed,
+//! and that the stored fingerprint is the one the contents hash to. Every failure is an error
+//! naming the file and what was wrong, never a panic.
 //!
 //! ## Why read, not map
 //! A memory-mapped file truncated on disk after load raises SIGBUS at the next read of a page
@@ -286,6 +287,9 @@ fn header(bytes: &[u8], file_len: u64) -> std::result::Result<(), Problem> {
     let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
     if version != FORMAT_VERSION {
         return Err(Problem::Stale(version));
+    }
+    if bytes[12..16] != [0; 4] {
+        return corrupt("the reserved header field is not zero".into());
     }
     let announced = u64_at(bytes, 16);
     if announced > file_len {
