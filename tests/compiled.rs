@@ -751,3 +751,241 @@ fn the_fingerprint_is_the_structure_not_the_witness_and_pool_recording_agrees() 
     drop(pa);
     assert_eq!(pool.stats().bytes_in_use, 0);
 }
+
+/// A compiled-circuit file from its eleven header fields (inputs, aux, constraints, trace,
+/// constants, non-zeros of A, B, C, type-name length, fingerprint low and high) and payload.
+fn craft(fields: [u64; 11], payload: &[u8]) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(b"CUZKR1CS");
+    b.extend_from_slice(&cuzk::compiled::file::FORMAT_VERSION.to_le_bytes());
+    b.extend_from_slice(&[0; 4 + 8 + 16]);
+    for f in fields {
+        b.extend_from_slice(&f.to_le_bytes());
+    }
+    b.extend_from_slice(payload);
+    cuzk::compiled::file::seal(&mut b);
+    b
+}
+
+/// A crafted file whose type-name length is near `u64::MAX`: rounded up to 8 bytes it wrapped
+/// to 0, so the section walk consumed nothing, added up, and the type-name slice panicked.
+fn huge_type_name() -> Vec<u8> {
+    // One input, no constraints: one row, two row offsets (8 bytes) per matrix.
+    craft([1, 0, 0, 0, 0, 0, 0, 0, u64::MAX, 0, 0], &[0; 24])
+}
+
+fn load_bytes(dir: &Path, label: &str, bytes: &[u8]) -> cuzk::Result<CompiledCircuit> {
+    let path = dir.join(format!("{label}.r1cs"));
+    std::fs::write(&path, bytes).unwrap();
+    let loaded = std::panic::catch_unwind(|| CompiledCircuit::load(&path))
+        .unwrap_or_else(|_| panic!("{label}: the loader panicked instead of refusing the file"));
+    assert_eq!(
+        loaded.as_ref().err().map(|e| e.to_string()),
+        CompiledCircuit::from_file_bytes(bytes)
+            .err()
+            .map(|e| e.to_string().replace("<bytes>", &path.display().to_string())),
+        "{label}: loading from bytes answers as loading the file"
+    );
+    loaded
+}
+
+#[test]
+fn crafted_lengths_and_empty_sections_are_refused_with_an_error() {
+    let dir = temp_dir("crafted");
+    let err = load_bytes(&dir, "huge-name", &huge_type_name()).unwrap_err();
+    assert!(matches!(err, Error::CompiledCorrupt { .. }), "{err}");
+    // Every count at the edges of overflow, each alone: an error, never a panic.
+    let edges = [
+        u64::MAX,
+        u64::MAX - 6,
+        1 << 63,
+        1 << 62,
+        (1 << 62) - 1,
+        1 << 61,
+        1 << 32,
+    ];
+    for field in [0, 1, 2, 4, 5, 6, 7, 8] {
+        for &v in &edges {
+            let mut fields = [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+            fields[field] = v;
+            let label = format!("field{field}-{v:x}");
+            let err = load_bytes(&dir, &label, &craft(fields, &[0; 24])).unwrap_err();
+            assert!(matches!(err, Error::CompiledCorrupt { .. }), "{label}: {err}");
+        }
+    }
+    // Every section empty (no inputs, no rows beyond the offsets' one word): not a circuit.
+    let err = load_bytes(&dir, "empty", &craft([0; 11], &[0; 24])).unwrap_err();
+    assert!(matches!(err, Error::CompiledCorrupt { .. }), "{err}");
+    // The header alone, and a payload that is not a multiple of 8 bytes.
+    for (label, payload) in [("header-only", &[][..]), ("odd", &[0u8; 13][..])] {
+        let err = load_bytes(&dir, label, &craft([1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], payload)).unwrap_err();
+        assert!(matches!(err, Error::CompiledCorrupt { .. }), "{label}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_file_claiming_another_fingerprint_is_refused() {
+    let dir = temp_dir("fingerprint");
+    let (_, x) = CompiledCircuit::record(Synthetic::new(8), None, None).unwrap();
+    let (_, y) = CompiledCircuit::record(Synthetic::new(9), None, None).unwrap();
+    assert_ne!(x.fingerprint(), y.fingerprint());
+    let path = dir.join("y.r1cs");
+    y.save(&path).unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    // Fields 9 and 10 (bytes 112..128): Y's file claims X's fingerprint, checksum fixed up.
+    bytes[112..128].copy_from_slice(&x.fingerprint().to_le_bytes());
+    cuzk::compiled::file::seal(&mut bytes);
+    let err = load_bytes(&dir, "claims-x", &bytes).unwrap_err();
+    assert!(
+        matches!(err, Error::CompiledCorrupt { .. }) && err.to_string().contains("fingerprint"),
+        "{err}"
+    );
+    // One bit of the fingerprint.
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[112] ^= 1;
+    cuzk::compiled::file::seal(&mut bytes);
+    let err = load_bytes(&dir, "flipped", &bytes).unwrap_err();
+    assert!(err.to_string().contains("fingerprint"), "{err}");
+    // A padding byte (after A's row offsets: 9 words, 4 bytes of padding; the fingerprint
+    // does not cover it): an accepted file would not be the one its circuit writes. Found by
+    // the compiled_file fuzz target (fuzz/corpus/compiled_file/regression-padding).
+    let x_path = dir.join("x.r1cs");
+    x.save(&x_path).unwrap();
+    let mut bytes = std::fs::read(&x_path).unwrap();
+    let padding_at = 128 + 24 + 32 * x.constants().len() + 4 * (x.num_constraints() + 1);
+    assert!(
+        x.num_constraints() % 2 == 0,
+        "an odd number of row offsets, so padding follows"
+    );
+    assert_eq!(bytes[padding_at..padding_at + 4], [0; 4]);
+    bytes[padding_at] = 0x89;
+    cuzk::compiled::file::seal(&mut bytes);
+    let err = load_bytes(&dir, "padding", &bytes).unwrap_err();
+    assert!(err.to_string().contains("padding"), "{err}");
+    // The reserved header field (also found by the fuzz target: regression-reserved).
+    let mut bytes = std::fs::read(&x_path).unwrap();
+    bytes[14] = 4;
+    cuzk::compiled::file::seal(&mut bytes);
+    let err = load_bytes(&dir, "reserved", &bytes).unwrap_err();
+    assert!(err.to_string().contains("reserved"), "{err}");
+    // The file as written loads, with its own fingerprint.
+    assert_eq!(CompiledCircuit::load(&path).unwrap().fingerprint(), y.fingerprint());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_file_truncated_on_disk_after_load_does_not_fault_the_evaluation() {
+    let dir = temp_dir("truncated-after");
+    let circuit = Synthetic {
+        bit_percent: 80,
+        ..Synthetic::new(14)
+    };
+    let (_, compiled) = CompiledCircuit::record(circuit.clone(), None, None).unwrap();
+    let path = dir.join("c.r1cs");
+    compiled.save(&path).unwrap();
+    let loaded = CompiledCircuit::load(&path).unwrap();
+    // Another process cuts the file (a mapping of it would now fault past the cut).
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(128)
+        .unwrap();
+    let second = circuit.with_seed(rand::random());
+    let witness = WitnessCs::new().synthesize(second.clone()).unwrap();
+    assert_same(
+        "after truncation",
+        &full(second),
+        &loaded.assignment(&witness, None).unwrap(),
+    );
+    // Loading it now is refused.
+    let err = CompiledCircuit::load(&path).unwrap_err();
+    assert!(err.to_string().contains("truncated"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn writers_in_one_process_sharing_a_directory_do_not_share_a_temporary_file() {
+    let dir = temp_dir("writers");
+    let (_, compiled) = CompiledCircuit::record(Synthetic::new(12), None, None).unwrap();
+    let compiled = Arc::new(compiled);
+    let path = dir.join("shared.r1cs");
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let (c, path) = (Arc::clone(&compiled), path.clone());
+                s.spawn(move || {
+                    (0..10)
+                        .filter_map(|_| c.save(&path).err().map(|e| e.to_string()))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    assert!(
+        failures.is_empty(),
+        "{} saves failed: {:?}",
+        failures.len(),
+        failures.first()
+    );
+    assert_eq!(
+        CompiledCircuit::load(&path).unwrap().fingerprint(),
+        compiled.fingerprint()
+    );
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "no temporary file left: {left:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_crafted_file_is_set_aside_and_the_proof_comes_from_full_synthesis() {
+    let circuit = Synthetic::new(8);
+    let mut rng = common::rng("crafted-prove");
+    let (bp_params, params, _) = common::params_for(&circuit, &mut rng);
+    let type_name = std::any::type_name::<Synthetic>();
+    let shape = CircuitShape::of_params(&params);
+    let (_, other) = CompiledCircuit::record(Synthetic::new(9), None, None).unwrap();
+    let dir = temp_dir("crafted-prove");
+    let file = dir.join(CompiledCircuits::file_name(type_name, shape));
+    let refused = dir.join(format!("{}.refused", file.file_name().unwrap().to_string_lossy()));
+    // A file that panicked the loader; then one that claims another circuit's fingerprint.
+    let (_, own) = CompiledCircuit::record(circuit.clone(), None, None).unwrap();
+    own.save(&file).unwrap();
+    let mut claims_other = std::fs::read(&file).unwrap();
+    claims_other[112..128].copy_from_slice(&other.fingerprint().to_le_bytes());
+    cuzk::compiled::file::seal(&mut claims_other);
+    for (label, bytes) in [
+        ("huge type name", huge_type_name()),
+        ("another fingerprint", claims_other),
+    ] {
+        std::fs::write(&file, &bytes).unwrap();
+        let prover = cpu().with_compiled_dir(&dir);
+        let r = Scalar::random(&mut rng);
+        let s = Scalar::random(&mut rng);
+        let expected = common::bellperson_proof(circuit.clone(), &bp_params, r, s);
+        let proofs = prover
+            .prove_with_randomness(vec![circuit.clone()], &params, &[r], &[s])
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
+        assert_eq!(proofs[0].to_bytes().as_slice(), expected.as_slice(), "{label}");
+        let st = prover.witness_stats();
+        assert_eq!(
+            (st.compiled_refused, st.recorded, st.full),
+            (1, 1, 1),
+            "{label}: {st:?}"
+        );
+        // Set aside, and replaced by the circuit recorded in the same pass.
+        assert_eq!(
+            std::fs::read(&refused).unwrap(),
+            bytes,
+            "{label}: the refused file kept aside"
+        );
+        let again = CompiledCircuits::with_dir(&dir).get(type_name, shape).unwrap().unwrap();
+        assert_eq!(again.fingerprint(), own.fingerprint(), "{label}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

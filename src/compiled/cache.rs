@@ -8,7 +8,27 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::circuit::{CircuitShape, CompiledCircuit};
-use crate::error::Result;
+use crate::error::{Error, Result};
+
+/// The name a refused file is moved to: `<file>.refused` (replacing an older one).
+fn refused_name(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".refused");
+    PathBuf::from(name)
+}
+
+/// Moves a refused file aside (logged; a failure to move it is logged too: the caller's
+/// in-process record of the refusal still holds).
+fn set_aside(path: &Path) {
+    let to = refused_name(path);
+    match std::fs::rename(path, &to) {
+        Ok(()) => log::warn!("compiled circuit file refused: moved to {}", to.display()),
+        Err(e) => log::warn!(
+            "compiled circuit file {} refused; could not move it aside: {e}",
+            path.display()
+        ),
+    }
+}
 
 type Key = (String, CircuitShape);
 
@@ -68,7 +88,10 @@ impl CompiledCircuits {
     /// The compiled circuit of `circuit_type` at `shape`, from memory or, with a directory,
     /// from its file (then kept in memory). A stale or corrupt file is an error naming it (the
     /// caller records the circuit again and [`insert`](Self::insert)s it, which replaces the
-    /// file); a missing file is `Ok(None)`.
+    /// file); a corrupt one — or one holding another type or shape — is also moved aside to
+    /// `<file>.refused` first, so that the refusal outlives the process: later loads find no
+    /// file and synthesize in full (and record) instead of failing on it again. A missing file
+    /// is `Ok(None)`.
     ///
     /// # Errors
     /// What [`CompiledCircuit::load`] returns, except a missing file.
@@ -84,19 +107,30 @@ impl CompiledCircuits {
         if !path.exists() {
             return Ok(None);
         }
-        let loaded = CompiledCircuit::load(&path)?;
-        if loaded.circuit_type() != circuit_type || loaded.shape() != shape {
-            return Err(crate::Error::CompiledCorrupt {
-                path,
-                reason: format!(
-                    "holds {} at {:?}, expected {circuit_type} at {shape:?}",
-                    loaded.circuit_type(),
-                    loaded.shape()
-                ),
-            });
-        }
+        let loaded = CompiledCircuit::load(&path).and_then(|loaded| {
+            if loaded.circuit_type() != circuit_type || loaded.shape() != shape {
+                return Err(Error::CompiledCorrupt {
+                    path: path.clone(),
+                    reason: format!(
+                        "holds {} at {:?}, expected {circuit_type} at {shape:?}",
+                        loaded.circuit_type(),
+                        loaded.shape()
+                    ),
+                });
+            }
+            Ok(loaded)
+        });
+        let loaded = match loaded {
+            Ok(loaded) => loaded,
+            Err(e) => {
+                if matches!(e, Error::CompiledCorrupt { .. }) {
+                    set_aside(&path);
+                }
+                return Err(e);
+            }
+        };
         log::info!(
-            "compiled circuit {circuit_type} ({} constraints) mapped from {}",
+            "compiled circuit {circuit_type} ({} constraints) read from {}",
             loaded.num_constraints(),
             path.display()
         );
@@ -123,7 +157,7 @@ impl CompiledCircuits {
             .lock()
             .insert((circuit.circuit_type().to_string(), shape), Arc::clone(&circuit));
         if let Some(dir) = &self.dir {
-            std::fs::create_dir_all(dir).map_err(|source| crate::Error::CompiledIo {
+            std::fs::create_dir_all(dir).map_err(|source| Error::CompiledIo {
                 path: dir.clone(),
                 source,
             })?;

@@ -183,7 +183,8 @@ impl CompiledCircuit {
         self.r1cs.trace.value()
     }
 
-    /// Whether the matrices are read from a memory-mapped file.
+    /// Whether the matrices were loaded from a file (they lie in the file's image, read into
+    /// memory once at load: [`file`](mod@crate::compiled::file)).
     pub fn is_mapped(&self) -> bool {
         self.r1cs.matrices.iter().any(Matrix::is_mapped)
     }

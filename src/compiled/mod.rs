@@ -12,7 +12,8 @@
 //!    appends become the last rows. The result, a [`CompiledCircuit`], also holds the
 //!    densities that synthesis tracked, the sizes, a structure trace and a 128-bit
 //!    fingerprint. It is kept per (type, shape) in [`CompiledCircuits`] and optionally saved
-//!    to a file (versioned, checksummed, memory-mapped on load: [`file`](mod@file)).
+//!    to a file (versioned, checksummed, read into memory and checked on load:
+//!    [`file`](mod@file)).
 //! 2. **Witness only.** Every later partition is synthesized into a [`WitnessCs`]: it computes
 //!    the inputs and aux values only (`enforce` never calls its closures) and writes aux
 //!    compact ([`CompactAux`]: a bitmap of 0/1 values, their bits, the other values packed;

@@ -86,7 +86,7 @@ impl Matrix {
         (&self.columns()[s..e], &self.coefficients()[s..e])
     }
 
-    /// Whether the arrays come from a memory-mapped file.
+    /// Whether the arrays come from a file (they lie in its image, read once at load).
     pub fn is_mapped(&self) -> bool {
         self.row_starts.is_mapped() || self.columns.is_mapped() || self.coefficients.is_mapped()
     }

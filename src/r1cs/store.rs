@@ -1,15 +1,20 @@
-//! Arrays of a compiled circuit: owned, or borrowed from a memory-mapped file.
+//! Arrays of a compiled circuit: owned, or borrowed from the image of the file it was loaded
+//! from.
 //!
-//! A compiled circuit loaded from a file keeps its matrices in the file's mapping (no copy;
-//! the kernel pages them in on first use). The one unsafe step — viewing mapped bytes as
+//! A compiled circuit loaded from a file keeps its matrices in the file's image: the file read
+//! once into memory the process owns (not a mapping: a file truncated or rewritten on disk
+//! after load can neither fault the process nor change what was checked), shared by every
+//! array cut from it (no copy per array). The one unsafe step — viewing image bytes as
 //! `u32`/`u64` words — lives here, fenced by the checks that make it sound: the section lies
-//! inside the mapping, starts at a multiple of the word size (the mapping is page-aligned and
-//! the file format aligns every section to 8 bytes), and the host is little-endian (the
-//! file's byte order; on a big-endian host the loader copies instead).
+//! inside the image, starts at an address aligned for the word (the allocator aligns the
+//! image, the file format aligns every section to 8 bytes; otherwise the words are copied
+//! out), and the host is little-endian (the file's byte order; on a big-endian host the
+//! loader copies instead).
 
 use std::sync::Arc;
 
-use memmap2::Mmap;
+/// A file's bytes, read into memory once and shared by the arrays cut from it.
+pub(crate) type Image = Arc<Vec<u8>>;
 
 /// Plain words that any bit pattern is a valid value of.
 pub(crate) trait Word: Copy + Send + Sync + 'static {
@@ -37,18 +42,18 @@ impl Word for u64 {
     }
 }
 
-/// `len` words, owned or inside a shared file mapping.
+/// `len` words, owned or inside a shared file image.
 #[derive(Clone)]
 pub(crate) enum Store<T: Word> {
     Owned(Vec<T>),
-    Mapped { map: Arc<Mmap>, offset: usize, len: usize },
+    InImage { image: Image, offset: usize, len: usize },
 }
 
 impl<T: Word> std::fmt::Debug for Store<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Store::Owned(v) => write!(f, "Owned({} words)", v.len()),
-            Store::Mapped { offset, len, .. } => write!(f, "Mapped({len} words at byte {offset})"),
+            Store::InImage { offset, len, .. } => write!(f, "InImage({len} words at byte {offset})"),
         }
     }
 }
@@ -60,17 +65,17 @@ impl<T: Word> Default for Store<T> {
 }
 
 impl<T: Word> Store<T> {
-    /// A view of `len` words at byte `offset` of `map`; copied out instead when the view
+    /// A view of `len` words at byte `offset` of `image`; copied out instead when the view
     /// could not be a plain slice (misaligned, or a big-endian host). `None` when the range
-    /// lies outside the mapping.
-    pub(crate) fn from_map(map: &Arc<Mmap>, offset: usize, len: usize) -> Option<Self> {
+    /// lies outside the image.
+    pub(crate) fn from_image(image: &Image, offset: usize, len: usize) -> Option<Self> {
         let bytes = len.checked_mul(T::SIZE)?;
         let end = offset.checked_add(bytes)?;
-        let section = map.get(offset..end)?;
+        let section = image.get(offset..end)?;
         let aligned = (section.as_ptr() as usize) % std::mem::align_of::<T>() == 0;
         if aligned && cfg!(target_endian = "little") {
-            Some(Store::Mapped {
-                map: Arc::clone(map),
+            Some(Store::InImage {
+                image: Arc::clone(image),
                 offset,
                 len,
             })
@@ -83,16 +88,14 @@ impl<T: Word> Store<T> {
     pub(crate) fn as_slice(&self) -> &[T] {
         match self {
             Store::Owned(v) => v,
-            Store::Mapped { map, offset, len } => {
-                let section = &map[*offset..*offset + *len * T::SIZE];
-                // SAFETY: `from_map` built this variant only for a range inside the mapping
+            Store::InImage { image, offset, len } => {
+                let section = &image[*offset..*offset + *len * T::SIZE];
+                // SAFETY: `from_image` built this variant only for a range inside the image
                 // (re-sliced above, so a bad range would panic, not read out of bounds), whose
                 // start is aligned for `T`, on a little-endian host, so the bytes are `len`
                 // valid `T`s in the file's byte order (every bit pattern is a valid u32/u64).
-                // The mapping is read-only and lives as long as `self` (the Arc). A file
-                // changed underneath a live mapping by another process changes what is read,
-                // as with any mapped file: the loader verified a checksum at load, and
-                // compiled-circuit files are written to a temporary name and renamed.
+                // The image is owned memory, never written after load (shared through an
+                // `Arc` without interior mutability), and lives as long as `self`.
                 unsafe { std::slice::from_raw_parts(section.as_ptr().cast::<T>(), *len) }
             }
         }
@@ -102,19 +105,21 @@ impl<T: Word> Store<T> {
     pub(crate) fn len(&self) -> usize {
         match self {
             Store::Owned(v) => v.len(),
-            Store::Mapped { len, .. } => *len,
+            Store::InImage { len, .. } => *len,
         }
     }
 
-    /// Whether the words come from a file mapping.
+    /// Whether the words come from a file's image.
     pub(crate) fn is_mapped(&self) -> bool {
-        matches!(self, Store::Mapped { .. })
+        matches!(self, Store::InImage { .. })
     }
 
     /// The words as little-endian bytes (for hashing and writing).
     pub(crate) fn le_bytes(&self) -> std::borrow::Cow<'_, [u8]> {
         match self {
-            Store::Mapped { map, offset, len } => std::borrow::Cow::Borrowed(&map[*offset..*offset + *len * T::SIZE]),
+            Store::InImage { image, offset, len } => {
+                std::borrow::Cow::Borrowed(&image[*offset..*offset + *len * T::SIZE])
+            }
             Store::Owned(v) => words_le_bytes(v),
         }
     }
