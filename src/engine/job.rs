@@ -1,6 +1,7 @@
 //! Jobs: what a caller submits to the [`Engine`](super::Engine), and the handle it gets back.
 
 use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Weak};
 
 use bellpepper_core::Circuit;
@@ -10,7 +11,7 @@ use parking_lot::{Condvar, Mutex};
 use rand_core::RngCore;
 
 use crate::assignment::ProvingAssignment;
-use crate::error::{Error, Result};
+use crate::error::{panic_message, Error, Result};
 use crate::params::Parameters;
 use crate::proof::Proof;
 use crate::prover::{Prover, Synthesis};
@@ -233,8 +234,25 @@ impl JobShared {
             total: self.total,
             finished: false,
         };
-        if let Some(cb) = st.callback.as_mut() {
-            cb(progress);
+        self.call_back(&mut st, progress);
+    }
+
+    /// Calls the job's progress callback, if any, with `progress`. A panic in it is caught
+    /// (these are engine threads: a synthesis pool, a GPU worker, the dispatcher), logged once
+    /// and the callback dropped: it is never called again, and the job goes on.
+    fn call_back(&self, st: &mut JobOutcome, progress: Progress) {
+        let Some(cb) = st.callback.as_mut() else {
+            return;
+        };
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| cb(progress))) {
+            log::error!(
+                "engine: job {}: its progress callback panicked ({}); it is dropped, the job goes on",
+                self.id,
+                panic_message(&*payload)
+            );
+            let gone = st.callback.take();
+            // Its own drop may panic too.
+            let _ = catch_unwind(AssertUnwindSafe(move || drop(gone)));
         }
     }
 
@@ -254,9 +272,7 @@ impl JobShared {
             total: self.total,
             finished: true,
         };
-        if let Some(cb) = st.callback.as_mut() {
-            cb(progress);
-        }
+        self.call_back(&mut st, progress);
         drop(st);
         self.finished.notify_all();
     }
@@ -335,18 +351,24 @@ impl JobHandle {
     /// this handle, and it should not block, since the engine thread waits for it). If the
     /// job is already over it is called once, now, on this thread. A second call replaces the
     /// callback; once it returns, the old one is never called again.
-    pub fn on_progress(&self, mut callback: ProgressCallback) {
+    ///
+    /// A callback that panics is caught wherever it is called (also here), logged once with
+    /// the job's id and dropped — never called again; the job and the engine go on.
+    pub fn on_progress(&self, callback: ProgressCallback) {
         let mut st = self.shared.state.lock();
+        st.callback = Some(callback);
         if st.over {
-            callback(Progress {
+            let progress = Progress {
                 done: st.done,
                 failed: st.failed,
                 total: self.shared.total,
                 finished: true,
-            });
-            return;
+            };
+            self.shared.call_back(&mut st, progress);
+            let done_with = st.callback.take();
+            drop(st);
+            drop(done_with);
         }
-        st.callback = Some(callback);
     }
 
     /// Cancels the job: its partitions not yet on a GPU (not dispatched, in synthesis, or
