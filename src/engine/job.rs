@@ -65,6 +65,21 @@ impl Partition {
         }
     }
 
+    /// A circuit always synthesized in full, whatever the witness path (a retry after a proof
+    /// failed verification).
+    #[cfg_attr(not(feature = "filecoin"), allow(dead_code))]
+    pub(crate) fn circuit_in_full<C: Circuit<Scalar> + Send + 'static>(circuit: C) -> Self {
+        Self {
+            kind: PartitionKind::Circuit {
+                circuit_type: std::any::type_name::<C>(),
+                synthesize: Box::new(move |prover: &Prover, params: &Parameters| {
+                    let a = prover.synthesize_for(circuit, params)?;
+                    Ok(Synthesis::Full(Box::new(a)))
+                }),
+            },
+        }
+    }
+
     /// An assignment synthesized already (by [`Prover::synthesize`], best into the engine's
     /// pool through [`Engine::prover`](super::Engine::prover)). Its bytes are charged to the
     /// budget when the job is submitted: past the room left if need be (they exist already;
@@ -278,9 +293,18 @@ impl JobShared {
     }
 }
 
-/// What a handle needs from the engine to cancel its job.
+/// What a handle needs from the engine: to cancel its job, and (Filecoin's retry of a proof
+/// that failed verification) to submit again and forget a compiled circuit.
 pub(crate) trait Canceller: Send + Sync {
     fn cancel(&self, id: u64) -> bool;
+    /// [`Engine::submit`](super::Engine::submit) on the same engine.
+    #[cfg_attr(not(feature = "filecoin"), allow(dead_code))]
+    fn resubmit(self: Arc<Self>, job: Job) -> JobHandle;
+    /// `partitions` of a job proved with `params` failed verification: the compiled circuit
+    /// of `circuit_type` at their shape is dropped (from memory and its file), and the retry
+    /// counted. Returns whether there was one.
+    #[cfg_attr(not(feature = "filecoin"), allow(dead_code))]
+    fn unverified(&self, circuit_type: &str, params: &Parameters, partitions: usize) -> bool;
 }
 
 /// The handle [`Engine::submit`](super::Engine::submit) returns: wait for the proofs, watch
@@ -369,6 +393,12 @@ impl JobHandle {
             drop(st);
             drop(done_with);
         }
+    }
+
+    /// The engine the job runs on, while it lives.
+    #[cfg_attr(not(feature = "filecoin"), allow(dead_code))]
+    pub(crate) fn engine_link(&self) -> Option<Arc<dyn Canceller>> {
+        self.engine.upgrade()
     }
 
     /// Cancels the job: its partitions not yet on a GPU (not dispatched, in synthesis, or

@@ -113,6 +113,7 @@ pub(super) struct Counters {
     pub(super) urgent_dispatched: u64,
     pub(super) gpu_holds: u64,
     pub(super) gpu_holds_released: u64,
+    pub(super) verification_retries: u64,
     pub(super) evicted_pool_bytes: usize,
     pub(super) evicted_params: u64,
     pub(super) evicted_params_host_bytes: usize,
@@ -323,6 +324,23 @@ impl Canceller for Shared {
         self.dispatch_cv.notify_all();
         deferred.run();
         running
+    }
+
+    fn resubmit(self: Arc<Self>, job: crate::engine::Job) -> crate::engine::JobHandle {
+        self.submit(job)
+    }
+
+    fn unverified(&self, circuit_type: &str, params: &Parameters, partitions: usize) -> bool {
+        let shape = crate::compiled::CircuitShape::of_params(params);
+        let dropped = self.synth_prover.compiled_circuits().remove(circuit_type, shape);
+        let mut st = self.state.lock();
+        st.counters.verification_retries += partitions as u64;
+        self.charge_compiled(&mut st);
+        log::warn!(
+            "engine: {partitions} partition(s) of {circuit_type} failed verification: retried in full{}",
+            if dropped { ", its compiled circuit dropped" } else { "" }
+        );
+        dropped
     }
 }
 

@@ -60,6 +60,10 @@ pub struct EngineStats {
     /// checkout waited for room during the urgent synthesis (the bytes it waits for may be
     /// held by that work): an urgent job never waits on bytes only that work frees.
     pub gpu_holds_released: u64,
+    /// Partitions proved again by full synthesis because their proof failed verification
+    /// (Filecoin's check against the verifying key), their compiled circuit dropped (from
+    /// memory and its file): a compiled circuit that makes wrong proofs is used once.
+    pub verification_retries: u64,
     /// Partitions being proved.
     pub on_gpu: usize,
     /// Jobs not yet over.
