@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use bellpepper_core::{Circuit, ConstraintSystem, LinearCombination, SynthesisError, Variable};
+use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
 use ff::Field;
 use rand_core::RngCore;
@@ -16,7 +16,6 @@ use storage_proofs_core::proof::ProofScheme;
 
 use super::params::Loaded;
 use super::{fil_err, guard, Output, Report};
-use crate::assignment::ProvingAssignment;
 use crate::compiled::CompiledCircuit;
 use crate::engine::{Engine, Job, JobHandle, Partition, Progress, ProgressCallback};
 use crate::error::{Error, Result};
@@ -443,80 +442,26 @@ where
 static SKEW_NEXT: AtomicUsize = AtomicUsize::new(0);
 
 /// Test hook: the next Filecoin job submitted to `engine` first puts in its cache a wrong
-/// compiled circuit of its type (one constraint's C off by the constant one, the structure
-/// unchanged, so its witnesses are accepted): its witness-path proofs fail verification.
+/// compiled circuit of its type (one of its constants off by one, the structure unchanged, so
+/// its witnesses are accepted): its witness-path proofs fail verification.
 #[doc(hidden)]
 pub fn skew_next_compiled_circuit(engine: &Engine) {
     SKEW_NEXT.store(engine as *const Engine as usize, Ordering::SeqCst);
 }
 
-/// Records `circuit` with its first constraint's C skewed and puts it in `engine`'s cache.
+/// Records `circuit` with one of its constants off by one and puts it in `engine`'s cache.
 fn skew_compiled<C: Circuit<Scalar>>(engine: &Engine, circuit: C) -> Result<()> {
-    let mut cs = ProvingAssignment::new_heap().with_recording();
-    cs.start()?;
-    circuit.synthesize(&mut Skew {
-        cs: &mut cs,
-        done: false,
-    })?;
-    cs.finish()?;
-    let compiled = CompiledCircuit::take_from(&mut cs, std::any::type_name::<C>())?;
-    engine.prover().compiled_circuits().insert(Arc::new(compiled))
-}
-
-/// A constraint system passing everything through but the first constraint's C, plus one.
-struct Skew<'a, CS> {
-    cs: &'a mut CS,
-    done: bool,
-}
-
-impl<CS: ConstraintSystem<Scalar>> ConstraintSystem<Scalar> for Skew<'_, CS> {
-    type Root = Self;
-
-    fn alloc<F, A, AR>(&mut self, annotation: A, f: F) -> std::result::Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> std::result::Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.cs.alloc(annotation, f)
-    }
-
-    fn alloc_input<F, A, AR>(&mut self, annotation: A, f: F) -> std::result::Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> std::result::Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.cs.alloc_input(annotation, f)
-    }
-
-    fn enforce<A, AR, LA, LB, LC>(&mut self, annotation: A, a: LA, b: LB, c: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-        if self.done {
-            self.cs.enforce(annotation, a, b, c);
-        } else {
-            self.done = true;
-            self.cs.enforce(annotation, a, b, |lc| c(lc) + CS::one());
-        }
-    }
-
-    fn push_namespace<NR: Into<String>, N: FnOnce() -> NR>(&mut self, name_fn: N) {
-        self.cs.get_root().push_namespace(name_fn);
-    }
-
-    fn pop_namespace(&mut self) {
-        self.cs.get_root().pop_namespace();
-    }
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
+    let (_, compiled) = CompiledCircuit::record(circuit, None, None)?;
+    let CompiledCircuit {
+        circuit_type, mut r1cs, ..
+    } = compiled;
+    let constant = r1cs
+        .constants
+        .first_mut()
+        .ok_or_else(|| Error::InvalidArgument("no constant to skew".into()))?;
+    *constant += Scalar::ONE;
+    let skewed = CompiledCircuit::from_recording(&circuit_type, r1cs);
+    engine.prover().compiled_circuits().insert(Arc::new(skewed))
 }
 
 /// The engine's backends' names (`"cpu"`, `"cuda"`), each once.
