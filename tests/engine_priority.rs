@@ -11,11 +11,15 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cuzk::engine::Partition;
 use cuzk::engine::{Engine, EngineBackend, EngineConfig, Job, PacerMode};
 use cuzk::prover::cpu::CpuBackend;
 use cuzk::prover::{Backend, Commitments, Timings};
 use cuzk::testing::{random_parameters, Synthetic};
-use cuzk::{Circuit, ConstraintSystem, Error, HeapAllocator, Parameters, ProvingAssignment, SynthesisError};
+use cuzk::{
+    BackendChoice, CapacityHint, Circuit, ConstraintSystem, Error, HeapAllocator, Parameters, ProvingAssignment,
+    SynthesisError,
+};
 use parking_lot::{Condvar, Mutex};
 
 use common::engine::wait_for;
@@ -208,4 +212,76 @@ fn an_urgent_job_is_proved_right_after_the_partition_in_progress() {
     assert_eq!(stats.urgent_dispatched, 1);
     assert_eq!(stats.gpu_holds, 1, "the GPU held once, for the urgent synthesis");
     assert_eq!(stats.partitions_done, 13);
+}
+
+/// The stall: an urgent partition whose synthesis grows past its reservation (here its
+/// type's hint is too small, as for a refused witness synthesized in full) waits for pool bytes
+/// while the pool's cap is held by ready lower-priority partitions, and the free GPU worker
+/// holds for the urgent one instead of proving them. Before, the urgent job waited the whole
+/// `budget_timeout` and failed; now the worker sees the pool's checkout waiting, proves the
+/// ready work, and the urgent job is proved long before the timeout.
+#[test]
+fn an_urgent_synthesis_waiting_for_pool_bytes_held_by_ready_work_is_not_stalled() {
+    let timeout = Duration::from_secs(8);
+    let low_params = random_parameters(Synthetic::new(K), 7).expect("parameters");
+    let big = Synthetic::new(13);
+    let urgent_params = random_parameters(big.clone(), 8).expect("parameters");
+    let budget = urgent_params.host_bytes() + low_params.host_bytes() + (6 << 20);
+    let engine = Engine::new(EngineConfig {
+        synthesis_workers: 1,
+        pacer: PacerMode::BoundedQueue { depth: 64 },
+        backends: vec![EngineBackend::Choice(BackendChoice::Cpu)],
+        pool_allocator: Some(Box::new(HeapAllocator)),
+        budget_bytes: budget,
+        budget_timeout: timeout,
+        urgent_priority: Some(300),
+        witness_path: false,
+        ..EngineConfig::default()
+    })
+    .unwrap();
+    // The urgent circuit's hint at its domain says half its constraints: its reservation and
+    // first checkouts are about half of what its synthesis takes.
+    engine.hints().record(
+        std::any::type_name::<Slow>(),
+        CapacityHint {
+            constraints: (1 << 12) + 1,
+            inputs: 1,
+            aux: 1,
+        },
+    );
+    let slow = Slow {
+        inner: big.with_seed(3),
+        delay: Duration::from_millis(800),
+    };
+    let start = Instant::now();
+    let urgent = engine.submit(Job::from_circuits(urgent_params, vec![slow]).with_priority(300));
+    wait_for(&engine, DEADLINE, "the urgent partition's first checkouts", |s| {
+        s.urgent_in_synthesis == 1 && s.pool.bytes_in_use > 0
+    });
+    // While it sleeps: the pool's cap filled with lower-priority partitions, synthesized
+    // already, short of room for the urgent synthesis' growth.
+    let mut low = Vec::new();
+    for seed in 0.. {
+        let in_use = engine.stats().pool.bytes_in_use;
+        if in_use + (1 << 20) > budget {
+            break;
+        }
+        let a = engine.prover().synthesize(Synthetic::new(K).with_seed(seed)).unwrap();
+        low.push(Partition::synthesized(a));
+    }
+    let n = low.len();
+    let low = engine.submit(Job::new(low_params, low));
+    let stats = engine.stats();
+    assert_eq!(stats.urgent_in_synthesis, 1, "the urgent one still sleeps: {stats:#?}");
+    let proofs = urgent.wait().expect("the urgent job is proved");
+    assert_eq!(proofs.len(), 1);
+    let waited = start.elapsed();
+    assert!(waited < timeout, "the urgent job waited {waited:?}");
+    assert_eq!(low.wait().unwrap().len(), n);
+    let stats = engine.stats();
+    assert!(stats.gpu_holds_released >= 1, "{stats:#?}");
+    assert!(
+        stats.pool.waits >= 1,
+        "the urgent synthesis waited for the pool: {stats:#?}"
+    );
 }

@@ -440,6 +440,58 @@ fn winning_post_verifies_with_filecoin_proofs_and_rejects_other_randomness() {
     assert!(!api_post::verify_winning_post(&randomness, &out.proof, &wrong, prover_id()).unwrap_or(false));
 }
 
+/// A wrong compiled circuit (here put in the engine's cache by a test hook: one constraint off,
+/// the structure unchanged, so witnesses are accepted and the witness path makes wrong proofs)
+/// costs one retry by full synthesis, counted, and is dropped: the job still returns a proof
+/// filecoin-proofs verifies, and the next proofs (recording the circuit again, then by the
+/// witness path) are right. Before, the job failed, and so would every later one of its type.
+#[test]
+fn a_wrong_compiled_circuit_costs_one_retry_by_full_synthesis_and_is_dropped() {
+    ensure_params(ParamsKind::PoSt(WINNING));
+    let randomness = [5u8; 32];
+    let (vanilla, public) = winning_vanilla(&randomness);
+    let engine = fresh_engine();
+    let prove = || {
+        let out = filecoin::submit_winning_post_with_vanilla(
+            WINNING,
+            &randomness,
+            prover_id(),
+            &vanilla,
+            Options::default().on(&engine),
+        )
+        .unwrap()
+        .wait()
+        .expect("a verified proof");
+        assert!(api_post::verify_winning_post(&randomness, &out.proof, &public, prover_id()).unwrap());
+    };
+    filecoin::skew_next_compiled_circuit(&engine);
+    prove();
+    let stats = engine.stats();
+    assert_eq!(stats.verification_retries, 1, "{stats:#?}");
+    assert_eq!(
+        stats.witness.witness, 1,
+        "the wrong circuit's witness path: {:?}",
+        stats.witness
+    );
+    assert_eq!(stats.compiled_circuits, 0, "the wrong circuit dropped");
+    prove();
+    let stats = engine.stats();
+    assert_eq!(
+        (stats.witness.recorded, stats.compiled_circuits),
+        (1, 1),
+        "{:?}",
+        stats.witness
+    );
+    prove();
+    let stats = engine.stats();
+    assert_eq!(
+        stats.witness.witness, 2,
+        "the circuit recorded again: {:?}",
+        stats.witness
+    );
+    assert_eq!(stats.verification_retries, 1, "no retry after");
+}
+
 /// filecoin-proofs' PoSt circuits for these vanilla proofs, one per partition, built as its
 /// `generate_winning_post_with_vanilla` / `generate_window_post_with_vanilla` build them.
 fn post_circuits(

@@ -166,6 +166,25 @@ impl CompiledCircuits {
         Ok(())
     }
 
+    /// Drops the compiled circuit of `circuit_type` at `shape`: from memory, and its file if
+    /// there is a directory (a circuit that made a proof that failed verification; the next
+    /// synthesis of the type records it again). Returns whether there was one.
+    pub fn remove(&self, circuit_type: &str, shape: CircuitShape) -> bool {
+        let held = self.map.lock().remove(&(circuit_type.to_string(), shape)).is_some();
+        let Some(dir) = &self.dir else {
+            return held;
+        };
+        let path = dir.join(Self::file_name(circuit_type, shape));
+        match std::fs::remove_file(&path) {
+            Ok(()) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => held,
+            Err(e) => {
+                log::warn!("compiled circuit {}: cannot remove it: {e}", path.display());
+                held
+            }
+        }
+    }
+
     /// Number of circuits held in memory.
     pub fn len(&self) -> usize {
         self.map.lock().len()

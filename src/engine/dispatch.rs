@@ -166,6 +166,9 @@ pub(super) fn dispatcher(shared: Arc<Shared>, synth: Arc<rayon::ThreadPool>) {
             witness: circuit.is_some(),
         };
         if urgent {
+            if state.urgent_in_synthesis == 0 {
+                state.urgent_pool_waits = shared.pool.stats().waits;
+            }
             state.urgent_in_synthesis += 1;
             state.counters.urgent_dispatched += 1;
             log::info!(

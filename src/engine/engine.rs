@@ -155,6 +155,7 @@ impl Engine {
                 budget: Budget::new(budget_bytes),
                 in_synthesis: 0,
                 urgent_in_synthesis: 0,
+                urgent_pool_waits: 0,
                 gpu_waiting: 0,
                 on_gpu: 0,
                 shutdown: false,
@@ -221,126 +222,7 @@ impl Engine {
     /// [`Error::BudgetExhausted`] —, the engine shutting down) gets a handle that is already
     /// over, with the reason.
     pub fn submit(&self, job: Job) -> JobHandle {
-        let Job {
-            params,
-            partitions,
-            priority,
-            randomness,
-            label,
-        } = job;
-        let n = partitions.len();
-        let mut st = self.shared.state.lock();
-        let id = st.next_id;
-        st.next_id += 1;
-        let shared_job = JobShared::new(id, n);
-        let handle = JobHandle {
-            shared: shared_job.clone(),
-            engine: {
-                let weak: Weak<dyn Canceller> = Arc::downgrade(&self.shared) as Weak<Shared>;
-                weak
-            },
-        };
-        let (r, s) = match randomness {
-            Randomness::OsRng => {
-                let mut rng = rand_core::OsRng;
-                let r = (0..n).map(|_| Scalar::random(&mut rng)).collect();
-                let s = (0..n).map(|_| Scalar::random(&mut rng)).collect();
-                (r, s)
-            }
-            Randomness::Given { r, s } => (r, s),
-        };
-        let invalid = if n == 0 {
-            Some(Error::InvalidArgument("empty job: nothing to prove".into()))
-        } else if r.len() != n || s.len() != n {
-            Some(Error::InvalidArgument(format!(
-                "{n} partitions need {n} values of r and of s; found {} and {}",
-                r.len(),
-                s.len()
-            )))
-        } else if let Some(requested) = oversized_partition(&partitions, &params, st.budget.limit()) {
-            // The circuit path refuses such a partition at its dispatch; one synthesized
-            // already is refused here, before its bytes are counted, so the budget's limit
-            // holds for both.
-            Some(Error::BudgetExhausted {
-                requested,
-                reserved: st.budget.reserved(),
-                limit: st.budget.limit(),
-                waited: Duration::ZERO,
-            })
-        } else if st.shutdown {
-            Some(Error::Cancelled("the engine shut down".into()))
-        } else if st.live_workers == 0 {
-            Some(Error::NoGpu("every GPU worker's backend of this engine is lost".into()))
-        } else {
-            None
-        };
-        if let Some(e) = invalid {
-            drop(st);
-            log::info!("engine: job {id} '{label}' refused: {e}");
-            shared_job.finish(Err(e), 0);
-            return handle;
-        }
-        let mut entry = JobEntry {
-            shared: shared_job,
-            priority,
-            label,
-            params: params.clone(),
-            r,
-            s,
-            pending: VecDeque::new(),
-            proofs: vec![None; n],
-            done: 0,
-            outstanding: n,
-            error: None,
-            submitted: Instant::now(),
-            synthesis_time: Duration::ZERO,
-            gpu_time: Duration::ZERO,
-            unproved: 0,
-            blocked_since: None,
-            budget_waited: false,
-        };
-        st.hold_params(&params);
-        let mut presynthesized = 0;
-        for (index, p) in partitions.into_iter().enumerate() {
-            match p.kind {
-                PartitionKind::Circuit {
-                    circuit_type,
-                    synthesize,
-                } => entry.pending.push_back(Pending {
-                    index,
-                    circuit_type,
-                    synthesize,
-                }),
-                PartitionKind::Synthesized(assignment) => {
-                    let reserved = assignment_bytes(&assignment);
-                    st.budget.force_reserve(reserved);
-                    st.ready.push(Ready {
-                        job: id,
-                        index,
-                        priority,
-                        work: Synthesis::Full(assignment),
-                        params: params.clone(),
-                        r: entry.r[index],
-                        s: entry.s[index],
-                        reserved,
-                        paced: false,
-                    });
-                    presynthesized += 1;
-                }
-            }
-        }
-        log::info!(
-            "engine: job {id} '{}' submitted: {n} partitions ({presynthesized} synthesized already) of domain 2^{}, priority {priority}",
-            entry.label,
-            params.domain_size().trailing_zeros()
-        );
-        st.jobs.insert(id, entry);
-        drop(st);
-        self.shared.dispatch_cv.notify_all();
-        if presynthesized > 0 {
-            self.shared.gpu_cv.notify_all();
-        }
-        handle
+        self.shared.submit(job)
     }
 
     /// Submits `job` and waits for its proofs.
@@ -542,6 +424,8 @@ impl Engine {
             urgent_in_synthesis: st.urgent_in_synthesis,
             urgent_dispatched: st.counters.urgent_dispatched,
             gpu_holds: st.counters.gpu_holds,
+            gpu_holds_released: st.counters.gpu_holds_released,
+            verification_retries: st.counters.verification_retries,
             on_gpu: st.on_gpu,
             jobs_active: st.jobs.len(),
             jobs_done: st.counters.jobs_done,
@@ -577,5 +461,131 @@ impl Drop for Engine {
                 log::error!("engine: a thread panicked while shutting down");
             }
         }
+    }
+}
+
+impl Shared {
+    /// [`Engine::submit`] (also a handle's resubmission: Filecoin's verification retry).
+    pub(super) fn submit(self: &Arc<Self>, job: Job) -> JobHandle {
+        let Job {
+            params,
+            partitions,
+            priority,
+            randomness,
+            label,
+        } = job;
+        let n = partitions.len();
+        let mut st = self.state.lock();
+        let id = st.next_id;
+        st.next_id += 1;
+        let shared_job = JobShared::new(id, n);
+        let handle = JobHandle {
+            shared: shared_job.clone(),
+            engine: {
+                let weak: Weak<dyn Canceller> = Arc::downgrade(self) as Weak<Shared>;
+                weak
+            },
+        };
+        let (r, s) = match randomness {
+            Randomness::OsRng => {
+                let mut rng = rand_core::OsRng;
+                let r = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+                let s = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+                (r, s)
+            }
+            Randomness::Given { r, s } => (r, s),
+        };
+        let invalid = if n == 0 {
+            Some(Error::InvalidArgument("empty job: nothing to prove".into()))
+        } else if r.len() != n || s.len() != n {
+            Some(Error::InvalidArgument(format!(
+                "{n} partitions need {n} values of r and of s; found {} and {}",
+                r.len(),
+                s.len()
+            )))
+        } else if let Some(requested) = oversized_partition(&partitions, &params, st.budget.limit()) {
+            // The circuit path refuses such a partition at its dispatch; one synthesized
+            // already is refused here, before its bytes are counted, so the budget's limit
+            // holds for both.
+            Some(Error::BudgetExhausted {
+                requested,
+                reserved: st.budget.reserved(),
+                limit: st.budget.limit(),
+                waited: Duration::ZERO,
+            })
+        } else if st.shutdown {
+            Some(Error::Cancelled("the engine shut down".into()))
+        } else if st.live_workers == 0 {
+            Some(Error::NoGpu("every GPU worker's backend of this engine is lost".into()))
+        } else {
+            None
+        };
+        if let Some(e) = invalid {
+            drop(st);
+            log::info!("engine: job {id} '{label}' refused: {e}");
+            shared_job.finish(Err(e), 0);
+            return handle;
+        }
+        let mut entry = JobEntry {
+            shared: shared_job,
+            priority,
+            label,
+            params: params.clone(),
+            r,
+            s,
+            pending: VecDeque::new(),
+            proofs: vec![None; n],
+            done: 0,
+            outstanding: n,
+            error: None,
+            submitted: Instant::now(),
+            synthesis_time: Duration::ZERO,
+            gpu_time: Duration::ZERO,
+            unproved: 0,
+            blocked_since: None,
+            budget_waited: false,
+        };
+        st.hold_params(&params);
+        let mut presynthesized = 0;
+        for (index, p) in partitions.into_iter().enumerate() {
+            match p.kind {
+                PartitionKind::Circuit {
+                    circuit_type,
+                    synthesize,
+                } => entry.pending.push_back(Pending {
+                    index,
+                    circuit_type,
+                    synthesize,
+                }),
+                PartitionKind::Synthesized(assignment) => {
+                    let reserved = assignment_bytes(&assignment);
+                    st.budget.force_reserve(reserved);
+                    st.ready.push(Ready {
+                        job: id,
+                        index,
+                        priority,
+                        work: Synthesis::Full(assignment),
+                        params: params.clone(),
+                        r: entry.r[index],
+                        s: entry.s[index],
+                        reserved,
+                        paced: false,
+                    });
+                    presynthesized += 1;
+                }
+            }
+        }
+        log::info!(
+            "engine: job {id} '{}' submitted: {n} partitions ({presynthesized} synthesized already) of domain 2^{}, priority {priority}",
+            entry.label,
+            params.domain_size().trailing_zeros()
+        );
+        st.jobs.insert(id, entry);
+        drop(st);
+        self.dispatch_cv.notify_all();
+        if presynthesized > 0 {
+            self.gpu_cv.notify_all();
+        }
+        handle
     }
 }

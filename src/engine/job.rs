@@ -1,6 +1,7 @@
 //! Jobs: what a caller submits to the [`Engine`](super::Engine), and the handle it gets back.
 
 use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Weak};
 
 use bellpepper_core::Circuit;
@@ -10,7 +11,7 @@ use parking_lot::{Condvar, Mutex};
 use rand_core::RngCore;
 
 use crate::assignment::ProvingAssignment;
-use crate::error::{Error, Result};
+use crate::error::{panic_message, Error, Result};
 use crate::params::Parameters;
 use crate::proof::Proof;
 use crate::prover::{Prover, Synthesis};
@@ -59,6 +60,21 @@ impl Partition {
                 circuit_type: std::any::type_name::<C>(),
                 synthesize: Box::new(move |prover: &Prover, params: &Parameters| {
                     prover.synthesize_planned(circuit, params)
+                }),
+            },
+        }
+    }
+
+    /// A circuit always synthesized in full, whatever the witness path (a retry after a proof
+    /// failed verification).
+    #[cfg_attr(not(feature = "filecoin"), allow(dead_code))]
+    pub(crate) fn circuit_in_full<C: Circuit<Scalar> + Send + 'static>(circuit: C) -> Self {
+        Self {
+            kind: PartitionKind::Circuit {
+                circuit_type: std::any::type_name::<C>(),
+                synthesize: Box::new(move |prover: &Prover, params: &Parameters| {
+                    let a = prover.synthesize_for(circuit, params)?;
+                    Ok(Synthesis::Full(Box::new(a)))
                 }),
             },
         }
@@ -233,8 +249,25 @@ impl JobShared {
             total: self.total,
             finished: false,
         };
-        if let Some(cb) = st.callback.as_mut() {
-            cb(progress);
+        self.call_back(&mut st, progress);
+    }
+
+    /// Calls the job's progress callback, if any, with `progress`. A panic in it is caught
+    /// (these are engine threads: a synthesis pool, a GPU worker, the dispatcher), logged once
+    /// and the callback dropped: it is never called again, and the job goes on.
+    fn call_back(&self, st: &mut JobOutcome, progress: Progress) {
+        let Some(cb) = st.callback.as_mut() else {
+            return;
+        };
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| cb(progress))) {
+            log::error!(
+                "engine: job {}: its progress callback panicked ({}); it is dropped, the job goes on",
+                self.id,
+                panic_message(&*payload)
+            );
+            let gone = st.callback.take();
+            // Its own drop may panic too.
+            let _ = catch_unwind(AssertUnwindSafe(move || drop(gone)));
         }
     }
 
@@ -254,17 +287,24 @@ impl JobShared {
             total: self.total,
             finished: true,
         };
-        if let Some(cb) = st.callback.as_mut() {
-            cb(progress);
-        }
+        self.call_back(&mut st, progress);
         drop(st);
         self.finished.notify_all();
     }
 }
 
-/// What a handle needs from the engine to cancel its job.
+/// What a handle needs from the engine: to cancel its job, and (Filecoin's retry of a proof
+/// that failed verification) to submit again and forget a compiled circuit.
 pub(crate) trait Canceller: Send + Sync {
     fn cancel(&self, id: u64) -> bool;
+    /// [`Engine::submit`](super::Engine::submit) on the same engine.
+    #[cfg_attr(not(feature = "filecoin"), allow(dead_code))]
+    fn resubmit(self: Arc<Self>, job: Job) -> JobHandle;
+    /// `partitions` of a job proved with `params` failed verification: the compiled circuit
+    /// of `circuit_type` at their shape is dropped (from memory and its file), and the retry
+    /// counted. Returns whether there was one.
+    #[cfg_attr(not(feature = "filecoin"), allow(dead_code))]
+    fn unverified(&self, circuit_type: &str, params: &Parameters, partitions: usize) -> bool;
 }
 
 /// The handle [`Engine::submit`](super::Engine::submit) returns: wait for the proofs, watch
@@ -335,18 +375,30 @@ impl JobHandle {
     /// this handle, and it should not block, since the engine thread waits for it). If the
     /// job is already over it is called once, now, on this thread. A second call replaces the
     /// callback; once it returns, the old one is never called again.
-    pub fn on_progress(&self, mut callback: ProgressCallback) {
+    ///
+    /// A callback that panics is caught wherever it is called (also here), logged once with
+    /// the job's id and dropped — never called again; the job and the engine go on.
+    pub fn on_progress(&self, callback: ProgressCallback) {
         let mut st = self.shared.state.lock();
+        st.callback = Some(callback);
         if st.over {
-            callback(Progress {
+            let progress = Progress {
                 done: st.done,
                 failed: st.failed,
                 total: self.shared.total,
                 finished: true,
-            });
-            return;
+            };
+            self.shared.call_back(&mut st, progress);
+            let done_with = st.callback.take();
+            drop(st);
+            drop(done_with);
         }
-        st.callback = Some(callback);
+    }
+
+    /// The engine the job runs on, while it lives.
+    #[cfg_attr(not(feature = "filecoin"), allow(dead_code))]
+    pub(crate) fn engine_link(&self) -> Option<Arc<dyn Canceller>> {
+        self.engine.upgrade()
     }
 
     /// Cancels the job: its partitions not yet on a GPU (not dispatched, in synthesis, or

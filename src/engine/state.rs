@@ -112,6 +112,8 @@ pub(super) struct Counters {
     pub(super) budget_waits: u64,
     pub(super) urgent_dispatched: u64,
     pub(super) gpu_holds: u64,
+    pub(super) gpu_holds_released: u64,
+    pub(super) verification_retries: u64,
     pub(super) evicted_pool_bytes: usize,
     pub(super) evicted_params: u64,
     pub(super) evicted_params_host_bytes: usize,
@@ -134,6 +136,9 @@ pub(super) struct State {
     pub(super) in_synthesis: usize,
     /// Of `in_synthesis`, partitions of urgent jobs (dispatched past the pacer).
     pub(super) urgent_in_synthesis: usize,
+    /// The pool's `waits` when the urgent syntheses in flight began (see
+    /// [`Shared::pool_contended`]).
+    pub(super) urgent_pool_waits: u64,
     /// GPU workers waiting on `gpu_cv` (idle, or holding for an urgent partition).
     pub(super) gpu_waiting: usize,
     pub(super) on_gpu: usize,
@@ -225,6 +230,15 @@ impl Shared {
         self.start.elapsed()
     }
 
+    /// Whether a pool checkout has waited for room since the urgent syntheses in flight began.
+    /// Then a GPU worker no longer holds for them: the bytes an urgent synthesis that grew past
+    /// its reservation waits for may be held by ready lower-priority partitions, which only a
+    /// proof frees (a checkout of another synthesis makes this true too: the hold is then
+    /// given up early, never a stall).
+    pub(super) fn pool_contended(&self, st: &State) -> bool {
+        self.pool.stats().waits > st.urgent_pool_waits
+    }
+
     /// Whether a job of `priority` is urgent.
     pub(super) fn is_urgent(&self, priority: i32) -> bool {
         self.urgent_priority.is_some_and(|u| priority >= u)
@@ -310,6 +324,23 @@ impl Canceller for Shared {
         self.dispatch_cv.notify_all();
         deferred.run();
         running
+    }
+
+    fn resubmit(self: Arc<Self>, job: crate::engine::Job) -> crate::engine::JobHandle {
+        self.submit(job)
+    }
+
+    fn unverified(&self, circuit_type: &str, params: &Parameters, partitions: usize) -> bool {
+        let shape = crate::compiled::CircuitShape::of_params(params);
+        let dropped = self.synth_prover.compiled_circuits().remove(circuit_type, shape);
+        let mut st = self.state.lock();
+        st.counters.verification_retries += partitions as u64;
+        self.charge_compiled(&mut st);
+        log::warn!(
+            "engine: {partitions} partition(s) of {circuit_type} failed verification: retried in full{}",
+            if dropped { ", its compiled circuit dropped" } else { "" }
+        );
+        dropped
     }
 }
 

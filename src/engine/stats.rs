@@ -56,6 +56,14 @@ pub struct EngineStats {
     /// Times a GPU worker waited for an urgent partition's synthesis instead of starting
     /// lower-priority work that was ready.
     pub gpu_holds: u64,
+    /// Times a holding GPU worker went back to the ready lower-priority work because a pool
+    /// checkout waited for room during the urgent synthesis (the bytes it waits for may be
+    /// held by that work): an urgent job never waits on bytes only that work frees.
+    pub gpu_holds_released: u64,
+    /// Partitions proved again by full synthesis because their proof failed verification
+    /// (Filecoin's check against the verifying key), their compiled circuit dropped (from
+    /// memory and its file): a compiled circuit that makes wrong proofs is used once.
+    pub verification_retries: u64,
     /// Partitions being proved.
     pub on_gpu: usize,
     /// Jobs not yet over.

@@ -2,7 +2,7 @@
 //! synthesis (and its true-up in the budget), the GPU workers' proving loop, and how a lost
 //! backend ends a GPU worker.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
 
@@ -10,6 +10,10 @@ use super::budget::synthesis_held_bytes;
 use super::state::{ema, unless_panic, Deferred, Dispatched, Pending, Ready, Shared, State};
 use crate::error::Error;
 use crate::prover::{Prover, Synthesis};
+
+/// How often a GPU worker holding for an urgent synthesis checks whether the pool has a
+/// checkout waiting for room (see [`Shared::pool_contended`]).
+const HOLD_RECHECK: Duration = Duration::from_millis(10);
 
 /// A synthesis worker's task: synthesizes partition `work`, trues its reservation up and
 /// hands it to the GPU workers (or drops it, its job failed or gone).
@@ -148,9 +152,17 @@ pub(super) fn gpu_worker(shared: &Shared, worker: usize, prover: Prover) {
             if let Some(i) = best {
                 // An urgent partition in synthesis that no other waiting worker will take
                 // when it is ready: this worker keeps itself free for it instead of
-                // starting lower-priority work.
-                let hold = !shared.is_urgent(st.ready[i].priority) && st.urgent_in_synthesis > st.gpu_waiting;
-                if !hold {
+                // starting lower-priority work — unless a pool checkout waits meanwhile
+                // (that synthesis may wait for bytes the ready work holds).
+                let wanted = !shared.is_urgent(st.ready[i].priority) && st.urgent_in_synthesis > st.gpu_waiting;
+                if !wanted {
+                    break st.ready.swap_remove(i);
+                }
+                if shared.pool_contended(&st) {
+                    st.counters.gpu_holds_released += 1;
+                    log::info!(
+                        "engine: GPU worker {worker} stops holding for an urgent synthesis: a pool checkout waits for room, proving ready work frees it"
+                    );
                     break st.ready.swap_remove(i);
                 }
                 if !held {
@@ -158,6 +170,12 @@ pub(super) fn gpu_worker(shared: &Shared, worker: usize, prover: Prover) {
                     st.counters.gpu_holds += 1;
                     log::debug!("engine: GPU worker {worker} holds for an urgent partition in synthesis");
                 }
+                // The pool does not wake this worker when a checkout starts waiting: look
+                // again soon.
+                st.gpu_waiting += 1;
+                shared.gpu_cv.wait_for(&mut st, HOLD_RECHECK);
+                st.gpu_waiting -= 1;
+                continue;
             }
             st.gpu_waiting += 1;
             shared.gpu_cv.wait(&mut st);

@@ -2,11 +2,13 @@
 //! [`ProofJob`] a `submit_*` call returns (wait, cancel, progress), whose proofs are checked
 //! against the parameters' verifying key before they are handed out.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
+use ff::Field;
 use rand_core::RngCore;
 use storage_proofs_core::compound_proof::{CircuitComponent, CompoundProof};
 use storage_proofs_core::parameter_cache::ParameterSetMetadata;
@@ -14,8 +16,10 @@ use storage_proofs_core::proof::ProofScheme;
 
 use super::params::Loaded;
 use super::{fil_err, guard, Output, Report};
+use crate::compiled::CompiledCircuit;
 use crate::engine::{Engine, Job, JobHandle, Partition, Progress, ProgressCallback};
 use crate::error::{Error, Result};
+use crate::params::Parameters;
 use crate::proof::{verify_proof, Proof};
 
 /// Winning PoSt's priority: it must land within an epoch, so it goes before everything.
@@ -115,6 +119,14 @@ struct Finish {
     /// When the call that submitted the job began.
     start: Instant,
     submitted: Instant,
+    /// Partition k's circuit again, always synthesized in full: the retry of a proof that
+    /// failed verification.
+    again: Box<dyn Fn(usize) -> Partition + Send>,
+    /// The partitions' circuit type (the compiled circuit a failed proof drops).
+    circuit_type: &'static str,
+    params: Parameters,
+    r: Vec<Scalar>,
+    s: Vec<Scalar>,
 }
 
 /// A Filecoin proof submitted to an engine: [`wait`](Self::wait) for its bytes, or
@@ -160,13 +172,18 @@ impl ProofJob {
             mut report,
             start,
             submitted,
+            again,
+            circuit_type,
+            params,
+            r,
+            s,
         }) = finish
         else {
             return Err(Error::InvalidArgument(
                 "the proof job's result was taken already".into(),
             ));
         };
-        let proofs = self.handle.take_result()?;
+        let mut proofs = self.handle.take_result()?;
         report.proving = submitted.elapsed();
         let t = Instant::now();
         if proofs.len() != inputs.len() {
@@ -176,11 +193,41 @@ impl ProofJob {
                 inputs.len()
             )));
         }
-        for (k, (proof, inputs)) in proofs.iter().zip(&inputs).enumerate() {
-            if !verify_proof(&loaded.pvk, proof, inputs)? {
+        let verify = |proofs: &[Proof], which: &mut dyn Iterator<Item = usize>| -> Result<Vec<usize>> {
+            let mut bad = Vec::new();
+            for k in which {
+                if !verify_proof(&loaded.pvk, &proofs[k], &inputs[k])? {
+                    bad.push(k);
+                }
+            }
+            Ok(bad)
+        };
+        let bad = verify(&proofs, &mut (0..proofs.len()))?;
+        if !bad.is_empty() {
+            // Once, by full synthesis, with the same r and s, the compiled circuit dropped:
+            // a wrong compiled circuit (a corrupt file, a recording gone wrong) makes wrong
+            // proofs until it goes.
+            log::warn!(
+                "filecoin: {}: the proofs of partitions {bad:?} do not verify; proving them again by full synthesis",
+                self.kind.name()
+            );
+            let link = self
+                .handle
+                .engine_link()
+                .ok_or_else(|| Error::Cancelled("the engine shut down before a failed proof's retry".into()))?;
+            link.unverified(circuit_type, &params, bad.len());
+            let job = Job::new(params, bad.iter().map(|&k| again(k)).collect())
+                .with_priority(self.priority)
+                .with_label(format!("{} (retry)", self.kind.name()))
+                .with_randomness(bad.iter().map(|&k| r[k]).collect(), bad.iter().map(|&k| s[k]).collect());
+            for (&k, proof) in bad.iter().zip(link.resubmit(job).wait()?) {
+                proofs[k] = proof;
+            }
+            if let Some(k) = verify(&proofs, &mut bad.iter().copied())?.first() {
                 return Err(Error::Filecoin(format!(
-                    "{}: the proof of partition {k} does not verify against the parameters' verifying key \
-                     (a backend fault, or parameters that do not belong to this circuit)",
+                    "{}: the proof of partition {k} does not verify against the parameters' verifying key, \
+                     also when proved again by full synthesis (a backend fault, or parameters that do not \
+                     belong to this circuit)",
                     self.kind.name()
                 )));
             }
@@ -336,24 +383,37 @@ where
             .map_err(|e| fil_err(&what(), e))
         })
     });
-    let partitions = (0..n)
-        .map(|partition| {
-            Partition::circuit(Lazy {
-                partition,
-                build: build.clone(),
-            })
-        })
-        .collect();
+    let lazy = move |partition: usize| Lazy {
+        partition,
+        build: build.clone(),
+    };
+    let this = engine as *const Engine as usize;
+    if SKEW_NEXT
+        .compare_exchange(this, 0, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok()
+    {
+        skew_compiled(engine, lazy(0))?;
+    }
+    let partitions = (0..n).map(|k| Partition::circuit(lazy(k))).collect();
     report.circuits = t.elapsed();
 
     let priority = options.priority.unwrap_or(kind.default_priority());
     let params = loaded.params.clone();
-    let mut job = Job::new(params.clone(), partitions)
+    // All the r, then all the s (as bellperson draws them), kept for a retry.
+    let (r, s) = {
+        let mut os = rand_core::OsRng;
+        let rng: &mut dyn RngCore = match options.rng {
+            Some(rng) => rng,
+            None => &mut os,
+        };
+        let r: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut *rng)).collect();
+        let s: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut *rng)).collect();
+        (r, s)
+    };
+    let job = Job::new(params.clone(), partitions)
         .with_priority(priority)
-        .with_label(kind.name());
-    if let Some(mut rng) = options.rng {
-        job = job.with_rng(&mut rng);
-    }
+        .with_label(kind.name())
+        .with_randomness(r.clone(), s.clone());
     report.backend = backend_names(engine);
     report.partitions = n;
     report.domain_size = params.domain_size();
@@ -369,8 +429,39 @@ where
             report,
             start,
             submitted: Instant::now(),
+            again: Box::new(move |k| Partition::circuit_in_full(lazy(k))),
+            circuit_type: std::any::type_name::<Lazy<C>>(),
+            params,
+            r,
+            s,
         })),
     })
+}
+
+/// The engine (its address) whose next Filecoin job gets a wrong compiled circuit; 0: none.
+static SKEW_NEXT: AtomicUsize = AtomicUsize::new(0);
+
+/// Test hook: the next Filecoin job submitted to `engine` first puts in its cache a wrong
+/// compiled circuit of its type (one of its constants off by one, the structure unchanged, so
+/// its witnesses are accepted): its witness-path proofs fail verification.
+#[doc(hidden)]
+pub fn skew_next_compiled_circuit(engine: &Engine) {
+    SKEW_NEXT.store(engine as *const Engine as usize, Ordering::SeqCst);
+}
+
+/// Records `circuit` with one of its constants off by one and puts it in `engine`'s cache.
+fn skew_compiled<C: Circuit<Scalar>>(engine: &Engine, circuit: C) -> Result<()> {
+    let (_, compiled) = CompiledCircuit::record(circuit, None, None)?;
+    let CompiledCircuit {
+        circuit_type, mut r1cs, ..
+    } = compiled;
+    let constant = r1cs
+        .constants
+        .first_mut()
+        .ok_or_else(|| Error::InvalidArgument("no constant to skew".into()))?;
+    *constant += Scalar::ONE;
+    let skewed = CompiledCircuit::from_recording(&circuit_type, r1cs);
+    engine.prover().compiled_circuits().insert(Arc::new(skewed))
 }
 
 /// The engine's backends' names (`"cpu"`, `"cuda"`), each once.
