@@ -662,9 +662,6 @@ void cuzk_assignment_free(struct cuzk_assignment *assignment);
 // `bytes` came from this library (unchanged) and was not freed before.
 void cuzk_bytes_free(struct cuzk_bytes bytes);
 
-// The documented defaults. Thread-safe.
-struct cuzk_engine_config cuzk_engine_config_default(void);
-
 // Starts an engine (its threads and pool). On success `*out` holds it (free with
 // `cuzk_engine_free`). Thread-safe.
 //
@@ -786,6 +783,9 @@ void cuzk_job_free(struct cuzk_job *job);
 enum cuzk_status cuzk_engine_stats(const struct cuzk_engine *engine,
                                    struct cuzk_engine_statistics *out,
                                    char **err);
+
+// The documented defaults. Thread-safe.
+struct cuzk_engine_config cuzk_engine_config_default(void);
 
 // Whether the library was built with the `filecoin` feature (the `cuzk_filecoin_*` proving
 // functions work). Thread-safe.

@@ -31,7 +31,7 @@ pub use crate::ffi::bytes::{cuzk_byte_slice, cuzk_bytes, cuzk_bytes_free};
 use crate::ffi::boundary::{arg, call, call_value, AbiResult};
 #[cfg(feature = "filecoin")]
 use crate::ffi::engine::cuzk_engine;
-use crate::ffi::engine::cuzk_engine_config;
+use crate::ffi::engine_config::cuzk_engine_config;
 use crate::ffi::status::{cuzk_status, AbiError};
 
 /// The `priority` argument that means "the proof kind's priority" (`CUZK_PRIORITY_*`).
@@ -164,7 +164,7 @@ pub unsafe extern "C" fn cuzk_filecoin_configure(
         // SAFETY: live per the contract.
         let config = unsafe { arg(config, "config") }?;
         // Checked in every build: a bad field is INVALID_ARGUMENT, here and not at the first proof.
-        let config = crate::ffi::engine::engine_config(config)?;
+        let config = crate::ffi::engine_config::engine_config(config)?;
         #[cfg(feature = "filecoin")]
         {
             let mut config = config;
