@@ -18,8 +18,11 @@
  * - Thread safety: pools, parameters, constraint systems and provers may be used from many
  *   threads at once; an assignment or a buffer has one owner at a time. No handle may be
  *   freed while another thread uses it.
- * - Enum parameters must hold one of their enumerators (anything else is undefined
- *   behaviour, as in Rust); size_t counts are element counts unless named bytes/len.
+ * - The enum-like types a caller passes in (cuzk_backend, cuzk_pacer_mode, cuzk_pool_memory,
+ *   cuzk_point_check, cuzk_log_level) are uint32_t with named CUZK_* constants: a value that
+ *   is none of them is refused with CUZK_STATUS_INVALID_ARGUMENT (the message names the
+ *   parameter or field and lists the constants). Counts with a bound (CUZK_MAX_*) are refused
+ *   the same way past it. size_t counts are element counts unless named bytes/len.
  * - NULL: a pointer parameter may be NULL only where its documentation says so (an array
  *   with a length of 0 may always be NULL); otherwise the call fails with
  *   CUZK_STATUS_NULL_ARGUMENT.
@@ -46,6 +49,15 @@
 // not match the linked library.
 #define CUZK_ABI_VERSION 3
 
+// The most GPUs an engine proves on (`num_gpus`): more than one host holds.
+#define CUZK_MAX_GPUS 64
+
+// The most GPU workers per backend (`gpu_workers_per_backend`).
+#define CUZK_MAX_GPU_WORKERS_PER_BACKEND 16
+
+// The most synthesis threads (`synthesis_workers`).
+#define CUZK_MAX_SYNTHESIS_WORKERS 1024
+
 // The `priority` argument that means "the proof kind's priority" (`CUZK_PRIORITY_*`).
 #define CUZK_PRIORITY_DEFAULT INT32_MIN
 
@@ -60,6 +72,11 @@
 
 // SnapDeals' default engine priority.
 #define CUZK_PRIORITY_SNAP_DEALS 100
+
+// The longest wait a pool or an engine accepts (`cuzk_pool_config.wait_ms`,
+// `cuzk_engine_config.budget_timeout_ms`): 30 days (a deadline the clock cannot hold would
+// fail every wait).
+#define CUZK_MAX_WAIT_MS 2592000000
 
 // Bytes of one proof (bellperson's encoding: compressed A ‖ B ‖ C).
 #define CUZK_PROOF_BYTES 192
@@ -141,60 +158,6 @@ typedef enum cuzk_status {
   // An error this version of the ABI has no code for (see the message).
   CUZK_STATUS_UNKNOWN = 99,
 } cuzk_status;
-
-// Which backend a prover uses.
-typedef enum cuzk_backend {
-  // GPU 0 when the library is built with CUDA and finds a usable GPU, else the CPU
-  // (decided once per process and shared by every `Auto` prover).
-  CUZK_BACKEND_AUTO = 0,
-  // The host's cores.
-  CUZK_BACKEND_CPU = 1,
-  // The GPU named by `gpu_index`; `CUZK_STATUS_NO_GPU` if it is not usable.
-  CUZK_BACKEND_GPU = 2,
-} cuzk_backend;
-
-// How the engine paces dispatches.
-typedef enum cuzk_pacer_mode {
-  // A PI controller keeps `pacer_depth` synthesized partitions waiting for a GPU.
-  CUZK_PACER_MODE_PI = 0,
-  // At most `pacer_depth` partitions in synthesis or waiting.
-  CUZK_PACER_MODE_BOUNDED_QUEUE = 1,
-} cuzk_pacer_mode;
-
-// Which memory a pool hands out.
-typedef enum cuzk_pool_memory {
-  // CUDA pinned (page-locked) memory of GPU 0 when the library is built with CUDA and a
-  // GPU is usable, else ordinary page-aligned memory (logged as a warning).
-  CUZK_POOL_MEMORY_BEST_AVAILABLE = 0,
-  // Ordinary page-aligned heap memory (never pinned).
-  CUZK_POOL_MEMORY_HEAP = 1,
-} cuzk_pool_memory;
-
-// Severity of a log record (the `log` crate's levels). Also the most verbose level a
-// callback asks for.
-typedef enum cuzk_log_level {
-  // Nothing (as a maximum: no records).
-  CUZK_LOG_LEVEL_OFF = 0,
-  // Errors.
-  CUZK_LOG_LEVEL_ERROR = 1,
-  // Warnings (e.g. a pool falling back to unpinned memory).
-  CUZK_LOG_LEVEL_WARN = 2,
-  // Progress (e.g. one line per proof).
-  CUZK_LOG_LEVEL_INFO = 3,
-  // Details (pool allocations, backend choice).
-  CUZK_LOG_LEVEL_DEBUG = 4,
-  // Everything.
-  CUZK_LOG_LEVEL_TRACE = 5,
-} cuzk_log_level;
-
-// How thoroughly `cuzk_params_load` checks the points of the query vectors (the verifying
-// key is always fully checked).
-typedef enum cuzk_point_check {
-  // On the curve and not at infinity (what bellperson's unchecked read guarantees). Fast.
-  CUZK_POINT_CHECK_ON_CURVE = 0,
-  // Also in the prime-order subgroup: a scalar multiplication per point (slow).
-  CUZK_POINT_CHECK_SUBGROUP = 1,
-} cuzk_point_check;
 
 // A synthesized circuit, ready for `cuzk_prove`. Opaque; one owner at a time (not
 // thread-safe). `cuzk_prove` consumes it; otherwise free it with `cuzk_assignment_free`.
@@ -287,32 +250,49 @@ typedef struct cuzk_bytes {
   size_t len;
 } cuzk_bytes;
 
+// Which backend a prover uses: one of the `CUZK_BACKEND_*` values; any other value is
+// refused with `CUZK_STATUS_INVALID_ARGUMENT`.
+typedef uint32_t cuzk_backend;
+
+// How the engine paces dispatches: one of the `CUZK_PACER_MODE_*` values; any other value
+// is refused with `CUZK_STATUS_INVALID_ARGUMENT`.
+typedef uint32_t cuzk_pacer_mode;
+
+// Which memory a pool hands out: one of the `CUZK_POOL_MEMORY_*` values; any other value is
+// refused with `CUZK_STATUS_INVALID_ARGUMENT`.
+typedef uint32_t cuzk_pool_memory;
+
 // How an engine is built. Start from `cuzk_engine_config_default` and change fields; a 0
-// means "the default" where a field says so.
+// means "the default" where a field says so. `cuzk_engine_new` and `cuzk_filecoin_configure`
+// refuse, with `CUZK_STATUS_INVALID_ARGUMENT` and a message naming the field, an enum field
+// holding none of its constants and a count past its `CUZK_MAX_*` bound.
 typedef struct cuzk_engine_config {
-  // Threads that synthesize (0: the host's cores). Through the ABI jobs arrive synthesized,
-  // so these threads are idle unless Rust code shares the engine.
+  // Threads that synthesize (0: the host's cores; at most `CUZK_MAX_SYNTHESIS_WORKERS`).
+  // Through the ABI jobs arrive synthesized, so these threads are idle unless Rust code
+  // shares the engine.
   uint32_t synthesis_workers;
-  // GPU worker threads per backend (0: 1).
+  // GPU worker threads per backend (0: 1; at most `CUZK_MAX_GPU_WORKERS_PER_BACKEND`).
   uint32_t gpu_workers_per_backend;
-  // The backend: `CUZK_BACKEND_GPU` proves on GPUs `first_gpu` .. `first_gpu + num_gpus − 1`.
-  enum cuzk_backend backend;
+  // The backend (a `CUZK_BACKEND_*` value): `CUZK_BACKEND_GPU` proves on GPUs `first_gpu` ..
+  // `first_gpu + num_gpus − 1`.
+  cuzk_backend backend;
   // The first GPU (with `CUZK_BACKEND_GPU`).
   uint32_t first_gpu;
-  // How many GPUs from `first_gpu` (with `CUZK_BACKEND_GPU`; 0: 1).
+  // How many GPUs from `first_gpu` (with `CUZK_BACKEND_GPU`; 0: 1; at most `CUZK_MAX_GPUS`).
   uint32_t num_gpus;
   // The memory budget for host bytes: partitions in flight, synthesis in flight, the
   // parameter sets the engine holds and the pool's idle buffers; also the pool's cap (0:
   // half the host's memory).
   uint64_t budget_bytes;
-  // How long a partition waits for room in the budget before its job fails (0: 600 000 ms).
+  // How long a partition waits for room in the budget before its job fails (0: 600 000 ms;
+  // at most `CUZK_MAX_WAIT_MS`).
   uint64_t budget_timeout_ms;
-  // The pacer's mode.
-  enum cuzk_pacer_mode pacer;
+  // The pacer's mode (a `CUZK_PACER_MODE_*` value).
+  cuzk_pacer_mode pacer;
   // The PI target depth or the bounded queue's depth (0: 2 for PI, 4 for the queue).
   uint32_t pacer_depth;
-  // The pool's memory.
-  enum cuzk_pool_memory memory;
+  // The pool's memory (a `CUZK_POOL_MEMORY_*` value).
+  cuzk_pool_memory memory;
   // Nonzero: circuit partitions (the Filecoin calls' jobs) are synthesized in full, nothing
   // is recorded. 0: the default — the witness path (the first partition of a circuit type
   // and shape records its constraints, later ones compute only a compact witness; same
@@ -456,13 +436,23 @@ typedef struct cuzk_byte_slice {
   size_t len;
 } cuzk_byte_slice;
 
+// Severity of a log record (the `log` crate's levels), one of the `CUZK_LOG_LEVEL_*` values.
+// Also the most verbose level a callback asks for (any other value is refused with
+// `CUZK_STATUS_INVALID_ARGUMENT`).
+typedef uint32_t cuzk_log_level;
+
 // A log callback: `user_data` as given to `cuzk_set_log_callback`; `target` (the Rust
 // module, e.g. "cuzk::pool") and `message` are NUL-terminated UTF-8 valid only during the
 // call. It may be called from any thread, several at once; it must not call back into cuzk.
 typedef void (*cuzk_log_callback)(void *user_data,
-                                  enum cuzk_log_level level,
+                                  cuzk_log_level level,
                                   const char *target,
                                   const char *message);
+
+// How thoroughly `cuzk_params_load` checks the points of the query vectors (the verifying
+// key is always fully checked): one of the `CUZK_POINT_CHECK_*` values; any other value is
+// refused with `CUZK_STATUS_INVALID_ARGUMENT`.
+typedef uint32_t cuzk_point_check;
 
 // The sizes a set of parameters expects of a circuit.
 typedef struct cuzk_params_sizes {
@@ -491,13 +481,14 @@ typedef struct cuzk_params_sizes {
 // How a pool behaves. Start from `cuzk_pool_config_default` and change fields.
 typedef struct cuzk_pool_config {
   // Which memory the pool hands out.
-  enum cuzk_pool_memory memory;
+  cuzk_pool_memory memory;
   // Most bytes the pool holds, idle and in use together; 0 means no cap.
   uint64_t max_bytes;
   // A checkout may reuse an idle buffer of up to this many times the request (≥ 1).
   double max_reuse_factor;
   // When the cap leaves no room: wait this many milliseconds for buffers to come back
-  // (0: fail at once).
+  // (0: fail at once; at most `CUZK_MAX_WAIT_MS`, 30 days: more is
+  // `CUZK_STATUS_INVALID_ARGUMENT`).
   uint64_t wait_ms;
   // Serve from unpinned memory when the cap or the allocator cannot (counted in
   // `cuzk_pool_statistics.fallbacks`, logged).
@@ -527,6 +518,53 @@ typedef struct cuzk_timings {
   // The whole call.
   uint64_t total_ns;
 } cuzk_timings;
+
+// A PI controller keeps `pacer_depth` synthesized partitions waiting for a GPU.
+#define CUZK_PACER_MODE_PI 0
+
+// At most `pacer_depth` partitions in synthesis or waiting.
+#define CUZK_PACER_MODE_BOUNDED_QUEUE 1
+
+// Nothing (as a maximum: no records).
+#define CUZK_LOG_LEVEL_OFF 0
+
+// Errors.
+#define CUZK_LOG_LEVEL_ERROR 1
+
+// Warnings (e.g. a pool falling back to unpinned memory).
+#define CUZK_LOG_LEVEL_WARN 2
+
+// Progress (e.g. one line per proof).
+#define CUZK_LOG_LEVEL_INFO 3
+
+// Details (pool allocations, backend choice).
+#define CUZK_LOG_LEVEL_DEBUG 4
+
+// Everything.
+#define CUZK_LOG_LEVEL_TRACE 5
+
+// On the curve and not at infinity (what bellperson's unchecked read guarantees). Fast.
+#define CUZK_POINT_CHECK_ON_CURVE 0
+
+// Also in the prime-order subgroup: a scalar multiplication per point (slow).
+#define CUZK_POINT_CHECK_SUBGROUP 1
+
+// CUDA pinned (page-locked) memory of GPU 0 when the library is built with CUDA and a GPU is
+// usable, else ordinary page-aligned memory (logged as a warning).
+#define CUZK_POOL_MEMORY_BEST_AVAILABLE 0
+
+// Ordinary page-aligned heap memory (never pinned).
+#define CUZK_POOL_MEMORY_HEAP 1
+
+// GPU 0 when the library is built with CUDA and finds a usable GPU, else the CPU (decided
+// once per process and shared by every `Auto` prover).
+#define CUZK_BACKEND_AUTO 0
+
+// The host's cores.
+#define CUZK_BACKEND_CPU 1
+
+// The GPU named by `gpu_index`; `CUZK_STATUS_NO_GPU` if it is not usable.
+#define CUZK_BACKEND_GPU 2
 
 #ifdef __cplusplus
 extern "C" {
@@ -626,9 +664,6 @@ void cuzk_assignment_free(struct cuzk_assignment *assignment);
 // # Safety
 // `bytes` came from this library (unchanged) and was not freed before.
 void cuzk_bytes_free(struct cuzk_bytes bytes);
-
-// The documented defaults. Thread-safe.
-struct cuzk_engine_config cuzk_engine_config_default(void);
 
 // Starts an engine (its threads and pool). On success `*out` holds it (free with
 // `cuzk_engine_free`). Thread-safe.
@@ -752,6 +787,9 @@ enum cuzk_status cuzk_engine_stats(const struct cuzk_engine *engine,
                                    struct cuzk_engine_statistics *out,
                                    char **err);
 
+// The documented defaults. Thread-safe.
+struct cuzk_engine_config cuzk_engine_config_default(void);
+
 // Whether the library was built with the `filecoin` feature (the `cuzk_filecoin_*` proving
 // functions work). Thread-safe.
 bool cuzk_filecoin_available(void);
@@ -771,7 +809,9 @@ enum cuzk_status cuzk_filecoin_prover_id(uint64_t miner_id, uint8_t *out, char *
 // or device numbers `0,1`), `CUZK_FILECOIN_BUDGET` (bytes or `96GiB`) and
 // `CUZK_FILECOIN_SYNTHESIS_THREADS`. Either way Winning PoSt is urgent: it is dispatched past
 // the pacer and the next free GPU waits for it. Fails with `CUZK_STATUS_INVALID_ARGUMENT` once the
-// engine has started. Thread-safe.
+// engine has started, and for a field `cuzk_engine_new` would refuse (an enum out of range, a
+// count past its `CUZK_MAX_*` bound: checked here, in every build, not at the first proof).
+// Thread-safe.
 //
 // # Safety
 // `config` live; `err` NULL or writable.
@@ -1073,7 +1113,7 @@ enum cuzk_status cuzk_filecoin_submit_snap_prove_cids(const struct cuzk_engine *
 // replaced; `err` is NULL or writable.
 enum cuzk_status cuzk_set_log_callback(cuzk_log_callback callback,
                                        void *user_data,
-                                       enum cuzk_log_level max_level,
+                                       cuzk_log_level max_level,
                                        char **err);
 
 // Loads parameters from the file at `path` (NUL-terminated; bellperson's format), checking
@@ -1086,7 +1126,7 @@ enum cuzk_status cuzk_set_log_callback(cuzk_log_callback callback,
 // # Safety
 // `path` is a NUL-terminated string; `out` writable; `err` NULL or writable.
 enum cuzk_status cuzk_params_load(const char *path,
-                                  enum cuzk_point_check check,
+                                  cuzk_point_check check,
                                   struct cuzk_params **out,
                                   char **err);
 
@@ -1211,7 +1251,7 @@ enum cuzk_status cuzk_pool_shrink(const struct cuzk_pool *pool,
 //
 // # Safety
 // `pool` NULL or live; `out` writable; `err` NULL or writable.
-enum cuzk_status cuzk_prover_new(enum cuzk_backend backend,
+enum cuzk_status cuzk_prover_new(cuzk_backend backend,
                                  uint32_t gpu_index,
                                  const struct cuzk_pool *pool,
                                  struct cuzk_prover **out,

@@ -52,7 +52,7 @@ impl Circuit<Scalar> for Toy {
 
 fn heap_pool() -> *mut cuzk_pool {
     let mut config = cuzk_pool_config_default();
-    config.memory = cuzk_pool_memory::Heap;
+    config.memory = CUZK_POOL_MEMORY_HEAP;
     config.wait_ms = 0;
     let mut pool = null_mut();
     ok(|e| unsafe { cuzk_pool_new(&config, &mut pool, e) });
@@ -61,7 +61,7 @@ fn heap_pool() -> *mut cuzk_pool {
 
 fn cpu_prover(pool: *const cuzk_pool) -> *mut cuzk_prover {
     let mut prover = null_mut();
-    ok(|e| unsafe { cuzk_prover_new(cuzk_backend::Cpu, 0, pool, &mut prover, e) });
+    ok(|e| unsafe { cuzk_prover_new(CUZK_BACKEND_CPU, 0, pool, &mut prover, e) });
     prover
 }
 
@@ -161,7 +161,7 @@ fn status_values_are_the_documented_ones() {
 #[test]
 fn default_pool_config_is_the_documented_one() {
     let c = cuzk_pool_config_default();
-    assert_eq!(c.memory, cuzk_pool_memory::BestAvailable);
+    assert_eq!(c.memory, CUZK_POOL_MEMORY_BEST_AVAILABLE);
     assert_eq!(
         (c.max_bytes, c.max_reuse_factor, c.wait_ms, c.allow_fallback),
         (0, 2.0, 60_000, false)
@@ -227,7 +227,7 @@ fn toy_circuit_proves_verifies_and_matches_bellperson() {
 
     // The saved file loads back to the same parameters (same verifying key, same proofs).
     let mut loaded = null_mut();
-    ok(|e| unsafe { cuzk_params_load(cpath.as_ptr(), cuzk_point_check::Subgroup, &mut loaded, e) });
+    ok(|e| unsafe { cuzk_params_load(cpath.as_ptr(), CUZK_POINT_CHECK_SUBGROUP, &mut loaded, e) });
     assert_eq!(vk_of(loaded), vk);
     assert_eq!(prove_one(prover, loaded, toy_assignment(r1cs, pool, 3), r, s), proof);
 
@@ -393,7 +393,7 @@ fn bad_arguments_are_errors_not_crashes() {
     assert_eq!(status, cuzk_status::NullArgument);
     assert!(msg.contains("r1cs"), "{msg}");
     assert!(out.is_null(), "out-parameters are written only on success");
-    let (status, _) = call(|e| unsafe { cuzk_params_load(null(), cuzk_point_check::OnCurve, &mut out, e) });
+    let (status, _) = call(|e| unsafe { cuzk_params_load(null(), CUZK_POINT_CHECK_ON_CURVE, &mut out, e) });
     assert_eq!(status, cuzk_status::NullArgument);
     // An error status without a message buffer is still a status.
     assert_eq!(
@@ -550,12 +550,12 @@ fn bad_arguments_are_errors_not_crashes() {
     bytes.truncate(bytes.len() - 5);
     std::fs::write(&path, &bytes).unwrap();
     let mut loaded = null_mut();
-    let (status, _) = call(|e| unsafe { cuzk_params_load(cpath.as_ptr(), cuzk_point_check::OnCurve, &mut loaded, e) });
+    let (status, _) = call(|e| unsafe { cuzk_params_load(cpath.as_ptr(), CUZK_POINT_CHECK_ON_CURVE, &mut loaded, e) });
     assert_eq!(status, cuzk_status::ParamsTruncated);
     bytes[10] ^= 0xff;
     bytes.extend_from_slice(&[0; 5]);
     std::fs::write(&path, &bytes).unwrap();
-    let (status, _) = call(|e| unsafe { cuzk_params_load(cpath.as_ptr(), cuzk_point_check::OnCurve, &mut loaded, e) });
+    let (status, _) = call(|e| unsafe { cuzk_params_load(cpath.as_ptr(), CUZK_POINT_CHECK_ON_CURVE, &mut loaded, e) });
     assert_eq!(status, cuzk_status::ParamsCorrupt);
     // δ at infinity (a subverted setup) is refused at load. bellperson's layout: α₁ β₁ β₂ γ₂
     // δ₁ δ₂ (uncompressed: 96 / 192 bytes); infinity is the flag 0x40 and zeros.
@@ -567,14 +567,14 @@ fn bad_arguments_are_errors_not_crashes() {
         bytes[offset] = 0x40;
         std::fs::write(&path, &bytes).unwrap();
         let (status, msg) =
-            call(|e| unsafe { cuzk_params_load(cpath.as_ptr(), cuzk_point_check::OnCurve, &mut loaded, e) });
+            call(|e| unsafe { cuzk_params_load(cpath.as_ptr(), CUZK_POINT_CHECK_ON_CURVE, &mut loaded, e) });
         assert_eq!(status, cuzk_status::UnsafeParameters, "{msg}");
         assert!(msg.contains("delta"), "{msg}");
         assert!(loaded.is_null());
     }
     let missing = std::ffi::CString::new(dir.join("missing").to_str().unwrap()).unwrap();
     let (status, _) =
-        call(|e| unsafe { cuzk_params_load(missing.as_ptr(), cuzk_point_check::OnCurve, &mut loaded, e) });
+        call(|e| unsafe { cuzk_params_load(missing.as_ptr(), CUZK_POINT_CHECK_ON_CURVE, &mut loaded, e) });
     assert_eq!(status, cuzk_status::ParamsIo);
     assert!(loaded.is_null());
     // A save that cannot write says so (not "cannot read"), naming the file.
@@ -597,13 +597,13 @@ fn bad_arguments_are_errors_not_crashes() {
     // A GPU from a build without CUDA is NO_GPU (with CUDA and no GPU, too).
     if !cfg!(feature = "cuda") {
         let mut p = null_mut();
-        let (status, _) = call(|e| unsafe { cuzk_prover_new(cuzk_backend::Gpu, 0, null(), &mut p, e) });
+        let (status, _) = call(|e| unsafe { cuzk_prover_new(CUZK_BACKEND_GPU, 0, null(), &mut p, e) });
         assert_eq!(status, cuzk_status::NoGpu);
     }
 
     // A pool at its cap: POOL_EXHAUSTED; a nonsensical reuse factor: INVALID_ARGUMENT.
     let mut config = cuzk_pool_config_default();
-    config.memory = cuzk_pool_memory::Heap;
+    config.memory = CUZK_POOL_MEMORY_HEAP;
     config.max_bytes = 1 << 16;
     config.wait_ms = 0;
     let mut capped = null_mut();
@@ -645,7 +645,7 @@ unsafe extern "C" fn collect(user: *mut c_void, level: cuzk_log_level, target: *
 
 #[test]
 fn log_records_reach_the_callback() {
-    ok(|e| unsafe { cuzk_set_log_callback(Some(collect), 0x1234 as *mut c_void, cuzk_log_level::Warn, e) });
+    ok(|e| unsafe { cuzk_set_log_callback(Some(collect), 0x1234 as *mut c_void, CUZK_LOG_LEVEL_WARN, e) });
     let r1cs = toy_r1cs();
     let params = dev_params(r1cs, 3);
     // The best-available pool warns when its memory is not pinned (a build without CUDA, or
@@ -658,16 +658,16 @@ fn log_records_reach_the_callback() {
         cuzk_buffer_checkin(buffer);
         cuzk_pool_free(pool);
     }
-    ok(|e| unsafe { cuzk_set_log_callback(None, null_mut(), cuzk_log_level::Trace, e) });
+    ok(|e| unsafe { cuzk_set_log_callback(None, null_mut(), CUZK_LOG_LEVEL_TRACE, e) });
     let got = RECORDS.lock().unwrap().clone();
     assert!(
         got.iter()
-            .any(|(l, t, m)| *l == cuzk_log_level::Warn && t.starts_with("cuzk") && m.contains("INSECURE")),
+            .any(|(l, t, m)| *l == CUZK_LOG_LEVEL_WARN && t.starts_with("cuzk") && m.contains("INSECURE")),
         "{got:?}"
     );
     let pool_warned = got
         .iter()
-        .any(|(l, _, m)| *l == cuzk_log_level::Warn && m.contains("pinned pool") && m.contains("unpinned heap memory"));
+        .any(|(l, _, m)| *l == CUZK_LOG_LEVEL_WARN && m.contains("pinned pool") && m.contains("unpinned heap memory"));
     assert_eq!(
         pool_warned, !pinned,
         "the best-available pool warns exactly when it falls back to unpinned memory: {got:?}"

@@ -29,10 +29,10 @@ fn cpu_engine() -> *mut cuzk_engine {
     let mut config = cuzk_engine_config_default();
     assert_eq!(
         (config.backend, config.pacer, config.budget_bytes),
-        (cuzk_backend::Auto, cuzk_pacer_mode::Pi, 0)
+        (CUZK_BACKEND_AUTO, CUZK_PACER_MODE_PI, 0)
     );
-    config.backend = cuzk_backend::Cpu;
-    config.memory = cuzk_pool_memory::Heap;
+    config.backend = CUZK_BACKEND_CPU;
+    config.memory = CUZK_POOL_MEMORY_HEAP;
     config.synthesis_workers = 1;
     config.budget_bytes = 1 << 30;
     let mut engine = null_mut();
@@ -107,7 +107,7 @@ fn a_job_of_assignments_gives_cuzk_proves_bytes() {
 
     // The plain prover's bytes, same assignments, same r and s.
     let mut prover = null_mut();
-    ok(|e| unsafe { cuzk_prover_new(cuzk_backend::Cpu, 0, null(), &mut prover, e) });
+    ok(|e| unsafe { cuzk_prover_new(CUZK_BACKEND_CPU, 0, null(), &mut prover, e) });
     let assignments: Vec<_> = (0..n as u64).map(|x| toy_assignment(r1cs, null(), x + 3)).collect();
     let mut expected = vec![0u8; n * CUZK_PROOF_BYTES];
     ok(|e| unsafe {
@@ -179,10 +179,10 @@ fn bad_arguments_and_freed_engines() {
     let (status, _) = call(|e| unsafe { cuzk_engine_new(null(), &mut null_mut(), e) });
     assert_eq!(status, cuzk_status::NullArgument);
     let mut bad = cuzk_engine_config_default();
-    bad.backend = cuzk_backend::Cpu;
-    bad.pacer = cuzk_pacer_mode::BoundedQueue;
+    bad.backend = CUZK_BACKEND_CPU;
+    bad.pacer = CUZK_PACER_MODE_BOUNDED_QUEUE;
     bad.budget_bytes = 1 << 20;
-    bad.memory = cuzk_pool_memory::Heap;
+    bad.memory = CUZK_POOL_MEMORY_HEAP;
     let mut e2 = null_mut();
     ok(|e| unsafe { cuzk_engine_new(&bad, &mut e2, e) });
 
@@ -368,8 +368,8 @@ fn an_assignment_larger_than_the_budget_is_refused() {
     let r1cs = toy_r1cs();
     let params = dev_params(r1cs, 3);
     let mut config = cuzk_engine_config_default();
-    config.backend = cuzk_backend::Cpu;
-    config.memory = cuzk_pool_memory::Heap;
+    config.backend = CUZK_BACKEND_CPU;
+    config.memory = CUZK_POOL_MEMORY_HEAP;
     config.synthesis_workers = 1;
     config.budget_bytes = 1;
     config.budget_timeout_ms = 200;

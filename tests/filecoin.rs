@@ -918,8 +918,8 @@ fn a_filecoin_job_through_the_c_abi_reports_its_progress_by_callback() {
         .collect();
     let window_abi = 10; // abi.RegisteredPoStProof StackedDrgWindow2KiBV1_2
     let mut config = cuzk_engine_config_default();
-    config.backend = cuzk::ffi::prover::cuzk_backend::Cpu;
-    config.memory = cuzk::ffi::pool::cuzk_pool_memory::Heap;
+    config.backend = cuzk::ffi::prover::CUZK_BACKEND_CPU;
+    config.memory = cuzk::ffi::pool::CUZK_POOL_MEMORY_HEAP;
     config.synthesis_workers = 1;
     let mut engine = null_mut();
     abi_ok(|e| unsafe { cuzk_engine_new(&config, &mut engine, e) });

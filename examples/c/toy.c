@@ -27,7 +27,7 @@ static void fail(const char *what, enum cuzk_status status, char *err) {
     if (status_ != CUZK_STATUS_OK) fail(#call, status_, err); \
   } while (0)
 
-static void on_log(void *user, enum cuzk_log_level level, const char *target, const char *message) {
+static void on_log(void *user, cuzk_log_level level, const char *target, const char *message) {
   (void)user;
   fprintf(stderr, "[cuzk %d %s] %s\n", (int)level, target, message);
 }

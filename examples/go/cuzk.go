@@ -351,7 +351,7 @@ func LoadParams(path string, check PointCheck) (*Params, error) {
 	defer C.free(unsafe.Pointer(cpath))
 	var out *C.struct_cuzk_params
 	if err := call(func(e **C.char) C.enum_cuzk_status {
-		return C.cuzk_params_load(cpath, C.enum_cuzk_point_check(check), &out, e)
+		return C.cuzk_params_load(cpath, C.cuzk_point_check(check), &out, e)
 	}); err != nil {
 		return nil, err
 	}
@@ -463,7 +463,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		return nil, &Error{StatusInvalidArgument, fmt.Sprintf("unknown pool memory %d", int(cfg.Memory))}
 	}
 	c := C.struct_cuzk_pool_config{
-		memory: C.enum_cuzk_pool_memory(cfg.Memory), max_bytes: C.uint64_t(cfg.MaxBytes),
+		memory: C.cuzk_pool_memory(cfg.Memory), max_bytes: C.uint64_t(cfg.MaxBytes),
 		max_reuse_factor: C.double(cfg.MaxReuseFactor), wait_ms: C.uint64_t(cfg.Wait / time.Millisecond),
 		allow_fallback: C.bool(cfg.AllowFallback),
 	}

@@ -121,11 +121,11 @@ func (cfg EngineConfig) cConfig() (C.struct_cuzk_engine_config, error) {
 	if cfg.BudgetTimeout > 0 && ms == 0 {
 		ms = 1 // not "the default"
 	}
-	c.backend = C.enum_cuzk_backend(cfg.Backend)
+	c.backend = C.cuzk_backend(cfg.Backend)
 	c.budget_bytes = C.uint64_t(cfg.BudgetBytes)
 	c.budget_timeout_ms = C.uint64_t(ms)
-	c.pacer = C.enum_cuzk_pacer_mode(cfg.Pacer)
-	c.memory = C.enum_cuzk_pool_memory(cfg.Memory)
+	c.pacer = C.cuzk_pacer_mode(cfg.Pacer)
+	c.memory = C.cuzk_pool_memory(cfg.Memory)
 	if cfg.WitnessPathOff {
 		c.witness_path_off = 1
 	}

@@ -3,7 +3,7 @@ package cuzk
 /*
 #include "cuzk.h"
 
-void cuzkGoLog(void *user, enum cuzk_log_level level, char *target, char *message);
+void cuzkGoLog(void *user, cuzk_log_level level, char *target, char *message);
 
 // The exported Go function as the ABI's callback type (its strings are const there).
 static cuzk_log_callback cuzk_go_log_callback(void) {
@@ -46,6 +46,6 @@ func SetLogger(f func(level LogLevel, target, message string), max LogLevel) err
 		cb = nil
 	}
 	return call(func(e **C.char) C.enum_cuzk_status {
-		return C.cuzk_set_log_callback(cb, nil, C.enum_cuzk_log_level(max), e)
+		return C.cuzk_set_log_callback(cb, nil, C.cuzk_log_level(max), e)
 	})
 }

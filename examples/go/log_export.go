@@ -8,7 +8,7 @@ import "C"
 import "unsafe"
 
 //export cuzkGoLog
-func cuzkGoLog(user unsafe.Pointer, level C.enum_cuzk_log_level, target, message *C.char) {
+func cuzkGoLog(user unsafe.Pointer, level C.cuzk_log_level, target, message *C.char) {
 	loggerMu.RLock()
 	f := logger
 	loggerMu.RUnlock()

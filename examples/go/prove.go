@@ -192,7 +192,7 @@ func NewProver(backend Backend, gpu int, pool *Pool) (*Prover, error) {
 	var out *C.struct_cuzk_prover
 	mk := func(pp unsafe.Pointer) error {
 		return call(func(e **C.char) C.enum_cuzk_status {
-			return C.cuzk_prover_new(C.enum_cuzk_backend(backend), C.uint32_t(gpu), (*C.struct_cuzk_pool)(pp), &out, e)
+			return C.cuzk_prover_new(C.cuzk_backend(backend), C.uint32_t(gpu), (*C.struct_cuzk_pool)(pp), &out, e)
 		})
 	}
 	var err error

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::pacer::{PacerMode, PiConfig};
+use crate::error::{Error, Result};
 use crate::pool::HostAllocator;
 use crate::prover::{Backend, BackendChoice};
 
@@ -28,7 +29,8 @@ impl std::fmt::Debug for EngineBackend {
 
 /// How an [`Engine`](super::Engine) is built. `EngineConfig::default()` and change fields.
 pub struct EngineConfig {
-    /// Threads that synthesize partitions (at least 1). Default: the host's cores.
+    /// Threads that synthesize partitions (1 ..=
+    /// [`MAX_SYNTHESIS_WORKERS`](Self::MAX_SYNTHESIS_WORKERS)). Default: the host's cores.
     pub synthesis_workers: usize,
     /// The dispatch pacer. Default: PI with [`PiConfig::default`]; an `in_flight_cap` of `None`
     /// becomes `target + synthesis workers` (see the module docs).
@@ -36,11 +38,14 @@ pub struct EngineConfig {
     /// The memory budget in bytes for the partitions in flight (a/b/c, aux, inputs); also the
     /// pool's cap. Default: half the host's memory.
     pub budget_bytes: usize,
-    /// How long a dispatch waits for room in the budget before its job fails. Default 10 min.
+    /// How long a dispatch waits for room in the budget before its job fails (at most
+    /// [`MAX_BUDGET_TIMEOUT`](Self::MAX_BUDGET_TIMEOUT)). Default 10 min.
     pub budget_timeout: Duration,
-    /// GPU worker threads per backend (at least 1). Default 1.
+    /// GPU worker threads per backend (1 ..=
+    /// [`MAX_GPU_WORKERS_PER_BACKEND`](Self::MAX_GPU_WORKERS_PER_BACKEND)). Default 1.
     pub gpu_workers_per_backend: usize,
-    /// The backends to prove on, one set of GPU workers each (at least one). Default: one
+    /// The backends to prove on, one set of GPU workers each (1 ..=
+    /// [`MAX_BACKENDS`](Self::MAX_BACKENDS)). Default: one
     /// [`BackendChoice::Auto`].
     pub backends: Vec<EngineBackend>,
     /// The memory the pool allocates from. Default `None`: [`PinnedPool::best_available`](crate::PinnedPool::best_available)
@@ -115,6 +120,53 @@ impl Default for EngineConfig {
             compiled_dir: None,
             urgent_priority: None,
         }
+    }
+}
+
+impl EngineConfig {
+    /// The most synthesis threads an engine starts ([`EngineConfig::synthesis_workers`]): four
+    /// times the largest hosts' cores; more threads only share the same cores.
+    pub const MAX_SYNTHESIS_WORKERS: usize = 1024;
+    /// The most GPU workers per backend ([`EngineConfig::gpu_workers_per_backend`]): past two or
+    /// three a GPU gains nothing, and each worker holds device memory.
+    pub const MAX_GPU_WORKERS_PER_BACKEND: usize = 16;
+    /// The most backends ([`EngineConfig::backends`]): more GPUs than one host holds.
+    pub const MAX_BACKENDS: usize = 64;
+    /// The longest [`EngineConfig::budget_timeout`]: 30 days (a wait's deadline must be a time
+    /// the clock can hold).
+    pub const MAX_BUDGET_TIMEOUT: Duration = Duration::from_secs(30 * 24 * 3600);
+
+    /// Checks the counts against their bounds (the `MAX_*` constants above; each count at
+    /// least 1), before anything is allocated or started: [`Engine::new`](super::Engine::new)
+    /// calls it, and so does the Filecoin engine's `configure` (feature `filecoin`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the first field out of range and its bounds.
+    pub fn validate(&self) -> Result<()> {
+        let count = |field: &str, value: usize, max: usize| {
+            if (1..=max).contains(&value) {
+                Ok(())
+            } else {
+                Err(Error::InvalidArgument(format!(
+                    "engine config: {field} must be in 1..={max}, found {value}"
+                )))
+            }
+        };
+        count("synthesis_workers", self.synthesis_workers, Self::MAX_SYNTHESIS_WORKERS)?;
+        count(
+            "gpu_workers_per_backend",
+            self.gpu_workers_per_backend,
+            Self::MAX_GPU_WORKERS_PER_BACKEND,
+        )?;
+        count("backends (one per GPU)", self.backends.len(), Self::MAX_BACKENDS)?;
+        if self.budget_timeout > Self::MAX_BUDGET_TIMEOUT {
+            return Err(Error::InvalidArgument(format!(
+                "engine config: budget_timeout must be at most {} s (30 days), found {} s",
+                Self::MAX_BUDGET_TIMEOUT.as_secs(),
+                self.budget_timeout.as_secs()
+            )));
+        }
+        Ok(())
     }
 }
 

@@ -69,6 +69,7 @@ impl Engine {
     /// below 1, pacer constants out of range, or threads that cannot start; the backends'
     /// errors ([`Error::NoGpu`], [`Error::Cuda`]) for a `BackendChoice` that is not usable.
     pub fn new(config: EngineConfig) -> Result<Self> {
+        config.validate()?;
         let EngineConfig {
             synthesis_workers,
             pacer,

@@ -9,69 +9,20 @@ use std::ffi::{c_char, c_void};
 use std::time::Duration;
 
 use super::assignment::cuzk_assignment;
-use super::boundary::{arg, call, call_value, call_void, into_handle, take_handle, Out};
+use super::boundary::{arg, call, call_void, into_handle, take_handle, Out};
+use super::engine_config::engine_config;
 use super::job::{self, JobCore, JobHandleKind, Running};
 use super::params::cuzk_params;
-use super::pool::{cuzk_pool, cuzk_pool_memory, cuzk_pool_statistics};
-use super::prover::{cuzk_backend, proof_buffer, take_assignments, write_proofs};
+use super::pool::{cuzk_pool, cuzk_pool_statistics};
+use super::prover::{proof_buffer, take_assignments, write_proofs};
 use super::scalar;
 use super::status::{cuzk_status, AbiError};
-use crate::engine::{
-    Engine, EngineBackend, EngineConfig, Job, JobHandle, PacerMode, Partition, PiConfig, Progress, ProgressCallback,
-};
-use crate::pool::HeapAllocator;
-use crate::prover::BackendChoice;
+use crate::engine::{Engine, Job, JobHandle, Partition, Progress, ProgressCallback};
 
+/// Named here too: `cuzk_engine_new` takes it.
+pub use super::engine_config::*;
 /// Named here too: `cuzk_job_on_progress` takes it.
 pub use super::progress::cuzk_job_progress_callback;
-
-/// How the engine paces dispatches.
-#[allow(non_camel_case_types)]
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum cuzk_pacer_mode {
-    /// A PI controller keeps `pacer_depth` synthesized partitions waiting for a GPU.
-    Pi = 0,
-    /// At most `pacer_depth` partitions in synthesis or waiting.
-    BoundedQueue = 1,
-}
-
-/// How an engine is built. Start from `cuzk_engine_config_default` and change fields; a 0
-/// means "the default" where a field says so.
-#[allow(non_camel_case_types)]
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct cuzk_engine_config {
-    /// Threads that synthesize (0: the host's cores). Through the ABI jobs arrive synthesized,
-    /// so these threads are idle unless Rust code shares the engine.
-    pub synthesis_workers: u32,
-    /// GPU worker threads per backend (0: 1).
-    pub gpu_workers_per_backend: u32,
-    /// The backend: `CUZK_BACKEND_GPU` proves on GPUs `first_gpu` .. `first_gpu + num_gpus − 1`.
-    pub backend: cuzk_backend,
-    /// The first GPU (with `CUZK_BACKEND_GPU`).
-    pub first_gpu: u32,
-    /// How many GPUs from `first_gpu` (with `CUZK_BACKEND_GPU`; 0: 1).
-    pub num_gpus: u32,
-    /// The memory budget for host bytes: partitions in flight, synthesis in flight, the
-    /// parameter sets the engine holds and the pool's idle buffers; also the pool's cap (0:
-    /// half the host's memory).
-    pub budget_bytes: u64,
-    /// How long a partition waits for room in the budget before its job fails (0: 600 000 ms).
-    pub budget_timeout_ms: u64,
-    /// The pacer's mode.
-    pub pacer: cuzk_pacer_mode,
-    /// The PI target depth or the bounded queue's depth (0: 2 for PI, 4 for the queue).
-    pub pacer_depth: u32,
-    /// The pool's memory.
-    pub memory: cuzk_pool_memory,
-    /// Nonzero: circuit partitions (the Filecoin calls' jobs) are synthesized in full, nothing
-    /// is recorded. 0: the default — the witness path (the first partition of a circuit type
-    /// and shape records its constraints, later ones compute only a compact witness; same
-    /// bytes), unless the environment has `CUZK_WITNESS_PATH=0`. Jobs of assignments arrive
-    /// synthesized either way.
-    pub witness_path_off: u32,
-}
 
 /// A snapshot of an engine. Times are nanoseconds (0: not known yet).
 #[allow(non_camel_case_types)]
@@ -202,72 +153,6 @@ impl Running for Submitted {
     }
 }
 
-/// The documented defaults. Thread-safe.
-#[no_mangle]
-pub extern "C" fn cuzk_engine_config_default() -> cuzk_engine_config {
-    call_value(default_config(), default_config)
-}
-
-fn default_config() -> cuzk_engine_config {
-    cuzk_engine_config {
-        synthesis_workers: 0,
-        gpu_workers_per_backend: 0,
-        backend: cuzk_backend::Auto,
-        first_gpu: 0,
-        num_gpus: 0,
-        budget_bytes: 0,
-        budget_timeout_ms: 0,
-        pacer: cuzk_pacer_mode::Pi,
-        pacer_depth: 0,
-        memory: cuzk_pool_memory::BestAvailable,
-        witness_path_off: 0,
-    }
-}
-
-pub(super) fn engine_config(c: &cuzk_engine_config) -> EngineConfig {
-    let default = EngineConfig::default();
-    let nonzero = |v: u32, d: usize| if v == 0 { d } else { v as usize };
-    let backends = match c.backend {
-        cuzk_backend::Auto => vec![EngineBackend::Choice(BackendChoice::Auto)],
-        cuzk_backend::Cpu => vec![EngineBackend::Choice(BackendChoice::Cpu)],
-        cuzk_backend::Gpu => (0..nonzero(c.num_gpus, 1))
-            .map(|i| EngineBackend::Choice(BackendChoice::Gpu(c.first_gpu as usize + i)))
-            .collect(),
-    };
-    let pacer = match c.pacer {
-        cuzk_pacer_mode::Pi => {
-            let mut pi = PiConfig::default();
-            pi.target_depth = nonzero(c.pacer_depth, pi.target_depth);
-            PacerMode::Pi(pi)
-        }
-        cuzk_pacer_mode::BoundedQueue => PacerMode::BoundedQueue {
-            depth: nonzero(c.pacer_depth, 4),
-        },
-    };
-    EngineConfig {
-        synthesis_workers: nonzero(c.synthesis_workers, default.synthesis_workers),
-        pacer,
-        budget_bytes: if c.budget_bytes == 0 {
-            default.budget_bytes
-        } else {
-            usize::try_from(c.budget_bytes).unwrap_or(usize::MAX)
-        },
-        budget_timeout: if c.budget_timeout_ms == 0 {
-            default.budget_timeout
-        } else {
-            Duration::from_millis(c.budget_timeout_ms)
-        },
-        gpu_workers_per_backend: nonzero(c.gpu_workers_per_backend, 1),
-        backends,
-        pool_allocator: match c.memory {
-            cuzk_pool_memory::Heap => Some(Box::new(HeapAllocator)),
-            cuzk_pool_memory::BestAvailable => None,
-        },
-        witness_path: c.witness_path_off == 0 && default.witness_path,
-        ..default
-    }
-}
-
 /// Starts an engine (its threads and pool). On success `*out` holds it (free with
 /// `cuzk_engine_free`). Thread-safe.
 ///
@@ -283,7 +168,7 @@ pub unsafe extern "C" fn cuzk_engine_new(
         let out = Out::new(out, "out")?;
         // SAFETY: live per the contract.
         let config = unsafe { arg(config, "config") }?;
-        let inner = Engine::new(engine_config(config))?;
+        let inner = Engine::new(engine_config(config)?)?;
         // SAFETY: non-NULL, writable per the contract.
         unsafe { out.write(into_handle(cuzk_engine { inner })) };
         Ok(())
@@ -540,18 +425,4 @@ pub unsafe extern "C" fn cuzk_engine_stats(
         unsafe { out.write(stats) };
         Ok(())
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_witness_path_is_the_default_unless_the_config_turns_it_off() {
-        let mut c = default_config();
-        assert_eq!(c.witness_path_off, 0);
-        assert_eq!(engine_config(&c).witness_path, EngineConfig::default().witness_path);
-        c.witness_path_off = 1;
-        assert!(!engine_config(&c).witness_path);
-    }
 }

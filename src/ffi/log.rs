@@ -4,27 +4,25 @@ use std::ffi::{c_char, c_void, CString};
 use std::sync::{Once, RwLock};
 
 use super::boundary::{call, AbiResult};
-use super::status::{cuzk_status, AbiError};
+use super::status::{cuzk_status, enum_arg, AbiError};
 
-/// Severity of a log record (the `log` crate's levels). Also the most verbose level a
-/// callback asks for.
+/// Severity of a log record (the `log` crate's levels), one of the `CUZK_LOG_LEVEL_*` values.
+/// Also the most verbose level a callback asks for (any other value is refused with
+/// `CUZK_STATUS_INVALID_ARGUMENT`).
 #[allow(non_camel_case_types)]
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum cuzk_log_level {
-    /// Nothing (as a maximum: no records).
-    Off = 0,
-    /// Errors.
-    Error = 1,
-    /// Warnings (e.g. a pool falling back to unpinned memory).
-    Warn = 2,
-    /// Progress (e.g. one line per proof).
-    Info = 3,
-    /// Details (pool allocations, backend choice).
-    Debug = 4,
-    /// Everything.
-    Trace = 5,
-}
+pub type cuzk_log_level = u32;
+/// Nothing (as a maximum: no records).
+pub const CUZK_LOG_LEVEL_OFF: cuzk_log_level = 0;
+/// Errors.
+pub const CUZK_LOG_LEVEL_ERROR: cuzk_log_level = 1;
+/// Warnings (e.g. a pool falling back to unpinned memory).
+pub const CUZK_LOG_LEVEL_WARN: cuzk_log_level = 2;
+/// Progress (e.g. one line per proof).
+pub const CUZK_LOG_LEVEL_INFO: cuzk_log_level = 3;
+/// Details (pool allocations, backend choice).
+pub const CUZK_LOG_LEVEL_DEBUG: cuzk_log_level = 4;
+/// Everything.
+pub const CUZK_LOG_LEVEL_TRACE: cuzk_log_level = 5;
 
 /// A log callback: `user_data` as given to `cuzk_set_log_callback`; `target` (the Rust
 /// module, e.g. "cuzk::pool") and `message` are NUL-terminated UTF-8 valid only during the
@@ -61,11 +59,11 @@ impl log::Log for Forwarder {
         let Ok(sink) = self.sink.read() else { return };
         let Some(sink) = sink.as_ref() else { return };
         let level = match record.level() {
-            log::Level::Error => cuzk_log_level::Error,
-            log::Level::Warn => cuzk_log_level::Warn,
-            log::Level::Info => cuzk_log_level::Info,
-            log::Level::Debug => cuzk_log_level::Debug,
-            log::Level::Trace => cuzk_log_level::Trace,
+            log::Level::Error => CUZK_LOG_LEVEL_ERROR,
+            log::Level::Warn => CUZK_LOG_LEVEL_WARN,
+            log::Level::Info => CUZK_LOG_LEVEL_INFO,
+            log::Level::Debug => CUZK_LOG_LEVEL_DEBUG,
+            log::Level::Trace => CUZK_LOG_LEVEL_TRACE,
         };
         let clean = |s: String| CString::new(s.replace('\0', "\u{FFFD}")).unwrap_or_default();
         let target = clean(record.target().to_string());
@@ -78,15 +76,20 @@ impl log::Log for Forwarder {
     fn flush(&self) {}
 }
 
-fn filter(level: cuzk_log_level) -> log::LevelFilter {
-    match level {
-        cuzk_log_level::Off => log::LevelFilter::Off,
-        cuzk_log_level::Error => log::LevelFilter::Error,
-        cuzk_log_level::Warn => log::LevelFilter::Warn,
-        cuzk_log_level::Info => log::LevelFilter::Info,
-        cuzk_log_level::Debug => log::LevelFilter::Debug,
-        cuzk_log_level::Trace => log::LevelFilter::Trace,
-    }
+fn filter(level: cuzk_log_level) -> AbiResult<log::LevelFilter> {
+    use log::LevelFilter as F;
+    enum_arg(
+        "max_level",
+        level,
+        &[
+            ("CUZK_LOG_LEVEL_OFF", F::Off),
+            ("CUZK_LOG_LEVEL_ERROR", F::Error),
+            ("CUZK_LOG_LEVEL_WARN", F::Warn),
+            ("CUZK_LOG_LEVEL_INFO", F::Info),
+            ("CUZK_LOG_LEVEL_DEBUG", F::Debug),
+            ("CUZK_LOG_LEVEL_TRACE", F::Trace),
+        ],
+    )
 }
 
 /// Sends the library's log records up to `max_level` to `callback` with `user_data`; a NULL
@@ -112,6 +115,8 @@ pub unsafe extern "C" fn cuzk_set_log_callback(
 }
 
 fn install(callback: cuzk_log_callback, user_data: *mut c_void, max_level: cuzk_log_level) -> AbiResult {
+    // Checked first, even with a NULL callback: a bad level changes nothing.
+    let max_level = filter(max_level)?;
     static INSTALL: Once = Once::new();
     let mut installed = Ok(());
     INSTALL.call_once(|| installed = log::set_logger(&FORWARDER));
@@ -123,7 +128,7 @@ fn install(callback: cuzk_log_callback, user_data: *mut c_void, max_level: cuzk_
     let mut sink = FORWARDER.sink.write().unwrap_or_else(|p| p.into_inner());
     *sink = callback.map(|callback| Sink { callback, user_data });
     log::set_max_level(if sink.is_some() {
-        filter(max_level)
+        max_level
     } else {
         log::LevelFilter::Off
     });

@@ -17,7 +17,8 @@
 //!   ([`scalar`] converts).
 //!
 //! One module per handle kind: [`pool`], [`params`], [`assignment`] (with the R1CS route),
-//! [`prover`], [`engine`] (the proving engine and its jobs); [`filecoin`] (Filecoin proofs from filecoin-ffi's bytes,
+//! [`prover`], [`engine`] (the proving engine and its jobs) with [`engine_config`] (its
+//! configuration, checked); [`filecoin`] (Filecoin proofs from filecoin-ffi's bytes,
 //! one file per proof family as in `src/filecoin/`, and their submitted jobs; `CUZK_STATUS_UNSUPPORTED` without the
 //! `filecoin` feature); plus [`bytes`] (byte buffers across the ABI), [`progress`] (the progress callback both job
 //! kinds take), [`status`], [`scalar`], [`strings`], [`log`] and the panic boundary.
@@ -39,6 +40,7 @@ mod boundary;
 pub mod assignment;
 pub mod bytes;
 pub mod engine;
+pub mod engine_config;
 pub mod filecoin;
 mod job;
 pub mod log;

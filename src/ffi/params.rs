@@ -7,20 +7,18 @@ use std::path::Path;
 
 use super::assignment::{cuzk_r1cs, R1csCircuit};
 use super::boundary::{arg, c_str, call, call_void, into_handle, slice_out, take_handle, Out};
-use super::status::{cuzk_status, AbiError};
+use super::status::{cuzk_status, enum_arg, AbiError};
 use crate::params::{Parameters, PointCheck};
 
 /// How thoroughly `cuzk_params_load` checks the points of the query vectors (the verifying
-/// key is always fully checked).
+/// key is always fully checked): one of the `CUZK_POINT_CHECK_*` values; any other value is
+/// refused with `CUZK_STATUS_INVALID_ARGUMENT`.
 #[allow(non_camel_case_types)]
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum cuzk_point_check {
-    /// On the curve and not at infinity (what bellperson's unchecked read guarantees). Fast.
-    OnCurve = 0,
-    /// Also in the prime-order subgroup: a scalar multiplication per point (slow).
-    Subgroup = 1,
-}
+pub type cuzk_point_check = u32;
+/// On the curve and not at infinity (what bellperson's unchecked read guarantees). Fast.
+pub const CUZK_POINT_CHECK_ON_CURVE: cuzk_point_check = 0;
+/// Also in the prime-order subgroup: a scalar multiplication per point (slow).
+pub const CUZK_POINT_CHECK_SUBGROUP: cuzk_point_check = 1;
 
 /// The sizes a set of parameters expects of a circuit.
 #[allow(non_camel_case_types)]
@@ -82,10 +80,14 @@ pub unsafe extern "C" fn cuzk_params_load(
         // SAFETY: per the contract.
         let path = unsafe { c_str(path, "path") }?;
         let out = Out::new(out, "out")?;
-        let check = match check {
-            cuzk_point_check::OnCurve => PointCheck::OnCurve,
-            cuzk_point_check::Subgroup => PointCheck::Subgroup,
-        };
+        let check = enum_arg(
+            "check",
+            check,
+            &[
+                ("CUZK_POINT_CHECK_ON_CURVE", PointCheck::OnCurve),
+                ("CUZK_POINT_CHECK_SUBGROUP", PointCheck::Subgroup),
+            ],
+        )?;
         let inner = Parameters::load(Path::new(std::ffi::OsStr::from_bytes(path.to_bytes())), check)?;
         // SAFETY: non-NULL, writable per the contract.
         unsafe { out.write(into_handle(cuzk_params { inner })) };

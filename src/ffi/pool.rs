@@ -3,21 +3,36 @@
 use std::ffi::c_char;
 use std::time::Duration;
 
-use super::boundary::{arg, call, call_value, call_void, into_handle, take_handle, Out};
-use super::status::{cuzk_status, AbiError};
+use super::boundary::{arg, call, call_value, call_void, into_handle, take_handle, AbiResult, Out};
+use super::status::{cuzk_status, enum_arg, AbiError};
 use crate::pool::{PinnedBuffer, PinnedPool, PoolConfig, PoolStats, WhenFull};
 
-/// Which memory a pool hands out.
+/// Which memory a pool hands out: one of the `CUZK_POOL_MEMORY_*` values; any other value is
+/// refused with `CUZK_STATUS_INVALID_ARGUMENT`.
 #[allow(non_camel_case_types)]
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum cuzk_pool_memory {
-    /// CUDA pinned (page-locked) memory of GPU 0 when the library is built with CUDA and a
-    /// GPU is usable, else ordinary page-aligned memory (logged as a warning).
-    BestAvailable = 0,
-    /// Ordinary page-aligned heap memory (never pinned).
-    Heap = 1,
+pub type cuzk_pool_memory = u32;
+/// CUDA pinned (page-locked) memory of GPU 0 when the library is built with CUDA and a GPU is
+/// usable, else ordinary page-aligned memory (logged as a warning).
+pub const CUZK_POOL_MEMORY_BEST_AVAILABLE: cuzk_pool_memory = 0;
+/// Ordinary page-aligned heap memory (never pinned).
+pub const CUZK_POOL_MEMORY_HEAP: cuzk_pool_memory = 1;
+
+/// Which memory: whether it is the heap (else the best available), or why not.
+pub(crate) fn heap_memory(memory: cuzk_pool_memory) -> AbiResult<bool> {
+    enum_arg(
+        "memory",
+        memory,
+        &[
+            ("CUZK_POOL_MEMORY_BEST_AVAILABLE", false),
+            ("CUZK_POOL_MEMORY_HEAP", true),
+        ],
+    )
 }
+
+/// The longest wait a pool or an engine accepts (`cuzk_pool_config.wait_ms`,
+/// `cuzk_engine_config.budget_timeout_ms`): 30 days (a deadline the clock cannot hold would
+/// fail every wait).
+pub const CUZK_MAX_WAIT_MS: u64 = 2_592_000_000;
 
 /// How a pool behaves. Start from `cuzk_pool_config_default` and change fields.
 #[allow(non_camel_case_types)]
@@ -31,7 +46,8 @@ pub struct cuzk_pool_config {
     /// A checkout may reuse an idle buffer of up to this many times the request (≥ 1).
     pub max_reuse_factor: f64,
     /// When the cap leaves no room: wait this many milliseconds for buffers to come back
-    /// (0: fail at once).
+    /// (0: fail at once; at most `CUZK_MAX_WAIT_MS`, 30 days: more is
+    /// `CUZK_STATUS_INVALID_ARGUMENT`).
     pub wait_ms: u64,
     /// Serve from unpinned memory when the cap or the allocator cannot (counted in
     /// `cuzk_pool_statistics.fallbacks`, logged).
@@ -116,7 +132,7 @@ pub struct cuzk_buffer {
 #[no_mangle]
 pub extern "C" fn cuzk_pool_config_default() -> cuzk_pool_config {
     const DOCUMENTED: cuzk_pool_config = cuzk_pool_config {
-        memory: cuzk_pool_memory::BestAvailable,
+        memory: CUZK_POOL_MEMORY_BEST_AVAILABLE,
         max_bytes: 0,
         max_reuse_factor: 2.0,
         wait_ms: 60_000,
@@ -125,7 +141,7 @@ pub extern "C" fn cuzk_pool_config_default() -> cuzk_pool_config {
     call_value(DOCUMENTED, || {
         let d = PoolConfig::default();
         cuzk_pool_config {
-            memory: cuzk_pool_memory::BestAvailable,
+            memory: CUZK_POOL_MEMORY_BEST_AVAILABLE,
             max_bytes: 0,
             max_reuse_factor: d.max_reuse_factor,
             wait_ms: match d.when_full {
@@ -160,6 +176,12 @@ pub unsafe extern "C" fn cuzk_pool_new(
                 c.max_reuse_factor
             )));
         }
+        if c.wait_ms > CUZK_MAX_WAIT_MS {
+            return Err(AbiError::invalid(format!(
+                "wait_ms must be at most {CUZK_MAX_WAIT_MS} (30 days), found {}",
+                c.wait_ms
+            )));
+        }
         let config = PoolConfig {
             max_bytes: if c.max_bytes == 0 {
                 usize::MAX
@@ -174,9 +196,10 @@ pub unsafe extern "C" fn cuzk_pool_new(
             },
             allow_fallback: c.allow_fallback,
         };
-        let inner = match c.memory {
-            cuzk_pool_memory::BestAvailable => PinnedPool::best_available(config),
-            cuzk_pool_memory::Heap => PinnedPool::heap(config),
+        let inner = if heap_memory(c.memory)? {
+            PinnedPool::heap(config)
+        } else {
+            PinnedPool::best_available(config)
         };
         // SAFETY: checked non-NULL; writable per the contract.
         unsafe { out.write(into_handle(cuzk_pool { inner })) };

@@ -11,7 +11,7 @@ use super::boundary::{arg, call, call_value, into_handle, slice, slice_out, take
 use super::params::cuzk_params;
 use super::pool::cuzk_pool;
 use super::scalar;
-use super::status::{cuzk_status, AbiError};
+use super::status::{cuzk_status, enum_arg, AbiError, Named};
 use crate::assignment::ProvingAssignment;
 use crate::params::VerifyingKey;
 use crate::proof::{verify_proof, PreparedVerifyingKey, Proof};
@@ -45,18 +45,27 @@ pub(crate) fn write_proofs(dst: &mut [u8], proofs: &[Proof]) {
     }
 }
 
-/// Which backend a prover uses.
+/// Which backend a prover uses: one of the `CUZK_BACKEND_*` values; any other value is
+/// refused with `CUZK_STATUS_INVALID_ARGUMENT`.
 #[allow(non_camel_case_types)]
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum cuzk_backend {
-    /// GPU 0 when the library is built with CUDA and finds a usable GPU, else the CPU
-    /// (decided once per process and shared by every `Auto` prover).
-    Auto = 0,
-    /// The host's cores.
-    Cpu = 1,
-    /// The GPU named by `gpu_index`; `CUZK_STATUS_NO_GPU` if it is not usable.
-    Gpu = 2,
+pub type cuzk_backend = u32;
+/// GPU 0 when the library is built with CUDA and finds a usable GPU, else the CPU (decided
+/// once per process and shared by every `Auto` prover).
+pub const CUZK_BACKEND_AUTO: cuzk_backend = 0;
+/// The host's cores.
+pub const CUZK_BACKEND_CPU: cuzk_backend = 1;
+/// The GPU named by `gpu_index`; `CUZK_STATUS_NO_GPU` if it is not usable.
+pub const CUZK_BACKEND_GPU: cuzk_backend = 2;
+
+/// `backend` (GPU `gpu` for `CUZK_BACKEND_GPU`), or why not.
+pub(crate) fn backend_choice(what: &str, backend: cuzk_backend, gpu: usize) -> AbiResult<BackendChoice> {
+    type MakeBackend = fn(usize) -> BackendChoice;
+    let kinds: [Named<MakeBackend>; 3] = [
+        ("CUZK_BACKEND_AUTO", |_| BackendChoice::Auto),
+        ("CUZK_BACKEND_CPU", |_| BackendChoice::Cpu),
+        ("CUZK_BACKEND_GPU", BackendChoice::Gpu),
+    ];
+    Ok(enum_arg(what, backend, &kinds)?(gpu))
 }
 
 /// Where the time of a `cuzk_prove` call went, in nanoseconds, summed over the batch.
@@ -127,11 +136,7 @@ pub unsafe extern "C" fn cuzk_prover_new(
 ) -> cuzk_status {
     call(err, || {
         let out = Out::new(out, "out")?;
-        let choice = match backend {
-            cuzk_backend::Auto => BackendChoice::Auto,
-            cuzk_backend::Cpu => BackendChoice::Cpu,
-            cuzk_backend::Gpu => BackendChoice::Gpu(gpu_index as usize),
-        };
+        let choice = backend_choice("backend", backend, gpu_index as usize)?;
         let mut inner = Prover::new().with_backend(choice)?;
         // SAFETY: NULL or live per the contract.
         if let Some(pool) = unsafe { pool.as_ref() } {

@@ -135,6 +135,27 @@ impl From<Error> for AbiError {
     }
 }
 
+/// A C constant's name and what its value means.
+pub(crate) type Named<T> = (&'static str, T);
+
+/// An enum argument or field: C hands it over as an integer (an out-of-range value is legal
+/// C), and `named` lists its constants in value order (`named[v]` is value `v`). A value
+/// past them is `CUZK_STATUS_INVALID_ARGUMENT`, naming `what`, the value and the constants.
+pub(crate) fn enum_arg<T: Copy>(what: &str, value: u32, named: &[Named<T>]) -> Result<T, AbiError> {
+    usize::try_from(value)
+        .ok()
+        .and_then(|i| named.get(i))
+        .map(|&(_, v)| v)
+        .ok_or_else(|| {
+            let list: Vec<String> = named
+                .iter()
+                .enumerate()
+                .map(|(i, (n, _))| format!("{n} ({i})"))
+                .collect();
+            AbiError::invalid(format!("`{what}` is {value}, not one of {}", list.join(", ")))
+        })
+}
+
 impl AbiError {
     pub(crate) fn invalid(msg: impl Into<String>) -> Self {
         Self::Core(Error::InvalidArgument(msg.into()))

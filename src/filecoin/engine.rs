@@ -30,8 +30,10 @@ static PENDING: Mutex<Option<EngineConfig>> = Mutex::new(None);
 /// no job urgent — set that field to keep it.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] once the engine has started (its configuration cannot change).
+/// [`Error::InvalidArgument`] once the engine has started (its configuration cannot change),
+/// or for a count out of [`EngineConfig::validate`]'s bounds.
 pub fn configure(config: EngineConfig) -> Result<()> {
+    config.validate()?;
     let mut pending = PENDING.lock().unwrap_or_else(|p| p.into_inner());
     if ENGINE.get().is_some() {
         return Err(Error::InvalidArgument(

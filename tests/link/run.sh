@@ -7,7 +7,9 @@
 #      the header's functions as global symbols, nothing else;
 #   2. examples/c/toy.c builds against the header + libcuzk.a (pkg-config's flags) and runs;
 #   3. the same program against libcuzk.so runs; tests/link/abi_edges.c checks the ABI's
-#      edge promises (empty circuit, budget refusal, save errors, delta at infinity);
+#      edge promises (empty circuit, budget refusal, save errors, delta at infinity), and
+#      tests/link/abi_edges_jobs.c its bad inputs (enums out of range, counts past their
+#      bounds) and job lifecycles under concurrent wait / progress / cancel / free;
 #   4. libcuzk.a and a foreign Rust static library (tests/link/otherlib: built by the
 #      machine's other rustc, the nightly toolchain, where there is one; blst 0.3.14) link
 #      into one C program in both orders, and both libraries' calls work (a cuzk proof
@@ -16,7 +18,8 @@
 #      reference" from libcuzk.a + otherlib (cuzk provides no blst to its neighbours), and
 #      links against cargo's raw staticlib (the leak step 1 rules out);
 #   6. tests/link/leak_loop.c runs new -> prove -> free rounds under valgrind with no error
-#      and nothing definitely lost (skipped with CUZK_SKIP_VALGRIND=1).
+#      and nothing definitely lost, and abi_edges_jobs runs once more under valgrind (no
+#      memory error; skipped with CUZK_SKIP_VALGRIND=1).
 # Needs cc, nm, readelf, pkg-config, cargo and valgrind. Work files go to $WORK (default: a
 # temporary directory). CUZK_OTHER_TOOLCHAIN names the rustup toolchain for otherlib
 # (default: nightly when installed).
@@ -68,6 +71,9 @@ echo "-- 3b. the ABI's edge promises, from C (tests/link/abi_edges.c)"
 $CC $CFLAGS tests/link/abi_edges.c $LIBS -o "$WORK/abi_edges"
 mkdir -p "$WORK/edges"
 "$WORK/abi_edges" "$WORK/edges" | sed 's/^/   /'
+$CC $CFLAGS -pthread tests/link/abi_edges_jobs.c $LIBS -o "$WORK/abi_edges_jobs"
+"$WORK/abi_edges_jobs" 3 >"$WORK/abi_edges_jobs.log" || { cat "$WORK/abi_edges_jobs.log"; exit 1; }
+echo "   abi_edges_jobs: $(grep -c '^ok' "$WORK/abi_edges_jobs.log") promises held"
 
 echo "-- 4. libcuzk.a + a foreign Rust static library, both orders"
 toolchain="${CUZK_OTHER_TOOLCHAIN:-}"
@@ -126,4 +132,8 @@ grep -qE "ERROR SUMMARY: 0 errors" "$WORK/valgrind.log"
 if grep -q "definitely lost:" "$WORK/valgrind.log"; then
   grep -qE "definitely lost: 0 bytes" "$WORK/valgrind.log"
 fi
+echo "-- 6b. abi_edges_jobs under valgrind (threads, callbacks, frees mid-job)"
+valgrind --error-exitcode=99 --log-file="$WORK/valgrind-edges.log" "$WORK/abi_edges_jobs" 1 >"$WORK/abi_edges_jobs.vg.log" ||
+  { cat "$WORK/abi_edges_jobs.vg.log"; tail -40 "$WORK/valgrind-edges.log"; exit 1; }
+grep -E "ERROR SUMMARY" "$WORK/valgrind-edges.log" | sed 's/^==[0-9]*== /   /'
 echo "C ABI link checks: OK"

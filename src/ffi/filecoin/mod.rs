@@ -31,7 +31,7 @@ pub use crate::ffi::bytes::{cuzk_byte_slice, cuzk_bytes, cuzk_bytes_free};
 use crate::ffi::boundary::{arg, call, call_value, AbiResult};
 #[cfg(feature = "filecoin")]
 use crate::ffi::engine::cuzk_engine;
-use crate::ffi::engine::cuzk_engine_config;
+use crate::ffi::engine_config::cuzk_engine_config;
 use crate::ffi::status::{cuzk_status, AbiError};
 
 /// The `priority` argument that means "the proof kind's priority" (`CUZK_PRIORITY_*`).
@@ -149,7 +149,9 @@ unsafe fn options<'a>(engine: *const cuzk_engine, priority: i32) -> crate::filec
 /// or device numbers `0,1`), `CUZK_FILECOIN_BUDGET` (bytes or `96GiB`) and
 /// `CUZK_FILECOIN_SYNTHESIS_THREADS`. Either way Winning PoSt is urgent: it is dispatched past
 /// the pacer and the next free GPU waits for it. Fails with `CUZK_STATUS_INVALID_ARGUMENT` once the
-/// engine has started. Thread-safe.
+/// engine has started, and for a field `cuzk_engine_new` would refuse (an enum out of range, a
+/// count past its `CUZK_MAX_*` bound: checked here, in every build, not at the first proof).
+/// Thread-safe.
 ///
 /// # Safety
 /// `config` live; `err` NULL or writable.
@@ -161,9 +163,11 @@ pub unsafe extern "C" fn cuzk_filecoin_configure(
     call(err, || {
         // SAFETY: live per the contract.
         let config = unsafe { arg(config, "config") }?;
+        // Checked in every build: a bad field is INVALID_ARGUMENT, here and not at the first proof.
+        let config = crate::ffi::engine_config::engine_config(config)?;
         #[cfg(feature = "filecoin")]
         {
-            let mut config = crate::ffi::engine::engine_config(config);
+            let mut config = config;
             // As the environment's configuration: Winning PoSt is urgent.
             config.urgent_priority = Some(crate::filecoin::PRIORITY_WINNING_POST);
             crate::filecoin::configure(config)?;
