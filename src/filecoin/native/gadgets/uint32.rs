@@ -105,6 +105,8 @@ impl U32 {
     }
 
     /// `UInt32::shr`: allocates nothing; the bits shifted in are constant zeros.
+    // Named as the gadget's method, which is not `std::ops::Shr` either.
+    #[allow(clippy::should_implement_trait)]
     pub fn shr(self, by: usize) -> Self {
         let by = (by % 32) as u32;
         Self {
