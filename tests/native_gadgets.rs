@@ -158,6 +158,9 @@ fn boolean_operations_fold_as_the_gadgets_fold() {
     assert_eq!(outputs.len(), 2 * (36 + 216));
 }
 
+/// A word's bits, least significant first.
+type Word = Vec<(Kind, bool)>;
+
 /// A word's bits: all constant, all allocated, or each of a random kind.
 fn random_word(rng: &mut ChaCha8Rng) -> Vec<(Kind, bool)> {
     let mode = rng.gen_range(0..4);
@@ -202,7 +205,7 @@ fn twin_bits(w: U32) -> Vec<(Kind, bool)> {
 #[test]
 fn uint32_operations_match() {
     let mut rng = ChaCha8Rng::seed_from_u64(38);
-    let cases: Vec<(Vec<Vec<(Kind, bool)>>, usize, u32)> = (0..300)
+    let cases: Vec<(Vec<Word>, usize, u32)> = (0..300)
         .map(|_| {
             let n = rng.gen_range(2..=10);
             (

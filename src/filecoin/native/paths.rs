@@ -151,11 +151,22 @@ impl PathCs {
         self.paths
     }
 
-    fn slot<A: FnOnce() -> AR, AR: Into<String>>(&mut self, annotation: A) -> Slot {
-        Slot {
+    /// Records one value and where it was allocated; returns its index among the inputs (when
+    /// `input`) or the aux values.
+    fn record(&mut self, input: bool, annotation: String, value: Scalar) -> usize {
+        let slot = Slot {
             namespace: self.stack.last().copied().unwrap_or(0),
-            name: self.paths.names.intern(annotation().into()),
-        }
+            name: self.paths.names.intern(annotation),
+        };
+        let p = &mut self.paths;
+        let (slots, values) = if input {
+            (&mut p.inputs, &mut p.input_values)
+        } else {
+            (&mut p.aux, &mut p.aux_values)
+        };
+        slots.push(slot);
+        values.push(value);
+        slots.len() - 1
     }
 }
 
@@ -172,30 +183,22 @@ impl ConstraintSystem<Scalar> for PathCs {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        let value = f()?;
-        let slot = self.slot(annotation);
-        self.paths.aux.push(slot);
-        self.paths.aux_values.push(value);
-        Ok(Variable::new_unchecked(Index::Aux(self.paths.aux.len() - 1)))
+        let j = self.record(false, annotation().into(), f()?);
+        Ok(Variable::new_unchecked(Index::Aux(j)))
     }
 
-    fn alloc_input<F, A, AR>(&mut self, annotation: A, f: F) -> std::result::Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> std::result::Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        let value = f()?;
-        let slot = self.slot(annotation);
-        self.paths.inputs.push(slot);
-        self.paths.input_values.push(value);
-        Ok(Variable::new_unchecked(Index::Input(self.paths.inputs.len() - 1)))
+    fn alloc_input<F: FnOnce() -> std::result::Result<Scalar, SynthesisError>, A: FnOnce() -> AR, AR: Into<String>>(
+        &mut self,
+        annotation: A,
+        f: F,
+    ) -> std::result::Result<Variable, SynthesisError> {
+        let i = self.record(true, annotation().into(), f()?);
+        Ok(Variable::new_unchecked(Index::Input(i)))
     }
 
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    /// Counts the constraint nowhere: the paths are all this system keeps.
+    fn enforce<A: FnOnce() -> AR, AR: Into<String>, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
     where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
         LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
