@@ -42,6 +42,7 @@
 mod cid;
 mod engine;
 mod job;
+pub mod native;
 mod params;
 mod porep;
 mod post;

@@ -1,0 +1,30 @@
+//! Native witness generation for Filecoin's circuits: the foundations.
+//!
+//! The witness of a PoRep, SnapDeals or PoSt partition is a pure function of its public
+//! inputs and vanilla proofs, but [`WitnessCs`](crate::WitnessCs) computes it by running
+//! bellperson's gadgets, which build linear combinations only to throw them away (SHA-256's
+//! `UInt32::addmany` alone is ~86% of the time). A native generator writes the same compact
+//! witness, value for value and in the circuit's allocation order, without any gadget.
+//! This room holds what every generator builds on:
+//!
+//! - [`paths`]: [`PathCs`], a development constraint system recording the namespace path of
+//!   every allocation ([`AllocationPaths`]);
+//! - [`diff`]: the differential tool, the first input and aux index where two witnesses differ,
+//!   with its path ([`first_differences`], [`assert_same_witness`]);
+//! - [`gadgets`]: the gadget twins — native functions that append to a witness exactly what
+//!   bellperson's gadgets allocate (booleans with their constant folding, `UInt32`, SHA-256,
+//!   bit decompositions and packing).
+//!
+//! The generators per circuit family will live beside this room (one per family under
+//! `src/filecoin/`). Which bellperson version is mirrored, and how to re-validate after a
+//! bump: `gadgets/NOTES.md`.
+
+// A development API until the generators use it: hidden from the docs.
+#![doc(hidden)]
+
+pub mod diff;
+pub mod gadgets;
+pub mod paths;
+
+pub use diff::{assert_same_witness, first_differences, Difference, Differences, Place, WitnessValues};
+pub use paths::{AllocationPaths, PathCs};
