@@ -1,0 +1,2 @@
+//! placeholder
+#![cfg(feature = "daemon")]
