@@ -46,7 +46,11 @@ impl Daemon {
         init();
         let dir = scratch(&format!("daemon-{name}"));
         let log = dir.join("daemon.log");
-        let defaults = [("--gpus", "cpu"), ("--memory-budget", "4GiB"), ("--synthesis-threads", "2")];
+        let defaults = [
+            ("--gpus", "cpu"),
+            ("--memory-budget", "4GiB"),
+            ("--synthesis-threads", "2"),
+        ];
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"));
         cmd.args(["--listen", listen, "--log-level", "info"]).args(extra);
         for (flag, value) in defaults {
@@ -126,7 +130,10 @@ impl Drop for Daemon {
 
 /// A client as Curio's (256 MiB messages; larger ones may be sent, to see them refused).
 async fn connect(address: String) -> Result<Client, tonic::transport::Error> {
-    let channel = Channel::from_shared(address).unwrap().connect().await?;
+    let channel = tonic::transport::Endpoint::from_shared(address)
+        .unwrap()
+        .connect()
+        .await?;
     Ok(ProvingEngineClient::new(channel)
         .max_decoding_message_size(256 << 20)
         .max_encoding_message_size(512 << 20))
@@ -180,6 +187,20 @@ async fn prove(client: &mut Client, req: SubmitProofRequest) -> AwaitProofRespon
         .await
         .expect("Prove answers");
     reply.into_inner().result.expect("Prove has a result")
+}
+
+async fn await_job(client: &mut Client, job_id: String, timeout_ms: u64) -> AwaitProofResponse {
+    let req = AwaitProofRequest { job_id, timeout_ms };
+    client.await_proof(req).await.expect("AwaitProof answers").into_inner()
+}
+
+async fn cancel_job(client: &mut Client, job_id: String) -> CancelProofResponse {
+    let req = CancelProofRequest { job_id };
+    client
+        .cancel_proof(req)
+        .await
+        .expect("CancelProof answers")
+        .into_inner()
 }
 
 fn completed(r: &AwaitProofResponse) -> &[u8] {
@@ -299,34 +320,16 @@ fn submit_await_timeout_cancel_idempotency_and_status_under_load_over_tcp() {
 
         // A 1 ms wait times out; the job goes on.
         let last = ids.last().unwrap().clone();
-        let r = c
-            .await_proof(AwaitProofRequest {
-                job_id: last.clone(),
-                timeout_ms: 1,
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let r = await_job(&mut c, last.clone(), 1).await;
         assert_eq!(r.status, Outcome::Timeout as i32, "{r:?}");
         // Cancel the last (queued) and the second (running or queued).
         for id in [&last, &ids[1]] {
-            let c2 = c
-                .cancel_proof(CancelProofRequest { job_id: id.clone() })
-                .await
-                .unwrap()
-                .into_inner();
+            let c2 = cancel_job(&mut c, id.clone()).await;
             assert!(c2.was_running, "{id}");
         }
         let mut done = 0;
         for (i, id) in ids.iter().enumerate() {
-            let r = c
-                .await_proof(AwaitProofRequest {
-                    job_id: id.clone(),
-                    timeout_ms: 0,
-                })
-                .await
-                .unwrap()
-                .into_inner();
+            let r = await_job(&mut c, id.clone(), 0).await;
             if i == 1 || id == &last {
                 assert_eq!(r.status, Outcome::Cancelled as i32, "{r:?}");
             } else {
@@ -335,22 +338,11 @@ fn submit_await_timeout_cancel_idempotency_and_status_under_load_over_tcp() {
             }
         }
         // Done jobs are kept: awaited again, the same bytes; the same request_id still names it.
-        let a = c
-            .await_proof(AwaitProofRequest {
-                job_id: ids[0].clone(),
-                timeout_ms: 0,
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let a = await_job(&mut c, ids[0].clone(), 0).await;
         let b = prove(&mut c, winning_request("same", randomness)).await;
         assert_eq!(a.proof, b.proof);
         assert_eq!(b.job_id, ids[0]);
-        let c3 = c
-            .cancel_proof(CancelProofRequest { job_id: ids[0].clone() })
-            .await
-            .unwrap()
-            .into_inner();
+        let c3 = cancel_job(&mut c, ids[0].clone()).await;
         assert!(!c3.was_running, "a finished job is not running");
         let err = c
             .await_proof(AwaitProofRequest {
@@ -392,21 +384,12 @@ fn submit_await_timeout_cancel_idempotency_and_status_under_load_over_tcp() {
             .unwrap()
             .into_inner();
         assert!(e.was_loaded && e.freed_bytes > 0, "{e:?}");
-        let p = c
-            .preload_srs(PreloadSrsRequest {
-                circuit_id: "winning-2k".into(),
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let winning_2k = || PreloadSrsRequest {
+            circuit_id: "winning-2k".into(),
+        };
+        let p = c.preload_srs(winning_2k()).await.unwrap().into_inner();
         assert!(!p.already_loaded, "{p:?}");
-        let p = c
-            .preload_srs(PreloadSrsRequest {
-                circuit_id: "winning-2k".into(),
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let p = c.preload_srs(winning_2k()).await.unwrap().into_inner();
         assert!(p.already_loaded, "{p:?}");
         let err = c
             .preload_srs(PreloadSrsRequest {
@@ -597,14 +580,7 @@ fn sigterm_lets_a_running_proof_finish_then_cancels_the_rest_and_exits() {
             .into_inner()
             .job_id;
         daemon.sigterm();
-        let r = c
-            .await_proof(AwaitProofRequest {
-                job_id: job,
-                timeout_ms: 0,
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let r = await_job(&mut c, job, 0).await;
         assert!(winning_verifies(randomness, completed(&r)));
     });
     assert!(
@@ -741,27 +717,13 @@ fn load_of_8_clients_with_cancels_and_timeouts_leaves_no_leak() {
                         let n = client * per_client + i;
                         let id = c.submit_proof(req.clone()).await.unwrap().into_inner().job_id;
                         if n % 5 == 4 {
-                            c.cancel_proof(CancelProofRequest { job_id: id.clone() }).await.unwrap();
+                            cancel_job(&mut c, id.clone()).await;
                         }
                         if n % 7 == 3 {
-                            let r = c
-                                .await_proof(AwaitProofRequest {
-                                    job_id: id.clone(),
-                                    timeout_ms: 1,
-                                })
-                                .await
-                                .unwrap();
-                            let s = r.into_inner().status;
+                            let s = await_job(&mut c, id.clone(), 1).await.status;
                             assert!(s == Outcome::Timeout as i32 || s == Outcome::Completed as i32, "{s}");
                         }
-                        let r = c
-                            .await_proof(AwaitProofRequest {
-                                job_id: id,
-                                timeout_ms: 0,
-                            })
-                            .await
-                            .unwrap();
-                        answers.push(r.into_inner());
+                        answers.push(await_job(&mut c, id, 0).await);
                     }
                     answers
                 }
@@ -873,4 +835,48 @@ fn snap_deals_through_the_daemon_verify_with_filecoin_proofs() {
     assert!(
         !filecoin_proofs_api::update::verify_empty_sector_update_proof(UPDATE, &proof, new, new, d).unwrap_or(false)
     );
+}
+
+/// The Python client (tests/daemon_client.py: grpcio, stubs generated from the same .proto by
+/// grpcio-tools) sends a Winning PoSt and bad requests as Curio sends them; its proof is
+/// verified here. Needs `CUZK_DAEMON_PYTHON` (a Python with grpcio-tools; .ci/run makes one),
+/// so it is run on its own: `-- --ignored --exact python_grpcio_client_sends_curios_shapes`.
+#[test]
+#[ignore]
+fn python_grpcio_client_sends_curios_shapes() {
+    let python = std::env::var("CUZK_DAEMON_PYTHON").expect("CUZK_DAEMON_PYTHON: a Python with grpcio-tools");
+    ensure_params(ParamsKind::PoSt(WINNING));
+    let randomness = [41u8; 32];
+    let (vanilla, _) = winning_vanilla(&randomness);
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let request = scratch("python").join("request.json");
+    let body = serde_json::json!({
+        "miner": MINER,
+        "randomness": hex(&randomness),
+        "vanilla": vanilla.iter().map(|v| hex(v)).collect::<Vec<_>>(),
+    });
+    std::fs::write(&request, body.to_string()).unwrap();
+    for listen in [
+        format!("unix://{}", socket("python").display()),
+        format!("127.0.0.1:{}", free_port()),
+    ] {
+        let daemon = Daemon::start("python", &listen, &[]);
+        let out = Command::new(&python)
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/daemon_client.py"))
+            .arg(&daemon.address)
+            .arg(&request)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        let proof_hex = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("proof "))
+            .expect("the proof");
+        let proof: Vec<u8> = (0..proof_hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&proof_hex[i..i + 2], 16).unwrap())
+            .collect();
+        assert!(winning_verifies(randomness, &proof), "{listen}");
+    }
 }

@@ -22,17 +22,12 @@
 
 #![cfg(feature = "filecoin")]
 
-use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
-use std::io::Cursor;
-use std::path::{Path, PathBuf};
-use std::sync::{Mutex, Once, OnceLock};
+use std::path::Path;
+use std::sync::Mutex;
 
 use blstrs::Scalar;
 use cuzk::engine::{Engine, EngineBackend, EngineConfig, PacerMode};
-use cuzk::filecoin::{
-    self, CommitmentKind, Options, ParamsKind, RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof,
-};
+use cuzk::filecoin::{self, CommitmentKind, Options, ParamsKind, RegisteredPoStProof};
 use cuzk::prover::cpu::CpuBackend;
 use cuzk::prover::{Backend, Commitments, Timings};
 use cuzk::{
@@ -40,10 +35,9 @@ use cuzk::{
     WitnessStats,
 };
 use ff::Field;
-use filecoin_proofs_api::seal::{self as api_seal, SealPreCommitPhase2Output};
+use filecoin_proofs_api::PublicReplicaInfo;
 use filecoin_proofs_api::{post as api_post, update as api_update};
-use filecoin_proofs_api::{PieceInfo, PrivateReplicaInfo, PublicReplicaInfo, SectorId, UnpaddedBytesAmount};
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use storage_proofs_core::compound_proof::CompoundProof;
 
