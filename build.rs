@@ -12,6 +12,20 @@ fn main() {
     cdylib_exports_only_the_c_abi();
     #[cfg(feature = "cuda")]
     cuda::build();
+    #[cfg(feature = "daemon")]
+    daemon_proto();
+}
+
+/// The `daemon` feature: Curio's `cuzk.v1` protocol compiled from proto/ by protox (pure Rust,
+/// no system protoc) into tonic's server and client code in OUT_DIR.
+#[cfg(feature = "daemon")]
+fn daemon_proto() {
+    let proto = "proto/cuzk/v1/proving.proto";
+    println!("cargo:rerun-if-changed={proto}");
+    let files = protox::compile([proto], ["proto"]).unwrap_or_else(|e| panic!("{proto}: {e}"));
+    tonic_prost_build::configure()
+        .compile_fds(files)
+        .unwrap_or_else(|e| panic!("{proto}: {e}"));
 }
 
 /// `libcuzk.so` exports only the C ABI (`cuzk_*`): a version script hides everything else

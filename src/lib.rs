@@ -42,6 +42,8 @@
 pub mod assignment;
 pub mod compiled;
 pub mod curve;
+#[cfg(feature = "daemon")]
+pub mod daemon;
 pub mod engine;
 pub mod error;
 pub mod ffi;

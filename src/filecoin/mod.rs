@@ -51,6 +51,8 @@ mod update;
 use std::time::Duration;
 
 pub use self::cid::{commitment_from_cid, CommitmentKind};
+#[cfg(feature = "daemon")]
+pub(crate) use self::engine::config_from_env;
 pub use self::engine::{configure, engine, engine_started, ENV_BUDGET, ENV_GPUS, ENV_SYNTHESIS_THREADS};
 #[doc(hidden)]
 pub use self::job::skew_next_compiled_circuit;
@@ -58,7 +60,9 @@ pub use self::job::{
     Options, ProofJob, ProofKind, PRIORITY_SEAL_COMMIT, PRIORITY_SNAP_DEALS, PRIORITY_WINDOW_POST,
     PRIORITY_WINNING_POST,
 };
-pub use self::params::{clear_parameter_cache, parameter_path, ParamsKind};
+pub use self::params::{
+    clear_parameter_cache, evict_parameters, parameter_path, parameters_loaded, preload_parameters, ParamsKind,
+};
 pub use self::porep::{seal_commit_phase2, submit_seal_commit_phase2, submit_seal_commit_phase2_typed};
 pub use self::post::{
     generate_single_partition_window_post_with_vanilla, generate_window_post_with_vanilla,

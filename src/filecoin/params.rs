@@ -117,6 +117,43 @@ pub fn clear_parameter_cache() {
     cache().lock().unwrap_or_else(|p| p.into_inner()).clear();
 }
 
+/// Loads the parameters of `kind` now, as the first proof that needs them would, and keeps
+/// them. Returns the time it took (zero when they were loaded already).
+///
+/// # Errors
+/// As a proof's: [`Error::FilecoinParams`] naming a missing or bad file.
+pub fn preload_parameters(kind: ParamsKind) -> Result<Duration> {
+    load(&parameter_path(kind)?).map(|(_, took)| took)
+}
+
+/// The host bytes of the parameters of `kind` when they are loaded, `None` when not.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a sector size no registered proof names.
+pub fn parameters_loaded(kind: ParamsKind) -> Result<Option<usize>> {
+    let path = parameter_path(kind)?;
+    let slot = cache().lock().unwrap_or_else(|p| p.into_inner()).get(&path).cloned();
+    let loaded = slot.and_then(|slot| slot.lock().unwrap_or_else(|p| p.into_inner()).clone());
+    Ok(loaded.map(|l| l.params.host_bytes()))
+}
+
+/// Forgets the parameters of `kind` (as [`clear_parameter_cache`] does all of them) and drops
+/// them from `engine` when it holds them. Returns their host bytes when they were loaded.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a sector size no registered proof names.
+pub fn evict_parameters(kind: ParamsKind, engine: Option<&crate::engine::Engine>) -> Result<Option<usize>> {
+    let path = parameter_path(kind)?;
+    let slot = cache().lock().unwrap_or_else(|p| p.into_inner()).remove(&path);
+    let loaded = slot.and_then(|slot| slot.lock().unwrap_or_else(|p| p.into_inner()).take());
+    Ok(loaded.map(|l| {
+        if let Some(engine) = engine {
+            engine.remove_parameters(&l.params);
+        }
+        l.params.host_bytes()
+    }))
+}
+
 const HOW_TO_GET: &str = "Filecoin parameter files come from the network's trusted setup: fetch them \
      (e.g. `curio fetch-params <sector size>` or `lotus fetch-params <sector size>`) into the directory \
      FIL_PROOFS_PARAMETER_CACHE names (default /var/tmp/filecoin-proof-parameters/); cuzk never \

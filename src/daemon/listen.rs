@@ -1,0 +1,147 @@
+//! Serving: the TCP or Unix socket listener (loopback TCP by default; a Unix socket created
+//! owner-only, a stale socket file replaced), 256 MiB messages each way, and the stop on
+//! SIGTERM/SIGINT: no new connections or jobs, running proofs get the grace period, then the
+//! rest are cancelled and every waiting caller gets its CANCELLED reply.
+
+use std::future::Future;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::{TcpListener, UnixListener};
+use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
+
+use super::config::Listen;
+use super::jobs::Jobs;
+use super::proto::proving_engine_server::ProvingEngineServer;
+use super::service::Service;
+use crate::error::{Error, Result};
+
+/// The largest message either way (Curio's client sets the same).
+pub const MAX_MESSAGE_BYTES: usize = 256 << 20;
+
+/// A bound listener.
+pub enum Bound {
+    /// TCP.
+    Tcp(TcpListener),
+    /// A Unix socket (its path removed when the daemon stops).
+    Unix(UnixListener, std::path::PathBuf),
+}
+
+impl Bound {
+    /// Where it listens, as a client names it.
+    pub fn address(&self) -> String {
+        match self {
+            Self::Tcp(l) => l.local_addr().map(|a| a.to_string()).unwrap_or_default(),
+            Self::Unix(_, path) => format!("unix://{}", path.display()),
+        }
+    }
+}
+
+/// Binds `listen` (call inside the runtime).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] naming the address and why it cannot be bound (in use, a
+/// non-socket file at the socket path, no such directory).
+pub async fn bind(listen: &Listen) -> Result<Bound> {
+    let bad = |what: String| Error::InvalidArgument(format!("listen: {what}"));
+    match listen {
+        Listen::Tcp(addr) => {
+            if !addr.ip().is_loopback() {
+                log::warn!(
+                    "listening on {addr}, beyond this host: the protocol has no authentication, \
+                     so anyone who reaches this port can submit proofs"
+                );
+            }
+            let l = TcpListener::bind(addr).await.map_err(|e| bad(format!("{addr}: {e}")))?;
+            Ok(Bound::Tcp(l))
+        }
+        Listen::Unix(path) => {
+            replace_stale_socket(path).map_err(bad)?;
+            let l = UnixListener::bind(path).map_err(|e| bad(format!("{}: {e}", path.display())))?;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| bad(format!("{}: setting owner-only permissions: {e}", path.display())))?;
+            Ok(Bound::Unix(l, path.clone()))
+        }
+    }
+}
+
+/// Removes a socket file no daemon answers on; refuses a live one or a file that is not a socket.
+fn replace_stale_socket(path: &Path) -> std::result::Result<(), String> {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    if !meta.file_type().is_socket() {
+        return Err(format!("{} exists and is not a socket", path.display()));
+    }
+    if std::os::unix::net::UnixStream::connect(path).is_ok() {
+        return Err(format!("{} is in use by a running daemon", path.display()));
+    }
+    log::info!("{}: replacing a stale socket file", path.display());
+    std::fs::remove_file(path).map_err(|e| format!("{}: removing the stale socket: {e}", path.display()))
+}
+
+/// Serves `jobs` on `bound` until `stop` resolves, then drains the jobs (`grace` for the
+/// running ones, then cancellation) while the connections that wait for them are answered.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a transport failure.
+pub async fn serve(
+    bound: Bound,
+    jobs: Arc<Jobs>,
+    grace: Duration,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    let service = ProvingEngineServer::new(Service::new(jobs.clone()))
+        .max_decoding_message_size(MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_MESSAGE_BYTES);
+    let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
+    let drained = {
+        let jobs = jobs.clone();
+        async move {
+            stop.await;
+            log::info!("stopping: no new connections or jobs");
+            let _ = stopped_tx.send(());
+            jobs.drain(grace).await;
+        }
+    };
+    let drain_task = tokio::spawn(drained);
+    let shutdown = async move {
+        let _ = stopped_rx.await;
+    };
+    let router = tonic::transport::Server::builder().add_service(service);
+    let address = bound.address();
+    log::info!("cuzk-daemon serving cuzk.v1.ProvingEngine on {address}");
+    let served = match bound {
+        Bound::Tcp(l) => {
+            router
+                .serve_with_incoming_shutdown(TcpListenerStream::new(l), shutdown)
+                .await
+        }
+        Bound::Unix(l, path) => {
+            let r = router
+                .serve_with_incoming_shutdown(UnixListenerStream::new(l), shutdown)
+                .await;
+            let _ = std::fs::remove_file(&path);
+            r
+        }
+    };
+    let _ = drain_task.await;
+    log::info!("cuzk-daemon stopped");
+    served.map_err(|e| Error::InvalidArgument(format!("serving on {address}: {e}")))
+}
+
+/// Resolves at the first SIGTERM or SIGINT.
+pub async fn signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        log::error!("cannot watch SIGTERM/SIGINT: the daemon stops only when killed");
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => log::info!("SIGTERM"),
+        _ = int.recv() => log::info!("SIGINT"),
+    }
+}
