@@ -112,6 +112,8 @@ class Daemon:
                 break
             except grpc.RpcError:
                 if self.proc.poll() is not None or time.time() > deadline:
+                    self.proc.kill()
+                    self.proc.wait()
                     raise AssertionError("daemon %s did not answer:\n%s" % (name, self.log_text()))
                 time.sleep(0.05)
 
@@ -472,10 +474,10 @@ def main():
     R = pb.AwaitProofResponse
     port = free_port()
     sock = os.path.join(ARGS.out, "cuzk.sock")
-    DAEMONS["tcp"] = Daemon("tcp", "127.0.0.1:%d" % port, "dns:///127.0.0.1:%d" % port)
-    DAEMONS["unix"] = Daemon("unix", "unix://" + sock, "unix://" + sock)
     ok = False
     try:
+        DAEMONS["tcp"] = Daemon("tcp", "127.0.0.1:%d" % port, "dns:///127.0.0.1:%d" % port)
+        DAEMONS["unix"] = Daemon("unix", "unix://" + sock, "unix://" + sock)
         suite = unittest.TestSuite()
         loader = unittest.defaultTestLoader
         for case in (CurioShapes, Control, Load):
