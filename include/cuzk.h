@@ -139,7 +139,7 @@ typedef enum cuzk_status {
   // submitted synthesized already).
   CUZK_STATUS_BUDGET_EXHAUSTED = 71,
   // A compiled-circuit file (the witness path's recorded constraints) could not be opened,
-  // mapped or written: the message names it.
+  // read or written: the message names it.
   CUZK_STATUS_COMPILED_IO = 80,
   // A compiled-circuit file was written in another format version: record the circuit
   // again (which replaces the file).
@@ -915,7 +915,9 @@ enum cuzk_status cuzk_filecoin_submit_window_post(const struct cuzk_engine *engi
 // `generate_single_partition_window_post_with_vanilla` (Curio's
 // `GenerateSinglePartitionWindowPoStWithVanilla`): `vanilla_proofs` are the `n` vanilla
 // proofs of that partition's sectors only, in sector order (at most the partition's sector
-// count), `partition_index` its index in the deadline (below 3000). Blocks; on success
+// count), `partition_index` its index in the Window PoSt (one SubmitWindowedPoSt message's
+// partitions, from 0): below `min(25000 / sectors per partition, 3000)` — 10 for 32 and
+// 64 GiB — else `CUZK_STATUS_INVALID_ARGUMENT`, before anything is built. Blocks; on success
 // `*out` holds the partition's 192-byte proof (filecoin-ffi's `PartitionProof` bytes; the
 // partitions' proofs concatenated in index order are the Window PoSt, as filecoin-proofs'
 // `merge_window_post_partition_proofs` makes it). Otherwise as `cuzk_filecoin_window_post`.

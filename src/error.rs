@@ -161,7 +161,7 @@ pub enum Error {
         waited: std::time::Duration,
     },
 
-    /// A compiled-circuit file ([`crate::compiled`]) could not be opened, mapped or written.
+    /// A compiled-circuit file ([`crate::compiled`]) could not be opened, read or written.
     #[error("compiled circuit file {path}: {source}")]
     CompiledIo {
         /// The file (or the directory it was to be written in).

@@ -68,7 +68,7 @@
 //! - A witness the compiled circuit refuses is synthesized in full past its reservation (a
 //!   counted fallback, rare), and its true-up charges what it holds. Each **compiled circuit** the engine's prover holds is charged
 //!   once ([`CompiledCircuit::byte_size`](crate::compiled::CompiledCircuit::byte_size), also
-//!   when mapped from a file), when the synthesis that recorded or loaded it ends, for the life
+//!   when loaded from a file), when the synthesis that recorded or loaded it ends, for the life
 //!   of the engine (`EngineStats::compiled_bytes`); the recorder's own memory while it records
 //!   is not estimated before.
 //!

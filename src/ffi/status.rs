@@ -60,7 +60,7 @@ pub enum cuzk_status {
     /// submitted synthesized already).
     BudgetExhausted = 71,
     /// A compiled-circuit file (the witness path's recorded constraints) could not be opened,
-    /// mapped or written: the message names it.
+    /// read or written: the message names it.
     CompiledIo = 80,
     /// A compiled-circuit file was written in another format version: record the circuit
     /// again (which replaces the file).

@@ -149,7 +149,9 @@ pub unsafe extern "C" fn cuzk_filecoin_submit_window_post(
 /// `generate_single_partition_window_post_with_vanilla` (Curio's
 /// `GenerateSinglePartitionWindowPoStWithVanilla`): `vanilla_proofs` are the `n` vanilla
 /// proofs of that partition's sectors only, in sector order (at most the partition's sector
-/// count), `partition_index` its index in the deadline (below 3000). Blocks; on success
+/// count), `partition_index` its index in the Window PoSt (one SubmitWindowedPoSt message's
+/// partitions, from 0): below `min(25000 / sectors per partition, 3000)` — 10 for 32 and
+/// 64 GiB — else `CUZK_STATUS_INVALID_ARGUMENT`, before anything is built. Blocks; on success
 /// `*out` holds the partition's 192-byte proof (filecoin-ffi's `PartitionProof` bytes; the
 /// partitions' proofs concatenated in index order are the Window PoSt, as filecoin-proofs'
 /// `merge_window_post_partition_proofs` makes it). Otherwise as `cuzk_filecoin_window_post`.
