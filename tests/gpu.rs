@@ -130,6 +130,21 @@ fn after_a_failure_buffers_are_back_and_the_next_proof_works() {
     );
 }
 
+/// The GPU a prover is on, with its memory as the driver reports it; none for the CPU.
+#[test]
+fn a_gpu_prover_names_its_device_and_its_memory() {
+    let _s = serial();
+    let d = gpu_prover().device().expect("a GPU prover has a device");
+    let (free, total) = cuda::device_memory(0).unwrap();
+    assert_eq!(d.ordinal, 0);
+    assert_eq!(d.name, cuda::probe(0).unwrap().name);
+    assert_eq!(d.total_bytes, total);
+    assert!(d.free_bytes > 0 && d.free_bytes <= d.total_bytes, "{d:?}");
+    // Other processes may allocate meanwhile: within 1 GiB of a second reading.
+    assert!(d.free_bytes.abs_diff(free) < 1 << 30, "{d:?} vs {free}");
+    assert_eq!(cpu_prover().device(), None);
+}
+
 #[test]
 fn gpu_proof_verifies_with_bellperson() {
     let _serial = serial();

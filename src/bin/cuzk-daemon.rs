@@ -27,7 +27,11 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(cuzk::daemon::run(config, cuzk::daemon::listen::signal())) {
+    let served = runtime.block_on(cuzk::daemon::run(config, cuzk::daemon::listen::signal()));
+    // Every job has its outcome by now; a blocking task still running (a parameter preload)
+    // must not hold the exit.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+    match served {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             log::error!("{e}");

@@ -1,7 +1,7 @@
 //! Serving: the TCP or Unix socket listener (loopback TCP by default; a Unix socket created
 //! owner-only, a stale socket file replaced), 256 MiB messages each way, and the stop on
-//! SIGTERM/SIGINT: no new connections or jobs, running proofs get the grace period, then the
-//! rest are cancelled and every waiting caller gets its CANCELLED reply.
+//! SIGTERM/SIGINT: no new jobs, running proofs get the grace period, then the rest are
+//! cancelled and every waiting caller gets its CANCELLED reply before the connections close.
 
 use std::future::Future;
 use std::os::unix::fs::PermissionsExt;
@@ -83,8 +83,11 @@ fn replace_stale_socket(path: &Path) -> std::result::Result<(), String> {
     std::fs::remove_file(path).map_err(|e| format!("{}: removing the stale socket: {e}", path.display()))
 }
 
-/// Serves `jobs` on `bound` until `stop` resolves, then drains the jobs (`grace` for the
-/// running ones, then cancellation) while the connections that wait for them are answered.
+/// Serves `jobs` on `bound` until `stop` resolves, then drains: new proofs are refused
+/// (`UNAVAILABLE`) while the connections stay open, so a caller that submitted before the stop
+/// can still await its job (even over a new connection); running proofs get `grace`, the rest
+/// are cancelled; once every job has its outcome the server stops, answering the callers that
+/// wait before it closes their connections.
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for a transport failure.
@@ -97,21 +100,20 @@ pub async fn serve(
     let service = ProvingEngineServer::new(Service::new(jobs.clone()))
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES);
-    let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
-    let drained = {
-        let jobs = jobs.clone();
-        async move {
-            stop.await;
-            log::info!("stopping: no new connections or jobs");
-            let _ = stopped_tx.send(());
-            jobs.drain(grace).await;
-        }
-    };
-    let drain_task = tokio::spawn(drained);
+    let (drained_tx, drained_rx) = tokio::sync::oneshot::channel::<()>();
+    let drain_task = tokio::spawn(async move {
+        stop.await;
+        log::info!("stopping: new proofs are refused; the jobs in flight drain (grace {grace:?})");
+        jobs.drain(grace).await;
+        let _ = drained_tx.send(());
+    });
     let shutdown = async move {
-        let _ = stopped_rx.await;
+        let _ = drained_rx.await;
+        log::info!("every job answered: closing the connections");
     };
-    let router = tonic::transport::Server::builder().add_service(service);
+    let router = tonic::transport::Server::builder()
+        .layer(tower::util::MapResponseLayer::new(oversized_is_invalid_argument))
+        .add_service(service);
     let address = bound.address();
     log::info!("cuzk-daemon serving cuzk.v1.ProvingEngine on {address}");
     let served = match bound {
@@ -128,9 +130,36 @@ pub async fn serve(
             r
         }
     };
-    let _ = drain_task.await;
+    // The server stops only after the drain, or on a transport failure (nothing to drain for).
+    drain_task.abort();
     log::info!("cuzk-daemon stopped");
     served.map_err(|e| Error::InvalidArgument(format!("serving on {address}: {e}")))
+}
+
+/// tonic refuses a request over [`MAX_MESSAGE_BYTES`] with `OUT_OF_RANGE` before any handler
+/// sees it; the daemon's contract for a bad request is `INVALID_ARGUMENT` saying what is wrong.
+/// Every other response passes unchanged.
+fn oversized_is_invalid_argument(
+    mut response: tonic::codegen::http::Response<tonic::body::Body>,
+) -> tonic::codegen::http::Response<tonic::body::Body> {
+    let Some(status) = tonic::Status::from_header_map(response.headers()) else {
+        return response;
+    };
+    if status.code() != tonic::Code::OutOfRange || !status.message().contains("message length too large") {
+        return response;
+    }
+    let refused = tonic::Status::invalid_argument(format!(
+        "request: the message is over the daemon's {} MiB limit (Curio's own): {}",
+        MAX_MESSAGE_BYTES >> 20,
+        status.message()
+    ));
+    let headers = response.headers_mut();
+    headers.remove("grpc-message");
+    if refused.add_header(headers).is_err() {
+        return response;
+    }
+    response.extensions_mut().insert(refused);
+    response
 }
 
 /// Resolves at the first SIGTERM or SIGINT.

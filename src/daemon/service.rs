@@ -65,12 +65,6 @@ impl Service {
             ))
         })
     }
-
-    fn engine_stats() -> Option<crate::engine::EngineStats> {
-        filecoin::engine_started()
-            .then(|| filecoin::engine().ok().map(|e| e.stats()))
-            .flatten()
-    }
 }
 
 /// The reply for `job` after waiting at most `timeout`.
@@ -159,9 +153,10 @@ impl ProvingEngine for Service {
         _: Request<GetStatusRequest>,
     ) -> std::result::Result<Response<GetStatusResponse>, Status> {
         let (jobs, started) = (self.jobs.clone(), self.started);
-        let reply = tokio::task::spawn_blocking(move || status::status(&jobs, started, Self::engine_stats().as_ref()))
-            .await
-            .map_err(|e| Status::internal(e.to_string()))?;
+        let reply =
+            tokio::task::spawn_blocking(move || status::status(&jobs, started, status::EngineView::now().as_ref()))
+                .await
+                .map_err(|e| Status::internal(e.to_string()))?;
         Ok(Response::new(reply))
     }
 
@@ -171,9 +166,9 @@ impl ProvingEngine for Service {
     ) -> std::result::Result<Response<GetMetricsResponse>, Status> {
         let (jobs, started) = (self.jobs.clone(), self.started);
         let text = tokio::task::spawn_blocking(move || {
-            let stats = Self::engine_stats();
-            let s = status::status(&jobs, started, stats.as_ref());
-            status::metrics(&s, &jobs, stats.as_ref())
+            let engine = status::EngineView::now();
+            let s = status::status(&jobs, started, engine.as_ref());
+            status::metrics(&s, &jobs, engine.as_ref())
         })
         .await
         .map_err(|e| Status::internal(e.to_string()))?;

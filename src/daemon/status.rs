@@ -10,6 +10,27 @@ use super::proto::{srs_status::Tier, GetStatusResponse, GpuStatus, QueueStatus, 
 use super::request::{circuit, circuit_ids};
 use crate::engine::EngineStats;
 use crate::filecoin::{self, ProofKind};
+use crate::prover::DeviceStatus;
+
+/// What the Filecoin engine says of itself now, once it has started.
+pub struct EngineView {
+    /// Its statistics.
+    pub stats: EngineStats,
+    /// Each backend's GPU with its memory now (`None`: the CPU).
+    pub devices: Vec<Option<DeviceStatus>>,
+}
+
+impl EngineView {
+    /// The view, or `None` before the first proof starts the engine. Reads device memory:
+    /// call off the async threads.
+    pub fn now() -> Option<Self> {
+        let engine = filecoin::engine_started().then(filecoin::engine)?.ok()?;
+        Some(Self {
+            stats: engine.stats(),
+            devices: engine.devices(),
+        })
+    }
+}
 
 /// The kinds in the order the status lists them, with their wire names.
 const KINDS: [(ProofKind, &str); 4] = [
@@ -20,9 +41,12 @@ const KINDS: [(ProofKind, &str); 4] = [
 ];
 
 /// The status now. `pending`: jobs accepted and not yet in the engine (parameters and inputs
-/// being prepared); `in_progress`: jobs in the engine. Parameter sets: HOT when loaded, COLD
-/// when only their file is on the host (sets with no file are not listed).
-pub fn status(jobs: &Jobs, started: Instant, stats: Option<&EngineStats>) -> GetStatusResponse {
+/// being prepared); `in_progress`: jobs in the engine. GPUs: one entry per backend of the
+/// engine (a CPU backend as `cpu` with no memory), with the device's memory total and free.
+/// Parameter sets: HOT when loaded, COLD when only their file is on the host (sets with no
+/// file are not listed).
+pub fn status(jobs: &Jobs, started: Instant, engine: Option<&EngineView>) -> GetStatusResponse {
+    let stats = engine.map(|e| &e.stats);
     let live = jobs.live();
     let queues = KINDS
         .iter()
@@ -36,18 +60,7 @@ pub fn status(jobs: &Jobs, started: Instant, stats: Option<&EngineStats>) -> Get
             }
         })
         .collect();
-    let gpus = stats
-        .map(|s| {
-            s.workers
-                .iter()
-                .map(|w| GpuStatus {
-                    ordinal: w.backend as u32,
-                    name: w.backend_name.to_string(),
-                    ..GpuStatus::default()
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let gpus = engine.map(gpus).unwrap_or_default();
     let pool = stats.map(|s| &s.pool);
     GetStatusResponse {
         gpus,
@@ -59,6 +72,28 @@ pub fn status(jobs: &Jobs, started: Instant, stats: Option<&EngineStats>) -> Get
         pinned_memory_bytes: pool.map_or(0, |p| (p.bytes_in_use + p.bytes_idle) as u64),
         pinned_memory_limit_bytes: stats.map_or(0, |s| s.budget_limit as u64),
     }
+}
+
+/// One entry per backend: its GPU, or the backend's name where it has none.
+fn gpus(engine: &EngineView) -> Vec<GpuStatus> {
+    (engine.devices.iter().enumerate())
+        .map(|(b, device)| match device {
+            Some(d) => GpuStatus {
+                ordinal: d.ordinal as u32,
+                name: d.name.clone(),
+                vram_total_bytes: d.total_bytes as u64,
+                vram_free_bytes: d.free_bytes as u64,
+                ..GpuStatus::default()
+            },
+            None => GpuStatus {
+                ordinal: b as u32,
+                name: (engine.stats.workers.iter().find(|w| w.backend == b))
+                    .map_or("cpu", |w| w.backend_name)
+                    .to_string(),
+                ..GpuStatus::default()
+            },
+        })
+        .collect()
 }
 
 /// The parameter sets loaded or on the host.
@@ -87,7 +122,8 @@ fn parameter_sets() -> Vec<SrsStatus> {
 }
 
 /// The status and the engine's statistics in Prometheus' text exposition format.
-pub fn metrics(status: &GetStatusResponse, jobs: &Jobs, stats: Option<&EngineStats>) -> String {
+pub fn metrics(status: &GetStatusResponse, jobs: &Jobs, engine: Option<&EngineView>) -> String {
+    let stats = engine.map(|e| &e.stats);
     let mut m = Metrics(String::new());
     m.one(
         "cuzk_uptime_seconds",
@@ -133,6 +169,27 @@ pub fn metrics(status: &GetStatusResponse, jobs: &Jobs, stats: Option<&EngineSta
             &format!("circuit_id=\"{}\",tier=\"{tier}\"", s.circuit_id),
             s.size_bytes,
         );
+    }
+    let gpus: Vec<_> = status.gpus.iter().filter(|g| g.vram_total_bytes > 0).collect();
+    if !gpus.is_empty() {
+        m.head(
+            "cuzk_gpu_memory_bytes",
+            "gauge",
+            "Device memory per GPU, total and free.",
+        );
+        for g in gpus {
+            let gpu = format!("gpu=\"{}\",name=\"{}\"", g.ordinal, g.name.replace(['"', '\\'], "_"));
+            m.row(
+                "cuzk_gpu_memory_bytes",
+                &format!("{gpu},state=\"total\""),
+                g.vram_total_bytes,
+            );
+            m.row(
+                "cuzk_gpu_memory_bytes",
+                &format!("{gpu},state=\"free\""),
+                g.vram_free_bytes,
+            );
+        }
     }
     let Some(s) = stats else { return m.0 };
     let gauges: [(&str, &str, u64); 10] = [

@@ -353,6 +353,12 @@ impl Engine {
         self.shared.synth_prover.compiled_circuits()
     }
 
+    /// Each backend's GPU ([`EngineConfig::backends`](super::EngineConfig::backends) order)
+    /// with its memory read now; `None` for the CPU.
+    pub fn devices(&self) -> Vec<Option<crate::prover::DeviceStatus>> {
+        self.shared.backend_provers.iter().map(|p| p.device()).collect()
+    }
+
     /// A snapshot of the engine's state.
     pub fn stats(&self) -> EngineStats {
         let st = self.shared.state.lock();

@@ -8,7 +8,8 @@ use std::time::Duration;
 pub enum WhenFull {
     /// Fail at once with [`Error::PoolExhausted`](crate::Error::PoolExhausted) (or fall back, if allowed).
     Fail,
-    /// Wait up to this long for buffers to come back, then fail (or fall back, if allowed).
+    /// Wait up to this long for buffers to come back, then fail (or fall back, if allowed);
+    /// `Duration::MAX` waits without end.
     Wait(Duration),
 }
 

@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
@@ -260,7 +260,8 @@ impl PinnedPool {
         let max_fit = ((bytes as f64) * cfg.max_reuse_factor.max(1.0)) as usize;
         let max_fit = max_fit.max(capacity);
         let deadline = match cfg.when_full {
-            WhenFull::Wait(d) => Some(Instant::now() + d),
+            // A wait too long for the clock (`Duration::MAX`) is a wait without end.
+            WhenFull::Wait(d) => Some(Instant::now().checked_add(d).unwrap_or_else(far_future)),
             WhenFull::Fail => None,
         };
 
@@ -509,9 +510,34 @@ impl PinnedPool {
     }
 }
 
+/// A deadline no wait reaches (about 136 years from now).
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(u64::from(u32::MAX))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wait_of_duration_max_waits_for_a_return_instead_of_panicking() {
+        let page = PAGE_SIZE;
+        let pool = PinnedPool::heap(PoolConfig {
+            max_bytes: page,
+            when_full: WhenFull::Wait(Duration::MAX),
+            ..PoolConfig::default()
+        });
+        let held = pool.checkout(page).unwrap();
+        let waiter = {
+            let pool = pool.clone();
+            std::thread::spawn(move || pool.checkout(page).map(|b| b.capacity()))
+        };
+        while pool.stats().waits == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(held);
+        assert_eq!(waiter.join().expect("no panic").unwrap(), page);
+    }
 
     fn idle_pool(factor: f64, sizes: &[usize]) -> PinnedPool {
         let pool = PinnedPool::heap(PoolConfig {

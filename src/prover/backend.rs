@@ -28,10 +28,28 @@ pub struct Commitments {
     pub b_g2: G2Projective,
 }
 
+/// The GPU a backend proves on, read when asked ([`Backend::device`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceStatus {
+    /// The device ordinal.
+    pub ordinal: usize,
+    /// The GPU's name.
+    pub name: String,
+    /// Device memory free now, bytes (0 when the driver cannot say: a lost device).
+    pub free_bytes: usize,
+    /// Device memory in all, bytes.
+    pub total_bytes: usize,
+}
+
 /// Where the commitments are computed.
 pub trait Backend: Send + Sync {
     /// A short name for logs.
     fn name(&self) -> &'static str;
+
+    /// The GPU it proves on and its memory now; `None` for the CPU.
+    fn device(&self) -> Option<DeviceStatus> {
+        None
+    }
 
     /// Gets ready to prove with `params` (the CUDA backend uploads them to the device once).
     ///
@@ -148,6 +166,10 @@ impl Fallback {
 impl Backend for Fallback {
     fn name(&self) -> &'static str {
         self.usable().map_or("cpu", |b| b.name())
+    }
+
+    fn device(&self) -> Option<DeviceStatus> {
+        self.usable().and_then(|b| b.device())
     }
 
     fn prepare(&self, params: &Parameters) -> Result<()> {

@@ -29,7 +29,7 @@ pub(crate) mod witness;
 
 #[cfg(feature = "fault-injection")]
 pub(crate) use backend::with_cpu_fallback;
-pub use backend::{Backend, Commitments};
+pub use backend::{Backend, Commitments, DeviceStatus};
 pub use choice::BackendChoice;
 pub(crate) use groth16::check_assignment;
 pub use policy::WitnessStats;

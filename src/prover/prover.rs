@@ -89,6 +89,11 @@ impl Prover {
         self.backend.name()
     }
 
+    /// The GPU the backend proves on, with its memory now (`None`: the CPU).
+    pub fn device(&self) -> Option<super::DeviceStatus> {
+        self.backend.device()
+    }
+
     /// Whether the backend can no longer prove ([`Backend::is_lost`]: a GPU after a sticky
     /// error; never for `Auto`, which goes on on the CPU).
     pub fn is_backend_lost(&self) -> bool {

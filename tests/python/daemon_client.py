@@ -358,6 +358,18 @@ class Control(unittest.TestCase):
                     call()
                 self.assertEqual(e.exception.code(), code)
                 self.assertIn("job_id", e.exception.details())
+        # An oversized message (over Curio's 256 MiB, sent by a client allowed to): refused
+        # INVALID_ARGUMENT naming the request, on a channel of its own.
+        big = grpc.insecure_channel(DAEMONS["tcp"].target,
+                                    options=[("grpc.max_send_message_length", 300 << 20)])
+        try:
+            with self.assertRaises(grpc.RpcError) as e:
+                pb_grpc.ProvingEngineStub(big).SubmitProof(
+                    changed(vanilla_proofs=[bytes(257 << 20)]), timeout=120)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT, e.exception.details())
+            self.assertTrue(e.exception.details().startswith("request:"), e.exception.details())
+        finally:
+            big.close()
         # A vanilla proof that does not decode: a FAILED result naming it.
         r = prove(stub, changed(vanilla_proofs=[b"\x07" * 40]))
         self.assertEqual(r.status, R.FAILED, r)

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::batch::BatchRunner;
-use super::device::{probe, DeviceInfo};
+use super::device::{device_memory, probe, DeviceInfo};
 use super::health::Health;
 use super::residency::{DeviceMemStats, Residency};
 use super::witness::{DeviceCircuits, WitnessEvaluations};
@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::params::Parameters;
 use crate::pool::PinnedPool;
 use crate::prover::witness::evaluate_on_host;
-use crate::prover::{Backend, Commitments, Timings};
+use crate::prover::{Backend, Commitments, DeviceStatus, Timings};
 
 /// Parses a byte count: a plain integer, or with a suffix K/M/G/T (powers of 1024; "GiB",
 /// "GB" and "G" all mean 2^30).
@@ -288,6 +288,20 @@ impl CudaBackend {
 impl Backend for CudaBackend {
     fn name(&self) -> &'static str {
         "cuda"
+    }
+
+    fn device(&self) -> Option<DeviceStatus> {
+        let ordinal = self.info.device;
+        let (free_bytes, total_bytes) = device_memory(ordinal).unwrap_or_else(|e| {
+            log::debug!("GPU {ordinal}: reading its free memory: {e}");
+            (0, self.info.total_bytes)
+        });
+        Some(DeviceStatus {
+            ordinal,
+            name: self.info.name.clone(),
+            free_bytes,
+            total_bytes,
+        })
     }
 
     fn prepare(&self, params: &Parameters) -> Result<()> {
