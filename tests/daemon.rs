@@ -856,6 +856,9 @@ fn c2_through_the_daemon_verifies_with_filecoin_proofs() {
             gpu.vram_free_bytes > 0 && gpu.vram_free_bytes <= gpu.vram_total_bytes,
             "{status:?}"
         );
+        // The 2 KiB PoRep set is small: resident on the GPU after the proof, so HOT.
+        let porep = status.loaded_srs.iter().find(|s| s.circuit_id == "porep-2k");
+        assert_eq!(porep.map(|s| s.tier), Some(0), "{status:?}");
     }
     assert!(!verify_seal(s, s.comm_r(), [18; 32], &r.proof));
 }

@@ -989,6 +989,27 @@ fn snap_deals_update_verifies_with_filecoin_proofs_and_rejects_another_comm_r() 
     )
     .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    // A bit flipped in a partition's vanilla proof (near its start, its middle, its end): an
+    // error, or a proof filecoin-proofs verifies (a flip the circuit does not read); never a
+    // panic, never unverifiable bytes.
+    for at in [9, vanilla[0].len() / 2, vanilla[0].len() - 3] {
+        let mut flipped = vanilla.clone();
+        flipped[0][at] ^= 0x04;
+        let got = std::panic::catch_unwind(|| {
+            filecoin::generate_empty_sector_update_proof_with_vanilla(
+                UPDATE, &flipped, comm_r_old, comm_r_new, comm_d_new,
+            )
+        })
+        .unwrap_or_else(|_| panic!("a bit flipped at byte {at} panicked"));
+        match got {
+            Ok(proof) => assert!(
+                api_update::verify_empty_sector_update_proof(UPDATE, &proof, comm_r_old, comm_r_new, comm_d_new)
+                    .unwrap(),
+                "a bit flipped at byte {at}: a proof that does not verify"
+            ),
+            Err(e) => assert!(!e.to_string().is_empty(), "byte {at}"),
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

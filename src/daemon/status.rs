@@ -64,7 +64,7 @@ pub fn status(jobs: &Jobs, started: Instant, engine: Option<&EngineView>) -> Get
     let pool = stats.map(|s| &s.pool);
     GetStatusResponse {
         gpus,
-        loaded_srs: parameter_sets(),
+        loaded_srs: parameter_sets(engine),
         queues,
         total_proofs_completed: jobs.totals.completed.load(Ordering::Relaxed),
         total_proofs_failed: jobs.totals.failed.load(Ordering::Relaxed),
@@ -96,26 +96,38 @@ fn gpus(engine: &EngineView) -> Vec<GpuStatus> {
         .collect()
 }
 
-/// The parameter sets loaded or on the host.
-fn parameter_sets() -> Vec<SrsStatus> {
+/// The parameter sets loaded or on the host. HOT: ready to prove without a load (resident on a
+/// GPU, or loaded in host memory when the engine proves on the CPU only); WARM: in host memory,
+/// to be uploaded to a GPU; COLD: only the file. `ref_count`: the engine's partitions (pending
+/// or in flight) that use the set.
+fn parameter_sets(engine: Option<&EngineView>) -> Vec<SrsStatus> {
+    let on_gpus = engine.is_some_and(|e| e.devices.iter().any(Option::is_some));
     let mut out = Vec::new();
     for id in circuit_ids() {
         let Ok(kind) = circuit(&id) else { continue };
-        let loaded = filecoin::parameters_loaded(kind).ok().flatten();
-        let on_disk = filecoin::parameter_path(kind)
-            .ok()
-            .and_then(|p| std::fs::metadata(p).ok())
-            .map(|m| m.len());
-        let (tier, size) = match (loaded, on_disk) {
-            (Some(bytes), _) => (Tier::Hot, bytes as u64),
-            (None, Some(len)) => (Tier::Cold, len),
-            (None, None) => continue,
+        let in_engine = |params: &crate::Parameters| {
+            engine.and_then(|e| e.stats.params.iter().find(|s| s.id == params.id()).cloned())
+        };
+        let (tier, size, users) = match filecoin::loaded_parameters(kind).ok().flatten() {
+            Some(params) => {
+                let set = in_engine(&params);
+                let resident = set.as_ref().is_some_and(|s| s.resident_backends > 0);
+                let tier = if resident || !on_gpus { Tier::Hot } else { Tier::Warm };
+                (tier, params.host_bytes() as u64, set.map_or(0, |s| s.partitions))
+            }
+            None => {
+                let on_disk = filecoin::parameter_path(kind)
+                    .ok()
+                    .and_then(|p| std::fs::metadata(p).ok());
+                let Some(meta) = on_disk else { continue };
+                (Tier::Cold, meta.len(), 0)
+            }
         };
         out.push(SrsStatus {
             circuit_id: id,
             tier: tier as i32,
             size_bytes: size,
-            ref_count: 0,
+            ref_count: users as u32,
         });
     }
     out
@@ -160,10 +172,14 @@ pub fn metrics(status: &GetStatusResponse, jobs: &Jobs, engine: Option<&EngineVi
     m.head(
         "cuzk_parameter_set_bytes",
         "gauge",
-        "Parameter sets by circuit id and tier (hot: loaded, cold: on disk).",
+        "Parameter sets by circuit id and tier (hot: ready to prove, warm: in host memory, cold: on disk).",
     );
     for s in &status.loaded_srs {
-        let tier = if s.tier == Tier::Hot as i32 { "hot" } else { "cold" };
+        let tier = match Tier::try_from(s.tier) {
+            Ok(Tier::Hot) => "hot",
+            Ok(Tier::Warm) => "warm",
+            _ => "cold",
+        };
         m.row(
             "cuzk_parameter_set_bytes",
             &format!("circuit_id=\"{}\",tier=\"{tier}\"", s.circuit_id),

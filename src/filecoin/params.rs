@@ -131,10 +131,20 @@ pub fn preload_parameters(kind: ParamsKind) -> Result<Duration> {
 /// # Errors
 /// [`Error::InvalidArgument`] for a sector size no registered proof names.
 pub fn parameters_loaded(kind: ParamsKind) -> Result<Option<usize>> {
+    Ok(loaded_parameters(kind)?.map(|p| p.host_bytes()))
+}
+
+/// The parameters of `kind` when they are loaded (a handle sharing the loaded set: its
+/// [`Parameters::id`](crate::Parameters::id) names it in [`EngineStats::params`](crate::engine::EngineStats::params)),
+/// `None` when not.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a sector size no registered proof names.
+pub fn loaded_parameters(kind: ParamsKind) -> Result<Option<crate::Parameters>> {
     let path = parameter_path(kind)?;
     let slot = cache().lock().unwrap_or_else(|p| p.into_inner()).get(&path).cloned();
     let loaded = slot.and_then(|slot| slot.lock().unwrap_or_else(|p| p.into_inner()).clone());
-    Ok(loaded.map(|l| l.params.host_bytes()))
+    Ok(loaded.map(|l| l.params.clone()))
 }
 
 /// Forgets the parameters of `kind` (as [`clear_parameter_cache`] does all of them) and drops
