@@ -762,8 +762,13 @@ fn load_of_8_clients_with_cancels_and_timeouts_leaves_no_leak() {
                             cancel_job(&mut c, id.clone()).await;
                         }
                         if n % 7 == 3 {
+                            // (A job of both kinds, n = 24 mod 35, was cancelled just before.)
                             let s = await_job(&mut c, id.clone(), 1).await.status;
-                            assert!(s == Outcome::Timeout as i32 || s == Outcome::Completed as i32, "{s}");
+                            let cancelled = n % 5 == 4 && s == Outcome::Cancelled as i32;
+                            assert!(
+                                s == Outcome::Timeout as i32 || s == Outcome::Completed as i32 || cancelled,
+                                "request {n}: {s}"
+                            );
                         }
                         answers.push(await_job(&mut c, id, 0).await);
                     }
