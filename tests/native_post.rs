@@ -1,0 +1,173 @@
+//! The native Fallback PoSt witness (`cuzk::filecoin::native::post`) against `WitnessCs` on
+//! the same circuit: real 2 KiB sectors sealed by filecoin-proofs, their Winning and Window
+//! PoSt vanilla proofs, the circuits filecoin-proofs builds from them (as
+//! `generate_winning_post_with_vanilla` / `generate_window_post_with_vanilla` build them), and
+//! per partition the generated witness must equal the synthesized one value for value, inputs
+//! and aux (a failure names the first index that differs and its namespace path). No
+//! parameters are needed: a witness is synthesized without them.
+
+#![cfg(feature = "filecoin")]
+
+#[path = "common/filecoin.rs"]
+mod fixtures;
+
+use cuzk::filecoin::native::gadgets::{CountSink, CsSink};
+use cuzk::filecoin::native::post::fallback_post_witness;
+use cuzk::filecoin::native::{assert_same_witness, first_differences, AllocationPaths};
+use cuzk::filecoin::RegisteredPoStProof;
+use cuzk::{ConstraintSystem, Scalar, Witness, WitnessCs};
+use ff::Field;
+use filecoin_hashers::Hasher;
+use fixtures::{prover_id, window_vanilla, winning_vanilla, Tree, WINDOW, WINNING};
+use storage_proofs_core::compound_proof::{CompoundProof, SetupParams};
+use storage_proofs_post::fallback::{
+    self, FallbackPoStCircuit, FallbackPoStCompound, PublicInputs, PublicParams, PublicSector,
+};
+
+type Domain = <<Tree as storage_proofs_core::merkle::MerkleTreeTrait>::Hasher as Hasher>::Domain;
+type PartitionProof = fallback::Proof<<Tree as storage_proofs_core::merkle::MerkleTreeTrait>::Proof>;
+
+/// What filecoin-proofs builds a PoSt's circuits from: the public inputs, the public
+/// parameters and the vanilla proof of each partition.
+struct Partitions {
+    pub_inputs: PublicInputs<Domain>,
+    pub_params: PublicParams,
+    proofs: Vec<PartitionProof>,
+}
+
+fn partitions(ty: RegisteredPoStProof, randomness: &[u8; 32], vanilla: &[Vec<u8>]) -> Partitions {
+    let config = ty.as_v1_config();
+    let sector_proofs: Vec<filecoin_proofs::FallbackPoStSectorProof<Tree>> =
+        vanilla.iter().map(|b| bincode::deserialize(b).unwrap()).collect();
+    let (vanilla_params, partitions) = match config.typ {
+        filecoin_proofs::PoStType::Winning => (
+            filecoin_proofs::parameters::winning_post_setup_params(&config).unwrap(),
+            None,
+        ),
+        filecoin_proofs::PoStType::Window => {
+            // filecoin-proofs' get_partitions_for_window_post (crate-private).
+            let n = sector_proofs.len().div_ceil(config.sector_count);
+            (
+                filecoin_proofs::parameters::window_post_setup_params(&config),
+                (n > 1).then_some(n),
+            )
+        }
+    };
+    let setup = SetupParams {
+        vanilla_params,
+        partitions,
+        priority: config.priority,
+    };
+    let pub_params =
+        <FallbackPoStCompound<Tree> as CompoundProof<'_, _, FallbackPoStCircuit<Tree>>>::setup(&setup).unwrap();
+    let pub_inputs = PublicInputs::<Domain> {
+        randomness: filecoin_proofs::as_safe_commitment(randomness, "randomness").unwrap(),
+        prover_id: filecoin_proofs::as_safe_commitment(&prover_id(), "prover_id").unwrap(),
+        sectors: sector_proofs
+            .iter()
+            .map(|p| PublicSector {
+                id: p.sector_id,
+                comm_r: p.comm_r,
+            })
+            .collect(),
+        k: None,
+    };
+    let proofs = filecoin_proofs::partition_vanilla_proofs(
+        &config,
+        &pub_params.vanilla_params,
+        &pub_inputs,
+        partitions.unwrap_or(1),
+        &sector_proofs,
+    )
+    .unwrap();
+    Partitions {
+        pub_inputs,
+        pub_params: pub_params.vanilla_params,
+        proofs,
+    }
+}
+
+fn circuit(p: &Partitions, k: usize) -> FallbackPoStCircuit<Tree> {
+    <FallbackPoStCompound<Tree> as CompoundProof<'_, _, _>>::circuit(
+        &p.pub_inputs,
+        Default::default(),
+        &p.proofs[k],
+        &p.pub_params,
+        Some(k),
+    )
+    .unwrap()
+}
+
+/// The generated witness of partition `k`, written into a `WitnessCs` as the witness path
+/// would hold it.
+fn generated(p: &Partitions, k: usize) -> Witness {
+    let mut cs = WitnessCs::new();
+    cs.alloc_input(|| "one", || Ok(Scalar::ONE)).unwrap();
+    let mut sink = CsSink::new(&mut cs);
+    let inputs = fallback_post_witness::<Tree>(&p.pub_inputs, &p.proofs[k], &p.pub_params, Some(k), &mut sink).unwrap();
+    sink.finish().unwrap();
+    for v in inputs {
+        cs.alloc_input(|| "input", || Ok(v)).unwrap();
+    }
+    cs.finish("generated").unwrap()
+}
+
+/// Every partition's generated witness equals `WitnessCs`'s (as the witness path synthesizes
+/// it: `without_generator`, the sectors in merged chunks) and the recorder's (sequential).
+fn check_all(what: &str, p: &Partitions) {
+    assert!(!p.proofs.is_empty());
+    for k in 0..p.proofs.len() {
+        let expected = WitnessCs::new().without_generator().synthesize(circuit(p, k)).unwrap();
+        let paths = AllocationPaths::record(circuit(p, k)).unwrap();
+        let got = generated(p, k);
+        assert_same_witness(&expected, &got, Some(&paths));
+        assert!(
+            first_differences(&paths, &got).is_empty(),
+            "{what} partition {k}: the recorder differs"
+        );
+        let mut count = CountSink::default();
+        fallback_post_witness::<Tree>(&p.pub_inputs, &p.proofs[k], &p.pub_params, Some(k), &mut count).unwrap();
+        assert_eq!(count.values, expected.num_aux(), "{what} partition {k}: sizes");
+        eprintln!(
+            "{what} partition {k}: {} inputs, {} aux values ({} bits) equal",
+            expected.inputs().len(),
+            expected.num_aux(),
+            count.bits
+        );
+    }
+}
+
+/// Winning PoSt of one 2 KiB sector: one partition, one sector slot, 66 challenges.
+#[test]
+fn winning_post_witness_equals_witness_cs() {
+    let randomness = [5u8; 32];
+    let (vanilla, _) = winning_vanilla(&randomness);
+    let p = partitions(WINNING, &randomness, &vanilla);
+    assert_eq!(p.proofs.len(), 1);
+    check_all("Winning PoSt", &p);
+}
+
+/// Window PoSt of three 2 KiB sectors: two partitions of two sector slots (the second with
+/// its one sector repeated), 10 challenges a sector.
+#[test]
+fn window_post_witness_equals_witness_cs() {
+    let randomness = [6u8; 32];
+    let (vanilla, _) = window_vanilla(&randomness);
+    let p = partitions(WINDOW, &randomness, &vanilla);
+    assert_eq!(p.proofs.len(), 2, "three sectors, two a partition");
+    check_all("Window PoSt", &p);
+}
+
+/// What `FallbackPoStCompound::circuit` refuses, the generator refuses: a partition past the
+/// public sectors, a vanilla proof of the wrong sector count.
+#[test]
+fn inconsistent_inputs_are_refused() {
+    let randomness = [6u8; 32];
+    let (vanilla, _) = window_vanilla(&randomness);
+    let p = partitions(WINDOW, &randomness, &vanilla);
+    let mut sink = CountSink::default();
+    assert!(fallback_post_witness::<Tree>(&p.pub_inputs, &p.proofs[0], &p.pub_params, Some(2), &mut sink).is_err());
+    let mut short = p.proofs[0].clone();
+    short.sectors.pop();
+    assert!(fallback_post_witness::<Tree>(&p.pub_inputs, &short, &p.pub_params, Some(0), &mut sink).is_err());
+}
