@@ -10,7 +10,8 @@
 //! of `--runs` after one warm-up:
 //!
 //! - the gadget under `WitnessCs::new().without_generator()`, as the witness path runs it;
-//! - the twin writing into a `WitnessCs` (the same compact witness);
+//! - the twin writing into a `WitnessCs` through `alloc` (`CsSink`), and straight into it
+//!   (`WitnessCs` as an `AuxSink`) — the same compact witness;
 //! - the twin into a counting sink (the computation alone).
 //!
 //! Each twin's witness is compared with its gadget's value for value (exit 1 when they differ).
@@ -136,6 +137,19 @@ fn twin_witness(work: &Work<'_>) -> Witness {
     cs.finish("twin").unwrap_or_else(|e| fail(&e.to_string()))
 }
 
+/// The twin writing straight into a `WitnessCs` (its `AuxSink`).
+fn twin_witness_direct(work: &Work<'_>) -> Witness {
+    let mut cs = WitnessCs::new();
+    cs.alloc_input(|| "one", || Ok(Scalar::ONE))
+        .unwrap_or_else(|e| fail(&e.to_string()));
+    let inputs = run_twin(&mut cs, work);
+    for v in inputs {
+        cs.alloc_input(|| "input", || Ok(v))
+            .unwrap_or_else(|e| fail(&e.to_string()));
+    }
+    cs.finish("twin").unwrap_or_else(|e| fail(&e.to_string()))
+}
+
 fn gadget_witness(work: &Work<'_>) -> Witness {
     WitnessCs::new()
         .without_generator()
@@ -191,18 +205,20 @@ fn main() {
     println!("one thread; median of {} runs after one warm-up", args.runs);
     println!();
     println!(
-        "| workload | aux / item | gadget µs / item | twin → WitnessCs µs / item | twin → count µs / item | speed-up |"
+        "| workload | aux / item | gadget µs / item | twin → WitnessCs via alloc | twin → WitnessCs direct | twin → count | speed-up (direct) |"
     );
-    println!("|---|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
     for (name, n, w) in &work {
         let expected = gadget_witness(w);
-        let got = twin_witness(w);
-        let d = first_differences(&expected, &got);
-        if !d.is_empty() {
-            fail(&format!("{name}: the twin's witness differs from the gadget's:\n{d}"));
+        for got in [twin_witness(w), twin_witness_direct(w)] {
+            let d = first_differences(&expected, &got);
+            if !d.is_empty() {
+                fail(&format!("{name}: the twin's witness differs from the gadget's:\n{d}"));
+            }
         }
         let gadget = pool.install(|| time(args.runs, || gadget_witness(w)));
         let native = pool.install(|| time(args.runs, || twin_witness(w)));
+        let direct = pool.install(|| time(args.runs, || twin_witness_direct(w)));
         let counted = pool.install(|| {
             time(args.runs, || {
                 let mut c = CountSink::default();
@@ -211,12 +227,13 @@ fn main() {
         });
         let per = |t: f64| 1e3 * t / *n as f64;
         println!(
-            "| {name} | {:.0} | {:.1} | {:.1} | {:.1} | {:.1}x |",
+            "| {name} | {:.0} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1}x |",
             expected.num_aux() as f64 / *n as f64,
             per(gadget),
             per(native),
+            per(direct),
             per(counted),
-            gadget / native
+            gadget / direct
         );
     }
     println!();

@@ -99,13 +99,18 @@ fn circuit(p: &Partitions, k: usize) -> FallbackPoStCircuit<Tree> {
 }
 
 /// The generated witness of partition `k`, written into a `WitnessCs` as the witness path
-/// would hold it.
-fn generated(p: &Partitions, k: usize) -> Witness {
+/// would hold it: straight (its `AuxSink`), or through `alloc` (`CsSink`).
+fn generated(p: &Partitions, k: usize, through_alloc: bool) -> Witness {
     let mut cs = WitnessCs::new();
     cs.alloc_input(|| "one", || Ok(Scalar::ONE)).unwrap();
-    let mut sink = CsSink::new(&mut cs);
-    let inputs = fallback_post_witness::<Tree>(&p.pub_inputs, &p.proofs[k], &p.pub_params, Some(k), &mut sink).unwrap();
-    sink.finish().unwrap();
+    let inputs = if through_alloc {
+        let mut sink = CsSink::new(&mut cs);
+        let inputs = fallback_post_witness::<Tree>(&p.pub_inputs, &p.proofs[k], &p.pub_params, Some(k), &mut sink);
+        sink.finish().unwrap();
+        inputs.unwrap()
+    } else {
+        fallback_post_witness::<Tree>(&p.pub_inputs, &p.proofs[k], &p.pub_params, Some(k), &mut cs).unwrap()
+    };
     for v in inputs {
         cs.alloc_input(|| "input", || Ok(v)).unwrap();
     }
@@ -119,8 +124,14 @@ fn check_all(what: &str, p: &Partitions) {
     for k in 0..p.proofs.len() {
         let expected = WitnessCs::new().without_generator().synthesize(circuit(p, k)).unwrap();
         let paths = AllocationPaths::record(circuit(p, k)).unwrap();
-        let got = generated(p, k);
+        let got = generated(p, k, false);
         assert_same_witness(&expected, &got, Some(&paths));
+        assert_same_witness(&expected, &generated(p, k, true), Some(&paths));
+        assert_eq!(
+            got.num_bits(),
+            expected.num_bits(),
+            "{what} partition {k}: the compact form"
+        );
         assert!(
             first_differences(&paths, &got).is_empty(),
             "{what} partition {k}: the recorder differs"

@@ -7,9 +7,10 @@
 //! `UInt32` — and writes each allocation's value into an [`AuxSink`]; it builds no linear
 //! combination and calls no constraint system. Rooms: [`Bit`] and [`U32`] (booleans and
 //! words), SHA-256, bit decompositions and packing, Poseidon (neptune's circuit), the
-//! insertion gadgets and PoR paths. Sinks: a `Vec<Scalar>` (tests), [`CsSink`]
-//! over any constraint system (into a [`WitnessCs`](crate::WitnessCs) it writes the compact
-//! form the witness path proves from), [`CountSink`] (sizes, benchmarks).
+//! insertion gadgets and PoR paths. Sinks: a `Vec<Scalar>` (tests), a
+//! [`WitnessCs`] itself (the compact form the witness path proves from, bits a word at a
+//! time), [`CsSink`] over any constraint system (the same witness through `alloc`),
+//! [`CountSink`] (sizes, benchmarks).
 //!
 //! Each twin is checked value for value against the gadget it mirrors (tests/native_gadgets.rs,
 //! with constants mixed in to exercise the folding); the mirrored versions are in `NOTES.md`.
@@ -25,6 +26,8 @@ mod uint32;
 use bellpepper_core::{ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
 use ff::Field;
+
+use crate::compiled::WitnessCs;
 
 pub use bit::Bit;
 pub use insertion::{insert, pick, select};
@@ -58,6 +61,26 @@ pub trait AuxSink {
 impl AuxSink for Vec<Scalar> {
     fn push(&mut self, value: Scalar) {
         Vec::push(self, value);
+    }
+}
+
+/// Straight into a [`WitnessCs`]: the compact witness the witness path proves from, as
+/// [`CsSink`] over it writes it, without a closure per value and with bits appended a bitmap
+/// word at a time.
+impl AuxSink for WitnessCs {
+    #[inline]
+    fn push(&mut self, value: Scalar) {
+        self.append_aux(value);
+    }
+
+    #[inline]
+    fn push_bit(&mut self, bit: bool) {
+        self.append_aux_bits(u64::from(bit), 1);
+    }
+
+    #[inline]
+    fn push_masked(&mut self, bits: u64, mask: u64) {
+        self.append_aux_bits(bits, mask);
     }
 }
 
