@@ -4,7 +4,8 @@
 //! `generate_winning_post_with_vanilla` / `generate_window_post_with_vanilla` build them), and
 //! per partition the generated witness must equal the synthesized one value for value, inputs
 //! and aux (a failure names the first index that differs and its namespace path). No
-//! parameters are needed: a witness is synthesized without them.
+//! parameters are needed: a witness is synthesized without them. The 32 GiB and 64 GiB tree
+//! shapes are checked the same way on random vanilla proofs (a witness needs no valid proof).
 
 #![cfg(feature = "filecoin")]
 
@@ -19,13 +20,16 @@ use cuzk::{ConstraintSystem, Scalar, Witness, WitnessCs};
 use ff::Field;
 use filecoin_hashers::Hasher;
 use fixtures::{prover_id, window_vanilla, winning_vanilla, Tree, WINDOW, WINNING};
+use storage_proofs_core::api_version::ApiVersion;
 use storage_proofs_core::compound_proof::{CompoundProof, SetupParams};
+use storage_proofs_core::merkle::{MerkleProof, MerkleTreeTrait};
+use storage_proofs_core::sector::SectorId;
 use storage_proofs_post::fallback::{
-    self, FallbackPoStCircuit, FallbackPoStCompound, PublicInputs, PublicParams, PublicSector,
+    self, FallbackPoStCircuit, FallbackPoStCompound, PublicInputs, PublicParams, PublicSector, SectorProof,
 };
 
-type Domain = <<Tree as storage_proofs_core::merkle::MerkleTreeTrait>::Hasher as Hasher>::Domain;
-type PartitionProof = fallback::Proof<<Tree as storage_proofs_core::merkle::MerkleTreeTrait>::Proof>;
+type Domain = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
+type PartitionProof = fallback::Proof<<Tree as MerkleTreeTrait>::Proof>;
 
 /// What filecoin-proofs builds a PoSt's circuits from: the public inputs, the public
 /// parameters and the vanilla proof of each partition.
@@ -181,4 +185,102 @@ fn inconsistent_inputs_are_refused() {
     let mut short = p.proofs[0].clone();
     short.sectors.pop();
     assert!(fallback_post_witness::<Tree>(&p.pub_inputs, &short, &p.pub_params, Some(0), &mut sink).is_err());
+}
+
+/// Random vanilla proofs of `T`'s shape (`levels` levels, every value random: a witness needs
+/// no valid proof): `sectors` public sectors, a partition of `slots` sector slots (the last
+/// sector repeated past them) of `challenges` challenges.
+fn random_partition<T: 'static + MerkleTreeTrait>(
+    sectors: usize,
+    slots: usize,
+    challenges: usize,
+    rng: &mut impl rand::Rng,
+) -> (PublicInputs<Domain>, fallback::Proof<T::Proof>, PublicParams)
+where
+    T::Hasher: Hasher<Domain = Domain>,
+    T::Proof: From<MerkleProof<T::Hasher, T::Arity, T::SubTreeArity, T::TopTreeArity>>,
+{
+    use typenum::Unsigned;
+    let d = |rng: &mut dyn rand::RngCore| Domain::from(Scalar::random(rng));
+    let arities: Vec<usize> = [T::Arity::to_usize(); 9]
+        .into_iter()
+        .chain([T::SubTreeArity::to_usize(), T::TopTreeArity::to_usize()])
+        .filter(|&a| a > 0)
+        .collect();
+    let public = (0..sectors)
+        .map(|i| PublicSector {
+            id: SectorId::from(i as u64),
+            comm_r: d(rng),
+        })
+        .collect();
+    let proofs = (0..slots)
+        .map(|_| SectorProof {
+            inclusion_proofs: (0..challenges)
+                .map(|_| {
+                    let path = arities
+                        .iter()
+                        .map(|&a| ((1..a).map(|_| d(rng)).collect(), rng.gen_range(0..a)))
+                        .collect();
+                    MerkleProof::from_parts(d(rng), d(rng), path)
+                })
+                .collect(),
+            comm_c: d(rng),
+            comm_r_last: d(rng),
+        })
+        .collect();
+    let params = PublicParams {
+        sector_size: 32 << 30,
+        challenge_count: challenges,
+        sector_count: slots,
+        api_version: ApiVersion::V1_2_0,
+    };
+    let pub_in = PublicInputs {
+        randomness: Domain::default(),
+        prover_id: Domain::default(),
+        sectors: public,
+        k: None,
+    };
+    (pub_in, fallback::Proof { sectors: proofs }, params)
+}
+
+/// The production tree shapes: 32 GiB (8-8-0, ten levels) and 64 GiB (8-8-2), a partition of
+/// four sector slots for three public sectors (the last one repeated), three challenges each.
+#[test]
+fn large_sector_shapes_equal_witness_cs() {
+    fn shape<T: 'static + MerkleTreeTrait>(what: &str, rng: &mut rand_chacha::ChaCha8Rng)
+    where
+        T::Hasher: Hasher<Domain = Domain>,
+        T::Proof: From<MerkleProof<T::Hasher, T::Arity, T::SubTreeArity, T::TopTreeArity>>,
+    {
+        let (pub_in, proof, params) = random_partition::<T>(3, 4, 3, rng);
+        let circuit = || {
+            <FallbackPoStCompound<T> as CompoundProof<'_, _, _>>::circuit(
+                &pub_in,
+                Default::default(),
+                &proof,
+                &params,
+                Some(0),
+            )
+            .unwrap()
+        };
+        let expected = WitnessCs::new().without_generator().synthesize(circuit()).unwrap();
+        let paths = AllocationPaths::record(circuit()).unwrap();
+        let mut cs = WitnessCs::new();
+        cs.alloc_input(|| "one", || Ok(Scalar::ONE)).unwrap();
+        let inputs = fallback_post_witness::<T>(&pub_in, &proof, &params, Some(0), &mut cs).unwrap();
+        for v in inputs {
+            cs.alloc_input(|| "input", || Ok(v)).unwrap();
+        }
+        let got = cs.finish("generated").unwrap();
+        assert_same_witness(&expected, &got, Some(&paths));
+        assert_eq!(
+            expected.inputs().len(),
+            1 + 4 * (1 + 3),
+            "{what}: one comm_r and one packed path a challenge"
+        );
+        eprintln!("{what}: {} aux values equal", expected.num_aux());
+    }
+    let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(32);
+    shape::<filecoin_proofs::SectorShape32GiB>("32 GiB", &mut rng);
+    shape::<filecoin_proofs::SectorShape64GiB>("64 GiB", &mut rng);
 }
