@@ -236,6 +236,31 @@ fn main() {
             gadget / direct
         );
     }
+    // The floor for the twin's arithmetic: neptune's own native hash (the same optimized
+    // permutation, nothing written).
+    let native: Vec<String> = preimages
+        .iter()
+        .map(|(a, p)| {
+            let t =
+                pool.install(|| {
+                    time(args.runs, || {
+                        p.iter()
+                            .map(|x| match a {
+                                2 => neptune::Poseidon::new_with_preimage(x, &*filecoin_hashers::POSEIDON_CONSTANTS_2)
+                                    .hash(),
+                                8 => neptune::Poseidon::new_with_preimage(x, &*filecoin_hashers::POSEIDON_CONSTANTS_8)
+                                    .hash(),
+                                _ => neptune::Poseidon::new_with_preimage(x, &*filecoin_hashers::POSEIDON_CONSTANTS_11)
+                                    .hash(),
+                            })
+                            .fold(Scalar::ZERO, |acc, h| acc + h)
+                    })
+                });
+            format!("arity {a} {:.1} µs", 1e3 * t / p.len() as f64)
+        })
+        .collect();
+    println!();
+    println!("neptune's native hash (no witness), a hash: {}", native.join(", "));
     println!();
     println!("machine: {}", machine());
     println!("every twin's witness equals its gadget's value for value");
