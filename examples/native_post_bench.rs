@@ -11,7 +11,11 @@
 //!
 //! - `WitnessCs::new().without_generator().synthesize(circuit)`, as the witness path runs it;
 //! - the generator straight into a `WitnessCs` (the same compact witness);
-//! - the generator into a counting sink (the computation alone).
+//! - the generator into a counting sink (the computation alone);
+//!
+//! and on every thread of the machine: `WitnessCs` again (the circuit synthesizes its sectors
+//! in chunks on rayon and merges them) and `fallback_post_witness_parallel` (as many runs of
+//! slots as threads, merged).
 //!
 //! The generated witness is compared with `WitnessCs`'s value for value (exit 1 when they
 //! differ). A Window partition's time scales with its sector count: the per-sector column and
@@ -23,8 +27,9 @@ use std::time::Instant;
 
 use blstrs::Scalar;
 use clap::{Parser, ValueEnum};
+use cuzk::filecoin::native::first_differences;
 use cuzk::filecoin::native::gadgets::CountSink;
-use cuzk::filecoin::native::{first_differences, post::fallback_post_witness};
+use cuzk::filecoin::native::post::{fallback_post_witness, fallback_post_witness_parallel};
 use cuzk::{ConstraintSystem, Witness, WitnessCs};
 use ff::Field;
 use filecoin_hashers::poseidon::PoseidonDomain;
@@ -145,6 +150,23 @@ fn generated_witness(i: &Inputs) -> Witness {
     cs.finish("generated").unwrap_or_else(|e| fail(&e.to_string()))
 }
 
+/// The generator on every thread of the current pool.
+fn generated_parallel(i: &Inputs) -> Witness {
+    let mut cs = WitnessCs::new();
+    cs.alloc_input(|| "one", || Ok(Scalar::ONE))
+        .unwrap_or_else(|e| fail(&e.to_string()));
+    fallback_post_witness_parallel::<Tree>(
+        &i.pub_in,
+        &i.proof,
+        &i.params,
+        Some(0),
+        rayon::current_num_threads(),
+        &mut cs,
+    )
+    .unwrap_or_else(|e| fail(&e.to_string()));
+    cs.finish("generated").unwrap_or_else(|e| fail(&e.to_string()))
+}
+
 /// Median milliseconds of `runs` calls after one warm-up.
 fn time<T>(runs: usize, mut f: impl FnMut() -> T) -> f64 {
     std::hint::black_box(f());
@@ -173,10 +195,11 @@ fn main() {
         .build()
         .unwrap_or_else(|e| fail(&e.to_string()));
     let expected = pool.install(|| gadget_witness(&inputs));
-    let got = generated_witness(&inputs);
-    let d = first_differences(&expected, &got);
-    if !d.is_empty() {
-        fail(&format!("the generated witness differs from WitnessCs's:\n{d}"));
+    for got in [generated_witness(&inputs), generated_parallel(&inputs)] {
+        let d = first_differences(&expected, &got);
+        if !d.is_empty() {
+            fail(&format!("the generated witness differs from WitnessCs's:\n{d}"));
+        }
     }
     let gadget = pool.install(|| time(args.runs, || gadget_witness(&inputs)));
     let native = pool.install(|| time(args.runs, || generated_witness(&inputs)));
@@ -187,21 +210,48 @@ fn main() {
         })
     });
 
+    // Every thread: the circuit's own chunked synthesis, and the generator in as many runs.
+    let gadget_all = time(args.runs, || gadget_witness(&inputs));
+    let native_all = time(args.runs, || generated_parallel(&inputs));
+
     println!(
-        "{name}, 32 GiB shape: {sectors} sector slots x {challenges} challenges; {} inputs, {} aux values ({} constraints); one thread",
+        "{name}, 32 GiB shape: {sectors} sector slots x {challenges} challenges; {} inputs, {} aux values ({} constraints)",
         expected.inputs().len(),
         expected.num_aux(),
         expected.num_constraints()
     );
     println!();
+    let all = rayon::current_num_threads();
     println!("| path | ms | ms / sector slot | vs WitnessCs |");
     println!("|---|---:|---:|---:|");
-    for (what, t) in [
-        ("WitnessCs (without_generator), the gadgets", gadget),
-        ("generator straight into WitnessCs (same compact witness)", native),
-        ("generator into a counting sink", counted),
+    for (what, t, base) in [
+        (
+            "WitnessCs (without_generator), the gadgets; one thread".to_string(),
+            gadget,
+            gadget,
+        ),
+        (
+            "generator straight into WitnessCs (same compact witness); one thread".to_string(),
+            native,
+            gadget,
+        ),
+        (
+            "generator into a counting sink; one thread".to_string(),
+            counted,
+            gadget,
+        ),
+        (
+            format!("WitnessCs, the circuit's own chunks; {all} threads"),
+            gadget_all,
+            gadget_all,
+        ),
+        (
+            format!("generator in {all} runs, merged; {all} threads"),
+            native_all,
+            gadget_all,
+        ),
     ] {
-        println!("| {what} | {t:.1} | {:.2} | {:.1}x |", t / sectors as f64, gadget / t);
+        println!("| {what} | {t:.1} | {:.2} | {:.1}x |", t / sectors as f64, base / t);
     }
     if args.kind == Kind::Window {
         println!();

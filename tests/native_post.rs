@@ -13,7 +13,7 @@
 mod fixtures;
 
 use cuzk::filecoin::native::gadgets::{CountSink, CsSink};
-use cuzk::filecoin::native::post::fallback_post_witness;
+use cuzk::filecoin::native::post::{fallback_post_witness, fallback_post_witness_parallel};
 use cuzk::filecoin::native::{assert_same_witness, first_differences, AllocationPaths};
 use cuzk::filecoin::RegisteredPoStProof;
 use cuzk::{ConstraintSystem, Scalar, Witness, WitnessCs};
@@ -122,7 +122,8 @@ fn generated(p: &Partitions, k: usize, through_alloc: bool) -> Witness {
 }
 
 /// Every partition's generated witness equals `WitnessCs`'s (as the witness path synthesizes
-/// it: `without_generator`, the sectors in merged chunks) and the recorder's (sequential).
+/// it: `without_generator`, the sectors in merged chunks) and the recorder's (sequential),
+/// generated sequentially (through either sink) and on several threads.
 fn check_all(what: &str, p: &Partitions) {
     assert!(!p.proofs.is_empty());
     for k in 0..p.proofs.len() {
@@ -131,6 +132,20 @@ fn check_all(what: &str, p: &Partitions) {
         let got = generated(p, k, false);
         assert_same_witness(&expected, &got, Some(&paths));
         assert_same_witness(&expected, &generated(p, k, true), Some(&paths));
+        for threads in [2, 3, 64] {
+            let mut cs = WitnessCs::new();
+            cs.alloc_input(|| "one", || Ok(Scalar::ONE)).unwrap();
+            fallback_post_witness_parallel::<Tree>(
+                &p.pub_inputs,
+                &p.proofs[k],
+                &p.pub_params,
+                Some(k),
+                threads,
+                &mut cs,
+            )
+            .unwrap();
+            assert_same_witness(&expected, &cs.finish("parallel").unwrap(), Some(&paths));
+        }
         assert_eq!(
             got.num_bits(),
             expected.num_bits(),
@@ -273,6 +288,10 @@ fn large_sector_shapes_equal_witness_cs() {
         }
         let got = cs.finish("generated").unwrap();
         assert_same_witness(&expected, &got, Some(&paths));
+        let mut cs = WitnessCs::new();
+        cs.alloc_input(|| "one", || Ok(Scalar::ONE)).unwrap();
+        fallback_post_witness_parallel::<T>(&pub_in, &proof, &params, Some(0), 3, &mut cs).unwrap();
+        assert_same_witness(&expected, &cs.finish("parallel").unwrap(), Some(&paths));
         assert_eq!(
             expected.inputs().len(),
             1 + 4 * (1 + 3),

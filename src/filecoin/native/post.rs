@@ -11,12 +11,16 @@
 //! Under an extensible system (`WitnessCs`) the sectors are synthesized in chunks and merged:
 //! the values land in the same order.
 
+use bellpepper_core::ConstraintSystem;
 use blstrs::Scalar;
+use ff::Field;
 use filecoin_hashers::Hasher;
+use rayon::prelude::*;
 use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
-use storage_proofs_post::fallback::{Proof, PublicInputs, PublicParams};
+use storage_proofs_post::fallback::{Proof, PublicInputs, PublicParams, PublicSector, SectorProof};
 
 use super::gadgets::{alloc_num, por_circuit, poseidon_merkle, AuxSink, Level, NodeHash, Root};
+use crate::compiled::WitnessCs;
 use crate::error::{Error, Result};
 
 /// Writes the aux values of the `FallbackPoStCircuit` that
@@ -35,6 +39,67 @@ pub fn fallback_post_witness<Tree: 'static + MerkleTreeTrait>(
     partition_k: Option<usize>,
     aux: &mut impl AuxSink,
 ) -> Result<Vec<Scalar>> {
+    let slots = sector_slots::<Tree>(pub_in, vanilla, pub_params, partition_k)?;
+    let mut inputs = Vec::new();
+    for (public, proof) in slots {
+        inputs.extend(sector_slot::<Tree>(aux, public, proof)?);
+    }
+    Ok(inputs)
+}
+
+/// [`fallback_post_witness`] on `threads` threads of the current rayon pool, into `cs` (which
+/// holds the "one" input already): the sector slots in `threads` runs of consecutive slots,
+/// each generated into a system of its own, merged into `cs` in order (as the circuit's own
+/// synthesis merges its chunks under an extensible system). Public inputs and aux land as the
+/// sequential generator's.
+///
+/// # Errors
+/// As [`fallback_post_witness`] (an error of a merged system surfaces at `cs.finish`, as
+/// `WitnessCs::extend` keeps it).
+pub fn fallback_post_witness_parallel<Tree: 'static + MerkleTreeTrait>(
+    pub_in: &PublicInputs<<Tree::Hasher as Hasher>::Domain>,
+    vanilla: &Proof<Tree::Proof>,
+    pub_params: &PublicParams,
+    partition_k: Option<usize>,
+    threads: usize,
+    cs: &mut WitnessCs,
+) -> Result<()> {
+    let slots = sector_slots::<Tree>(pub_in, vanilla, pub_params, partition_k)?;
+    let per_run = slots.len().div_ceil(threads.max(1)).max(1);
+    let runs = slots
+        .par_chunks(per_run)
+        .map(|run| {
+            let mut part = WitnessCs::new();
+            part.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+            for &(public, proof) in run {
+                for v in sector_slot::<Tree>(&mut part, public, proof)? {
+                    part.alloc_input(|| "input", || Ok(v))?;
+                }
+            }
+            Ok(part)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    for part in &runs {
+        cs.extend(part);
+    }
+    Ok(())
+}
+
+/// The partition's sector slots, each with its public sector, as
+/// `FallbackPoStCompound::circuit` pairs them (the last public sector repeated when there are
+/// fewer than slots).
+#[allow(clippy::type_complexity)]
+fn sector_slots<'a, Tree: 'static + MerkleTreeTrait>(
+    pub_in: &'a PublicInputs<<Tree::Hasher as Hasher>::Domain>,
+    vanilla: &'a Proof<Tree::Proof>,
+    pub_params: &PublicParams,
+    partition_k: Option<usize>,
+) -> Result<
+    Vec<(
+        &'a PublicSector<<Tree::Hasher as Hasher>::Domain>,
+        &'a SectorProof<Tree::Proof>,
+    )>,
+> {
     if <Tree::Hasher as Hasher>::name() != "poseidon_hasher" {
         return Err(Error::InvalidArgument(format!(
             "the native PoSt witness is for Poseidon trees, not {}",
@@ -53,32 +118,40 @@ pub fn fallback_post_witness<Tree: 'static + MerkleTreeTrait>(
         .chunks(per_partition.max(1))
         .nth(partition_k.unwrap_or(0))
         .ok_or_else(|| Error::InvalidArgument("invalid number of sectors/partition index".into()))?;
+    Ok(vanilla
+        .sectors
+        .iter()
+        .enumerate()
+        .map(|(i, proof)| (&sectors[i.min(sectors.len() - 1)], proof))
+        .collect())
+}
 
-    let mut inputs = Vec::new();
-    for (i, proof) in vanilla.sectors.iter().enumerate() {
-        // Repeat the last sector when there are too few to fill the circuit.
-        let public = &sectors[i.min(sectors.len() - 1)];
-        let comm_r: Scalar = public.comm_r.into();
-        let comm_c: Scalar = proof.comm_c.into();
-        let comm_r_last = alloc_num(aux, proof.comm_r_last.into());
-        alloc_num(aux, comm_c);
-        alloc_num(aux, comm_r);
-        inputs.push(comm_r);
-        poseidon_merkle(aux, &[comm_c, comm_r_last]);
-
-        for inclusion in proof.inclusion_proofs() {
-            let leaf: Scalar = inclusion.leaf().into();
-            let path = levels(&inclusion.as_options())?;
-            let out = por_circuit(
-                aux,
-                NodeHash::Poseidon,
-                Root::Val(leaf),
-                &path,
-                Root::Var(comm_r_last),
-                true,
-            );
-            inputs.extend(out.inputs);
-        }
+/// One sector slot (`Sector::synthesize`): its aux values into `aux`; returns its public
+/// inputs.
+fn sector_slot<Tree: 'static + MerkleTreeTrait>(
+    aux: &mut impl AuxSink,
+    public: &PublicSector<<Tree::Hasher as Hasher>::Domain>,
+    proof: &SectorProof<Tree::Proof>,
+) -> Result<Vec<Scalar>> {
+    let comm_r: Scalar = public.comm_r.into();
+    let comm_c: Scalar = proof.comm_c.into();
+    let comm_r_last = alloc_num(aux, proof.comm_r_last.into());
+    alloc_num(aux, comm_c);
+    alloc_num(aux, comm_r);
+    let mut inputs = vec![comm_r];
+    poseidon_merkle(aux, &[comm_c, comm_r_last]);
+    for inclusion in proof.inclusion_proofs() {
+        let leaf: Scalar = inclusion.leaf().into();
+        let path = levels(&inclusion.as_options())?;
+        let out = por_circuit(
+            aux,
+            NodeHash::Poseidon,
+            Root::Val(leaf),
+            &path,
+            Root::Var(comm_r_last),
+            true,
+        );
+        inputs.extend(out.inputs);
     }
     Ok(inputs)
 }
