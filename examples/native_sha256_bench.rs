@@ -8,7 +8,8 @@
 //!
 //! - the gadget (`sha256_compression_function`) under `WitnessCs::new().without_generator()`,
 //!   as the witness path runs it today;
-//! - the twin writing into a `WitnessCs` (the same compact witness);
+//! - the twin writing into a `WitnessCs` through `alloc` (`CsSink`), and straight into it
+//!   (`WitnessCs` as an `AuxSink`: bits a word at a time) — the same compact witness;
 //! - the twin into a counting sink (the computation alone).
 //!
 //! The twin's witness is compared with the gadget's value for value (exit 1 when they differ).
@@ -87,6 +88,15 @@ fn twin_witness(blocks: &[Vec<bool>]) -> Witness {
     cs.finish("twin").unwrap_or_else(|e| fail(&e.to_string()))
 }
 
+/// The twin writing straight into a `WitnessCs` (its `AuxSink`: bits a word at a time).
+fn twin_witness_direct(blocks: &[Vec<bool>]) -> Witness {
+    let mut cs = WitnessCs::new();
+    cs.alloc_input(|| "one", || Ok(Scalar::ONE))
+        .unwrap_or_else(|e| fail(&e.to_string()));
+    chain(&mut cs, blocks);
+    cs.finish("twin").unwrap_or_else(|e| fail(&e.to_string()))
+}
+
 fn gadget_witness(blocks: &[Vec<bool>]) -> Witness {
     WitnessCs::new()
         .without_generator()
@@ -117,9 +127,11 @@ fn main() {
 
     let expected = gadget_witness(&blocks);
     let got = twin_witness(&blocks);
-    let d = first_differences(&expected, &got);
-    if !d.is_empty() {
-        fail(&format!("the twin's witness differs from the gadget's:\n{d}"));
+    for got in [got, twin_witness_direct(&blocks)] {
+        let d = first_differences(&expected, &got);
+        if !d.is_empty() {
+            fail(&format!("the twin's witness differs from the gadget's:\n{d}"));
+        }
     }
     let mut count = CountSink::default();
     chain(&mut count, &blocks);
@@ -134,6 +146,7 @@ fn main() {
     let pool = one();
     let gadget = pool.install(|| time(args.runs, || gadget_witness(&blocks)));
     let native = pool.install(|| time(args.runs, || twin_witness(&blocks)));
+    let direct = pool.install(|| time(args.runs, || twin_witness_direct(&blocks)));
     let counted = pool.install(|| {
         time(args.runs, || {
             let mut c = CountSink::default();
@@ -151,7 +164,14 @@ fn main() {
     println!("|---|---:|---:|---:|");
     for (name, t) in [
         ("gadget under WitnessCs (without_generator)", gadget),
-        ("twin into WitnessCs (same compact witness)", native),
+        (
+            "twin into WitnessCs through alloc (CsSink; same compact witness)",
+            native,
+        ),
+        (
+            "twin straight into WitnessCs (its AuxSink; same compact witness)",
+            direct,
+        ),
         ("twin into a counting sink", counted),
     ] {
         println!("| {name} | {t:.1} | {:.2} | {:.1}x |", 1e3 * t / n, gadget / t);

@@ -37,6 +37,19 @@ pub(crate) fn bit_of(v: &Scalar) -> Option<bool> {
     }
 }
 
+/// Bit `i` of `bits` for every `i` set in `mask`, packed into the low bits, lowest first.
+fn gather(bits: u64, mask: u64) -> u64 {
+    let mut out = 0;
+    let mut m = mask;
+    let mut i = 0;
+    while m != 0 {
+        out |= ((bits >> m.trailing_zeros()) & 1) << i;
+        i += 1;
+        m &= m - 1;
+    }
+    out
+}
+
 /// Words of each bitmap for `aux` values (at least one: a buffer is never empty).
 pub(crate) fn bitmap_words(aux: usize) -> usize {
     aux.div_ceil(64).max(1)
@@ -114,6 +127,37 @@ impl CompactAux {
         self.len += 1;
         if bit == 63 {
             self.close_word()?;
+        }
+        Ok(())
+    }
+
+    /// Appends `mask.count_ones()` bits: bit `i` of `bits` for every `i` set in `mask`, lowest
+    /// first — what that many `push`es of 0/1 values would append, a word at a time.
+    #[inline]
+    pub(super) fn push_bits(&mut self, bits: u64, mask: u64) -> Result<()> {
+        let n = mask.count_ones();
+        if n == 0 {
+            return Ok(());
+        }
+        // The values, gathered into the low `n` bits (a mask of low ones needs no gathering).
+        let values = if mask & mask.wrapping_add(1) == 0 {
+            bits & mask
+        } else {
+            gather(bits, mask)
+        };
+        let ones = if n == 64 { u64::MAX } else { (1 << n) - 1 };
+        let at = (self.len % 64) as u32;
+        let room = 64 - at;
+        self.open_mask |= ones << at;
+        self.open_values |= values << at;
+        self.len += n as usize;
+        if n >= room {
+            self.close_word()?;
+            if n > room {
+                // `at` > 0 here, so `room` < 64: the bits past the word open the next one.
+                self.open_mask = ones >> room;
+                self.open_values = values >> room;
+            }
         }
         Ok(())
     }

@@ -348,6 +348,28 @@ impl WitnessCs {
         }
     }
 
+    /// Appends one aux value, as `alloc` with a closure returning it would: for native witness
+    /// generators, which compute the values themselves.
+    #[inline]
+    pub fn append_aux(&mut self, value: Scalar) {
+        self.flush();
+        if self.error.is_none() {
+            self.push_aux(value);
+        }
+    }
+
+    /// Appends `mask.count_ones()` 0/1 aux values — bit `i` of `bits` for every `i` set in
+    /// `mask`, lowest first — as that many `alloc`s would, a bitmap word at a time.
+    #[inline]
+    pub fn append_aux_bits(&mut self, bits: u64, mask: u64) {
+        self.flush();
+        if self.error.is_none() {
+            if let Err(e) = self.aux.push_bits(bits, mask) {
+                self.fail(e);
+            }
+        }
+    }
+
     fn push_inputs(&mut self, values: &[Scalar]) {
         if let Err(e) = self.inputs.try_reserve(values.len()) {
             self.fail(crate::pool::heap_error(values.len(), 32, &e));
@@ -531,6 +553,53 @@ impl ConstraintSystem<Scalar> for WitnessCs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Bits appended a mask at a time (low ones, scattered, empty, full words, across word
+    /// boundaries) land as the same values allocated one by one would, in the same compact form.
+    #[test]
+    fn appended_bits_equal_allocated_ones() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut appended = WitnessCs::new();
+        let mut allocated = WitnessCs::new();
+        for k in 0..400 {
+            let (bits, r) = (next(), next());
+            let mask = match k % 5 {
+                0 => (1u64 << (r % 64)) - 1,
+                1 => r,
+                2 => 0,
+                3 => u64::MAX,
+                _ => r & (r >> 7),
+            };
+            appended.append_aux_bits(bits, mask);
+            for i in (0..64).filter(|i| (mask >> i) & 1 == 1) {
+                let v = if (bits >> i) & 1 == 1 {
+                    Scalar::ONE
+                } else {
+                    Scalar::ZERO
+                };
+                allocated.alloc(|| "b", || Ok(v)).unwrap();
+            }
+            if k % 7 == 0 {
+                appended.append_aux(Scalar::from(r));
+                allocated.alloc(|| "v", || Ok(Scalar::from(r))).unwrap();
+            }
+        }
+        let (a, b) = (appended.finish("t").unwrap(), allocated.finish("t").unwrap());
+        assert!(a.num_aux() > 10_000, "{} values", a.num_aux());
+        assert_eq!(a.num_aux(), b.num_aux());
+        assert_eq!(a.num_bits(), b.num_bits());
+        assert_eq!(a.byte_size(), b.byte_size());
+        assert_eq!(a.expand_aux().unwrap(), b.expand_aux().unwrap());
+        for j in (0..a.num_aux()).step_by(97) {
+            assert_eq!(a.aux_value(j), b.aux_value(j), "aux {j}");
+        }
+    }
 
     /// A region from `allocate_empty_aux`, filled after the call, lands in order with the
     /// values allocated around it; the generator values are counted.

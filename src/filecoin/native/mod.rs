@@ -12,12 +12,15 @@
 //! - [`diff`]: the differential tool, the first input and aux index where two witnesses differ,
 //!   with its path ([`first_differences`], [`assert_same_witness`]);
 //! - [`gadgets`]: the gadget twins — native functions that append to a witness exactly what
-//!   bellperson's gadgets allocate (booleans with their constant folding, `UInt32`, SHA-256,
-//!   bit decompositions and packing).
+//!   bellperson's, neptune's and storage-proofs' gadgets allocate (booleans with their constant
+//!   folding, `UInt32`, SHA-256, bit decompositions and packing, Poseidon, the insertion
+//!   gadgets and PoR paths);
+//! - [`post`]: the first generator, Winning and Window PoSt (`FallbackPoStCircuit`), not yet
+//!   used by the prover.
 //!
-//! The generators per circuit family will live beside this room (one per family under
-//! `src/filecoin/`). Which bellperson version is mirrored, and how to re-validate after a
-//! bump: `gadgets/NOTES.md`.
+//! The generators of the other families will sit beside [`post`]. Which bellperson, neptune
+//! and storage-proofs versions are mirrored, and how to re-validate after a bump:
+//! `gadgets/NOTES.md`.
 
 // A development API until the generators use it: hidden from the docs.
 #![doc(hidden)]
@@ -25,6 +28,7 @@
 pub mod diff;
 pub mod gadgets;
 pub mod paths;
+pub mod post;
 
 pub use diff::{assert_same_witness, first_differences, Difference, Differences, Place, WitnessValues};
 pub use paths::{AllocationPaths, PathCs};

@@ -1,18 +1,25 @@
 //! The gadget twins: native functions that append to a witness exactly the values
-//! bellperson's gadgets allocate, in their order, with their constant folding.
+//! bellperson's, neptune's and storage-proofs' gadgets allocate, in their order, with their
+//! constant folding.
 //!
 //! A twin takes the same operands as its gadget — as values: a [`Bit`] is a `Boolean`
 //! (constant, or an allocated variable taken as is or negated) with its value, a [`U32`] a
 //! `UInt32` — and writes each allocation's value into an [`AuxSink`]; it builds no linear
-//! combination and calls no constraint system. Sinks: a `Vec<Scalar>` (tests), [`CsSink`]
-//! over any constraint system (into a [`WitnessCs`](crate::WitnessCs) it writes the compact
-//! form the witness path proves from), [`CountSink`] (sizes, benchmarks).
+//! combination and calls no constraint system. Rooms: [`Bit`] and [`U32`] (booleans and
+//! words), SHA-256, bit decompositions and packing, Poseidon (neptune's circuit), the
+//! insertion gadgets and PoR paths. Sinks: a `Vec<Scalar>` (tests), a
+//! [`WitnessCs`] itself (the compact form the witness path proves from, bits a word at a
+//! time), [`CsSink`] over any constraint system (the same witness through `alloc`),
+//! [`CountSink`] (sizes, benchmarks).
 //!
 //! Each twin is checked value for value against the gadget it mirrors (tests/native_gadgets.rs,
 //! with constants mixed in to exercise the folding); the mirrored versions are in `NOTES.md`.
 
 mod bit;
+mod insertion;
 mod pack;
+mod por;
+mod poseidon;
 mod sha256;
 mod uint32;
 
@@ -20,8 +27,13 @@ use bellpepper_core::{ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
 use ff::Field;
 
+use crate::compiled::WitnessCs;
+
 pub use bit::Bit;
+pub use insertion::{insert, pick, select};
 pub use pack::{alloc_num, bytes_into_bits, bytes_into_bits_be, multipack, pack_bits, to_bits_le, u64_into_bits_le};
+pub use por::{por_circuit, por_no_challenge_input, Level, NodeHash, PorOutput, Root};
+pub use poseidon::{poseidon_hash, poseidon_merkle};
 pub use sha256::{sha256, sha256_block_no_padding, sha256_compression, IV};
 pub use uint32::U32;
 
@@ -49,6 +61,26 @@ pub trait AuxSink {
 impl AuxSink for Vec<Scalar> {
     fn push(&mut self, value: Scalar) {
         Vec::push(self, value);
+    }
+}
+
+/// Straight into a [`WitnessCs`]: the compact witness the witness path proves from, as
+/// [`CsSink`] over it writes it, without a closure per value and with bits appended a bitmap
+/// word at a time.
+impl AuxSink for WitnessCs {
+    #[inline]
+    fn push(&mut self, value: Scalar) {
+        self.append_aux(value);
+    }
+
+    #[inline]
+    fn push_bit(&mut self, bit: bool) {
+        self.append_aux_bits(u64::from(bit), 1);
+    }
+
+    #[inline]
+    fn push_masked(&mut self, bits: u64, mask: u64) {
+        self.append_aux_bits(bits, mask);
     }
 }
 

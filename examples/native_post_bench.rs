@@ -1,0 +1,270 @@
+//! Benchmark: the native Fallback PoSt witness generator against `WitnessCs` on
+//! storage-proofs-post's own `FallbackPoStCircuit`, 32 GiB sector shape, one thread.
+//!
+//!     cargo run --release --features filecoin --example native_post_bench -- --kind window --sectors 20 --runs 3
+//!
+//! The circuit is built by `FallbackPoStCompound::circuit` from random vanilla proofs of the
+//! 32 GiB tree shape (8-8-0: ten levels, every value random: a witness needs no valid proof):
+//! `--kind window` has `--sectors` sector slots of 10 challenges (a production partition has
+//! 2349), `--kind winning` Winning PoSt's 66 slots of one challenge. Timed, median of `--runs`
+//! after one warm-up, on one thread:
+//!
+//! - `WitnessCs::new().without_generator().synthesize(circuit)`, as the witness path runs it;
+//! - the generator straight into a `WitnessCs` (the same compact witness);
+//! - the generator into a counting sink (the computation alone);
+//!
+//! and on every thread of the machine: `WitnessCs` again (the circuit synthesizes its sectors
+//! in chunks on rayon and merges them) and `fallback_post_witness_parallel` (as many runs of
+//! slots as threads, merged).
+//!
+//! The generated witness is compared with `WitnessCs`'s value for value (exit 1 when they
+//! differ). A Window partition's time scales with its sector count: the per-sector column and
+//! the 2349-sector line say what a production partition takes.
+
+mod support;
+
+use std::time::Instant;
+
+use blstrs::Scalar;
+use clap::{Parser, ValueEnum};
+use cuzk::filecoin::native::first_differences;
+use cuzk::filecoin::native::gadgets::CountSink;
+use cuzk::filecoin::native::post::{fallback_post_witness, fallback_post_witness_parallel};
+use cuzk::{ConstraintSystem, Witness, WitnessCs};
+use ff::Field;
+use filecoin_hashers::poseidon::PoseidonDomain;
+use rand::{Rng, SeedableRng};
+use storage_proofs_core::api_version::ApiVersion;
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::merkle::{MerkleProof, MerkleTreeTrait};
+use storage_proofs_core::sector::SectorId;
+use storage_proofs_post::fallback::{
+    self, FallbackPoStCircuit, FallbackPoStCompound, PublicInputs, PublicParams, PublicSector, SectorProof,
+};
+use support::{fail, machine, median, ms};
+
+type Tree = filecoin_proofs::SectorShape32GiB;
+type Proof = <Tree as MerkleTreeTrait>::Proof;
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Kind {
+    /// Window PoSt: `--sectors` slots of 10 challenges.
+    Window,
+    /// Winning PoSt: 66 slots of one challenge.
+    Winning,
+}
+
+/// The Fallback PoSt generator against WitnessCs, 32 GiB shape, one thread.
+#[derive(Parser)]
+#[command(name = "native_post_bench")]
+struct Args {
+    /// Which PoSt.
+    #[arg(long, value_enum, default_value_t = Kind::Window)]
+    kind: Kind,
+    /// Window PoSt: sector slots in the partition (production: 2349).
+    #[arg(long, default_value_t = 20, value_parser = support::at_least_one)]
+    sectors: usize,
+    /// Timed runs per path, after one warm-up.
+    #[arg(long, default_value_t = 3, value_parser = support::at_least_one)]
+    runs: usize,
+}
+
+/// The inputs `FallbackPoStCompound::circuit` takes, random.
+struct Inputs {
+    pub_in: PublicInputs<PoseidonDomain>,
+    proof: fallback::Proof<Proof>,
+    params: PublicParams,
+}
+
+fn random_inputs(sectors: usize, challenges: usize, rng: &mut impl Rng) -> Inputs {
+    fn d(rng: &mut impl Rng) -> PoseidonDomain {
+        PoseidonDomain::from(Scalar::random(&mut *rng))
+    }
+    let mut public = Vec::with_capacity(sectors);
+    let mut proofs = Vec::with_capacity(sectors);
+    for i in 0..sectors {
+        public.push(PublicSector {
+            id: SectorId::from(i as u64),
+            comm_r: d(rng),
+        });
+        let inclusion_proofs = (0..challenges)
+            .map(|_| {
+                // Nine 8-ary base levels and the 8-ary sub-tree level: 7 siblings and an index.
+                let path = (0..10)
+                    .map(|_| ((0..7).map(|_| d(rng)).collect(), rng.gen_range(0..8)))
+                    .collect::<Vec<_>>();
+                MerkleProof::from_parts(d(rng), d(rng), path)
+            })
+            .collect::<Vec<_>>();
+        proofs.push(SectorProof {
+            inclusion_proofs,
+            comm_c: d(rng),
+            comm_r_last: d(rng),
+        });
+    }
+    Inputs {
+        pub_in: PublicInputs {
+            randomness: PoseidonDomain::default(),
+            prover_id: PoseidonDomain::default(),
+            sectors: public,
+            k: None,
+        },
+        proof: fallback::Proof { sectors: proofs },
+        params: PublicParams {
+            sector_size: 32 << 30,
+            challenge_count: challenges,
+            sector_count: sectors,
+            api_version: ApiVersion::V1_2_0,
+        },
+    }
+}
+
+fn circuit(i: &Inputs) -> FallbackPoStCircuit<Tree> {
+    <FallbackPoStCompound<Tree> as CompoundProof<'_, _, _>>::circuit(
+        &i.pub_in,
+        Default::default(),
+        &i.proof,
+        &i.params,
+        Some(0),
+    )
+    .unwrap_or_else(|e| fail(&e.to_string()))
+}
+
+fn gadget_witness(i: &Inputs) -> Witness {
+    WitnessCs::new()
+        .without_generator()
+        .synthesize(circuit(i))
+        .unwrap_or_else(|e| fail(&e.to_string()))
+}
+
+fn generated_witness(i: &Inputs) -> Witness {
+    let mut cs = WitnessCs::new();
+    cs.alloc_input(|| "one", || Ok(Scalar::ONE))
+        .unwrap_or_else(|e| fail(&e.to_string()));
+    let inputs = fallback_post_witness::<Tree>(&i.pub_in, &i.proof, &i.params, Some(0), &mut cs)
+        .unwrap_or_else(|e| fail(&e.to_string()));
+    for v in inputs {
+        cs.alloc_input(|| "input", || Ok(v))
+            .unwrap_or_else(|e| fail(&e.to_string()));
+    }
+    cs.finish("generated").unwrap_or_else(|e| fail(&e.to_string()))
+}
+
+/// The generator on every thread of the current pool.
+fn generated_parallel(i: &Inputs) -> Witness {
+    let mut cs = WitnessCs::new();
+    cs.alloc_input(|| "one", || Ok(Scalar::ONE))
+        .unwrap_or_else(|e| fail(&e.to_string()));
+    fallback_post_witness_parallel::<Tree>(
+        &i.pub_in,
+        &i.proof,
+        &i.params,
+        Some(0),
+        rayon::current_num_threads(),
+        &mut cs,
+    )
+    .unwrap_or_else(|e| fail(&e.to_string()));
+    cs.finish("generated").unwrap_or_else(|e| fail(&e.to_string()))
+}
+
+/// Median milliseconds of `runs` calls after one warm-up.
+fn time<T>(runs: usize, mut f: impl FnMut() -> T) -> f64 {
+    std::hint::black_box(f());
+    median(
+        (0..runs)
+            .map(|_| {
+                let t = Instant::now();
+                std::hint::black_box(f());
+                ms(t.elapsed())
+            })
+            .collect(),
+    )
+}
+
+fn main() {
+    let args = Args::parse();
+    let (sectors, challenges, name) = match args.kind {
+        Kind::Window => (args.sectors, 10, "Window PoSt"),
+        Kind::Winning => (66, 1, "Winning PoSt"),
+    };
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(38);
+    let inputs = random_inputs(sectors, challenges, &mut rng);
+
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap_or_else(|e| fail(&e.to_string()));
+    let expected = pool.install(|| gadget_witness(&inputs));
+    for got in [generated_witness(&inputs), generated_parallel(&inputs)] {
+        let d = first_differences(&expected, &got);
+        if !d.is_empty() {
+            fail(&format!("the generated witness differs from WitnessCs's:\n{d}"));
+        }
+    }
+    let gadget = pool.install(|| time(args.runs, || gadget_witness(&inputs)));
+    let native = pool.install(|| time(args.runs, || generated_witness(&inputs)));
+    let counted = pool.install(|| {
+        time(args.runs, || {
+            let mut c = CountSink::default();
+            fallback_post_witness::<Tree>(&inputs.pub_in, &inputs.proof, &inputs.params, Some(0), &mut c)
+        })
+    });
+
+    // Every thread: the circuit's own chunked synthesis, and the generator in as many runs.
+    let gadget_all = time(args.runs, || gadget_witness(&inputs));
+    let native_all = time(args.runs, || generated_parallel(&inputs));
+
+    println!(
+        "{name}, 32 GiB shape: {sectors} sector slots x {challenges} challenges; {} inputs, {} aux values ({} constraints)",
+        expected.inputs().len(),
+        expected.num_aux(),
+        expected.num_constraints()
+    );
+    println!();
+    let all = rayon::current_num_threads();
+    println!("| path | ms | ms / sector slot | vs WitnessCs |");
+    println!("|---|---:|---:|---:|");
+    for (what, t, base) in [
+        (
+            "WitnessCs (without_generator), the gadgets; one thread".to_string(),
+            gadget,
+            gadget,
+        ),
+        (
+            "generator straight into WitnessCs (same compact witness); one thread".to_string(),
+            native,
+            gadget,
+        ),
+        (
+            "generator into a counting sink; one thread".to_string(),
+            counted,
+            gadget,
+        ),
+        (
+            format!("WitnessCs, the circuit's own chunks; {all} threads"),
+            gadget_all,
+            gadget_all,
+        ),
+        (
+            format!("generator in {all} runs, merged; {all} threads"),
+            native_all,
+            gadget_all,
+        ),
+    ] {
+        println!("| {what} | {t:.1} | {:.2} | {:.1}x |", t / sectors as f64, base / t);
+    }
+    if args.kind == Kind::Window {
+        println!();
+        println!(
+            "a production Window PoSt partition (2349 sector slots), one thread: WitnessCs ~{:.0} s, generator ~{:.1} s",
+            gadget / sectors as f64 * 2349.0 / 1e3,
+            native / sectors as f64 * 2349.0 / 1e3
+        );
+    }
+    println!();
+    println!("machine: {}", machine());
+    println!(
+        "median of {} runs after one warm-up; the generated witness equals WitnessCs's value for value",
+        args.runs
+    );
+}
