@@ -7,17 +7,35 @@
 //! The pacer keeps the number of synthesized partitions **waiting** for a GPU near a target
 //! depth, in one of two modes:
 //!
-//! - [`PacerMode::Pi`]: a PI controller. Feed-forward: the GPUs' drain rate, `gpu_workers /
-//!   EMA(GPU time per partition)`. Feedback: the normalised error `e = (target − waiting) /
-//!   target`, so the dispatch rate is `drain × clamp(1 + kp·e + ki·∫e dt, min_rate,
-//!   max_rate)`, and its interval is clamped to `[min_interval, max_interval]`. The integral is
-//!   clamped (anti-windup). Before the first GPU time is known it dispatches at most `target`
-//!   partitions, one per `initial_interval` — never all at once.
+//! - [`PacerMode::Pi`]: a PI controller on the **projected depth**: the partitions waiting,
+//!   plus those in synthesis, less the ones the GPUs will take while a synthesis runs —
+//!   `q = waiting + in synthesis − pipeline`, where `pipeline = drain × EMA(synthesis time)`
+//!   is how many partitions are in synthesis at the GPUs' drain rate `drain = gpu_workers /
+//!   EMA(GPU time per partition)` (Little's law). It is the depth the waiting queue will have
+//!   once what is in synthesis now arrives. Feed-forward: the drain rate. Feedback: the
+//!   normalised error `e = (target − q − ½) / target` (the half centres the depth, which
+//!   steps by whole partitions, on the target), so the dispatch rate is `drain × clamp(1 +
+//!   kp·e + ki·∫e dt, min_rate, max_rate)`, and its interval is clamped to `[min_interval,
+//!   max_interval]`. The integral is clamped (anti-windup). Before the first GPU time is known
+//!   it dispatches at most `target` partitions, one per `initial_interval` — never all at once.
 //! - [`PacerMode::BoundedQueue`]: the plain mode, for comparison: dispatch whenever
 //!   `waiting + in synthesis < depth`.
 //!
 //! In both modes a hard cap holds at every moment: `waiting + in synthesis ≤ in-flight cap`
-//! (in PI mode `target + gpu_workers` unless configured otherwise).
+//! (in PI mode `target + gpu_workers` unless configured otherwise; the engine configures
+//! `target + synthesis workers`).
+//!
+//! **Why the projected depth, not the waiting depth.** A dispatch reaches the waiting queue
+//! only a synthesis later. A controller that sees only the queue acts on news one synthesis
+//! old: when synthesis is short next to its time constant (below) that does no harm, but once
+//! a synthesis takes many GPU proofs' time it overshoots (it keeps dispatching while the queue
+//! is empty although enough is in synthesis), then starves the GPUs (it holds back while the
+//! queue is full although nothing is in synthesis to follow it), and rings. In the projected
+//! depth a dispatch
+//! counts at once, a finished synthesis moves one partition from synthesis to waiting and
+//! changes nothing, a GPU start takes one off: the loop has no delay, and the depth closes on
+//! the target without ringing whatever a synthesis takes. Until a synthesis time is known the
+//! pipeline is 0 (the projected depth is the partitions in flight).
 //!
 //! The pacer is pure logic: no threads, no sleeps, no clock of its own. The driver owns the
 //! clock and passes every time in as a [`Duration`] since an arbitrary start of its choosing
@@ -26,19 +44,24 @@
 //!
 //! ## The defaults, and why
 //! They are the Curio engine's constants, kept because the simulated runs in this module's
-//! tests (GPU time 0.5–2 s, one to three GPU workers, synthesis 0.3–3 s, target 2–4) settle
-//! within ±1 of the target with them, without sustained oscillation, and re-settle after step
-//! changes in GPU or synthesis speed and after long GPU or synthesis stalls:
-//! - `kp = 0.5`: an empty queue (`e = 1`) dispatches 1.5× the drain rate; the depth then
-//!   closes on the target with a time constant of `target · gpu_time / (gpu_workers · kp)`,
-//!   longer than a synthesis, so the synthesis delay does not make it ring.
+//! tests settle within ±1 of the target with them, without sustained oscillation, re-settle
+//! after step changes in GPU or synthesis speed and after long GPU or synthesis stalls, and
+//! keep the GPUs ≥ 95% busy wherever synthesis can keep up (GPU time 0.2–2 s, one to three GPU
+//! workers, synthesis from a quarter of a GPU time to 15 GPU times, jittered by ±50%; among
+//! them the H200's: a 2^24 partition 0.215 s on the GPU with 0.1–3 s of synthesis on 15
+//! threads, a 32 GiB-shape PoRep partition 1.24 s with 0.3–18 s on 16):
+//! - `kp = 0.5`: an empty pipeline (`e = 1`) dispatches 1.5× the drain rate; the projected
+//!   depth then closes on the target with a time constant of `target · gpu_time /
+//!   (gpu_workers · kp)` (four GPU times at the default target of 2, one GPU worker).
 //! - `ki = 0.001` per second of normalised error, integral clamped to `[−20, 100]`: at most
 //!   +10% / −2% of the drain rate. Feed-forward and P do the work; the integral only trims a
 //!   steady bias (GPU workers that idle between partitions) and, clamped, cannot wind up
 //!   during a stall.
-//! - `gpu_time_alpha = 0.2`: a GPU-time step is 90% tracked after ten partitions.
+//! - `gpu_time_alpha = 0.2` (for the synthesis time as well): a step in either is 90% tracked
+//!   after ten partitions.
 //! - rate factor `[0.3, 3]`, interval `[50 ms, 60 s]`: never stop dispatching entirely, never
-//!   more than three times the drain rate, never faster than 20 dispatches a second.
+//!   more than three times the drain rate, never faster than 20 dispatches a second — so a
+//!   pipeline that must fill (a long synthesis, the start) fills as a ramp, not a burst.
 
 use std::time::Duration;
 
@@ -56,7 +79,8 @@ pub struct PiConfig {
     pub kp: f64,
     /// Integral gain, per second of normalised error (≥ 0). Default 0.001.
     pub ki: f64,
-    /// Smoothing factor of the EMA of GPU time per partition, in (0, 1]. Default 0.2.
+    /// Smoothing factor of the EMAs of GPU time and of synthesis time per partition, in
+    /// (0, 1]. Default 0.2.
     pub gpu_time_alpha: f64,
     /// Lower clamp of the integral (≤ 0). Default −20.
     pub integral_min: f64,
@@ -73,10 +97,13 @@ pub struct PiConfig {
     /// Interval between dispatches before the first GPU time is known (> 0). Default 1 s:
     /// fills a target of 2 in a second, small next to a first synthesis of seconds.
     pub initial_interval: Duration,
-    /// Most partitions between dispatch and GPU start (waiting + in synthesis). `None` (the
-    /// default): `target_depth + gpu_workers`. An engine whose synthesis takes longer than a
-    /// GPU proof needs more in synthesis than that to keep the GPUs busy (about
-    /// `gpu_workers × synthesis time / GPU time`) and sets it here (≥ `target_depth`).
+    /// Most partitions between dispatch and GPU start (waiting + in synthesis): the hard
+    /// bound on the partitions (and their memory) in flight, whatever the controller says.
+    /// `None` (the default): `target_depth + gpu_workers`, which leaves room for the pipeline
+    /// only while a synthesis is shorter than a GPU proof. The controller aims at `target +
+    /// gpu_workers × synthesis time / GPU time` in flight, so a driver whose synthesis takes
+    /// longer sets it here (≥ `target_depth`); the engine sets `target + synthesis workers`
+    /// (its synthesis threads bound the partitions in synthesis anyway).
     pub in_flight_cap: Option<usize>,
 }
 
@@ -181,6 +208,15 @@ pub struct PacerState {
     /// EMA of GPU time per partition; `None` until a GPU time is known, always in the bounded
     /// queue mode.
     pub gpu_time_ema: Option<Duration>,
+    /// EMA of synthesis time per partition; `None` until a synthesis time is known, always in
+    /// the bounded queue mode.
+    pub synthesis_time_ema: Option<Duration>,
+    /// Partitions the PI mode expects in synthesis at the drain rate (`drain × synthesis time
+    /// EMA`; 0 until both are known, and in the bounded queue mode).
+    pub pipeline: f64,
+    /// The PI mode's projected depth: `waiting + in synthesis − pipeline` (see the module
+    /// docs); in the bounded queue mode (no pipeline) the partitions in flight.
+    pub projected_depth: f64,
     /// The PI integral (0 in the bounded queue mode).
     pub integral: f64,
     /// The clamped factor that multiplies the drain rate (1 before any GPU time is known and in
@@ -202,6 +238,7 @@ pub(crate) struct Pacer {
     dispatched: u64,
     last_dispatch: Option<Duration>,
     gpu_time_ema: Option<f64>,
+    synthesis_time_ema: Option<f64>,
     integral: f64,
     integrated_to: Duration,
 }
@@ -239,6 +276,7 @@ impl Pacer {
             dispatched: 0,
             last_dispatch: None,
             gpu_time_ema: None,
+            synthesis_time_ema: None,
             integral: 0.0,
             integrated_to: Duration::ZERO,
         })
@@ -283,11 +321,15 @@ impl Pacer {
         self.last_dispatch = Some(now);
     }
 
-    /// A partition's synthesis finished: it now waits for a GPU.
-    pub(crate) fn on_synthesis_done(&mut self, now: Duration) {
+    /// A partition's synthesis finished after `synthesis_time` (from its dispatch): it now
+    /// waits for a GPU.
+    pub(crate) fn on_synthesis_done(&mut self, now: Duration, synthesis_time: Duration) {
         self.integrate(now);
         self.in_synthesis = self.in_synthesis.saturating_sub(1);
         self.waiting += 1;
+        if let PacerMode::Pi(config) = self.mode {
+            self.synthesis_time_ema = Some(ema(self.synthesis_time_ema, synthesis_time, config.gpu_time_alpha));
+        }
     }
 
     /// A partition's synthesis failed: it leaves the pipeline. Before the first GPU time is
@@ -312,14 +354,13 @@ impl Pacer {
     pub(crate) fn on_gpu_done(&mut self, now: Duration, gpu_time: Duration) {
         self.integrate(now);
         if let PacerMode::Pi(config) = self.mode {
-            let t = gpu_time.as_secs_f64();
-            let alpha = config.gpu_time_alpha;
-            self.gpu_time_ema = Some(self.gpu_time_ema.map_or(t, |ema| alpha * t + (1.0 - alpha) * ema));
+            self.gpu_time_ema = Some(ema(self.gpu_time_ema, gpu_time, config.gpu_time_alpha));
         }
     }
 
     /// A snapshot of the pacer's state.
     pub(crate) fn state(&self) -> PacerState {
+        let as_duration = |secs: Option<f64>| secs.map(|s| Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX));
         let (target_depth, rate_factor, dispatch_rate) = match self.mode {
             PacerMode::Pi(config) => {
                 let factor = if self.gpu_time_ema.is_some() {
@@ -337,18 +378,38 @@ impl Pacer {
             waiting: self.waiting,
             in_synthesis: self.in_synthesis,
             dispatched: self.dispatched,
-            gpu_time_ema: self
-                .gpu_time_ema
-                .map(|ema| Duration::try_from_secs_f64(ema).unwrap_or(Duration::MAX)),
+            gpu_time_ema: as_duration(self.gpu_time_ema),
+            synthesis_time_ema: as_duration(self.synthesis_time_ema),
+            pipeline: self.pipeline(),
+            projected_depth: self.projected_depth(),
             integral: self.integral,
             rate_factor,
             dispatch_rate,
         }
     }
 
+    /// Partitions in synthesis at the drain rate: `drain × EMA(synthesis time)`; 0 until both
+    /// times are known (and in the bounded queue mode, which keeps no EMA).
+    fn pipeline(&self) -> f64 {
+        match (self.gpu_time_ema, self.synthesis_time_ema) {
+            (Some(gpu), Some(synthesis)) => self.gpu_workers as f64 * synthesis / gpu.max(1e-9),
+            _ => 0.0,
+        }
+    }
+
+    /// The depth the waiting queue will have once the partitions in synthesis arrive, less
+    /// those the GPUs take meanwhile (see the module docs).
+    fn projected_depth(&self) -> f64 {
+        (self.waiting + self.in_synthesis) as f64 - self.pipeline()
+    }
+
+    /// `(target − q − ½) / target`. The half: the projection steps up by one at each dispatch
+    /// and down by one at each GPU start, and the next dispatch is timed from the lower of
+    /// the two levels, so measured from that level the depth would settle half a partition
+    /// above the target on average.
     fn error(&self, config: &PiConfig) -> f64 {
         let target = config.target_depth as f64;
-        (target - self.waiting as f64) / target
+        (target - self.projected_depth() - 0.5) / target
     }
 
     /// `1 + kp·e + ki·∫e`, clamped to `[min_rate, max_rate]`.
@@ -375,6 +436,12 @@ impl Pacer {
             self.integral = (self.integral + self.error(&config) * dt).clamp(config.integral_min, config.integral_max);
         }
     }
+}
+
+/// One step of an exponential moving average of times, in seconds (the first sample as is).
+fn ema(previous: Option<f64>, sample: Duration, alpha: f64) -> f64 {
+    let t = sample.as_secs_f64();
+    previous.map_or(t, |ema| alpha * t + (1.0 - alpha) * ema)
 }
 
 #[cfg(test)]
