@@ -9,7 +9,8 @@
 //!
 //! - [`PacerMode::Pi`]: a PI controller on the **projected depth**: the partitions waiting,
 //!   plus those in synthesis, less the ones the GPUs will take while a synthesis runs —
-//!   `q = waiting + in synthesis − pipeline`, where `pipeline = drain × EMA(synthesis time)`
+//!   `q = waiting + in synthesis − pipeline`, where `pipeline = drain × synthesis time` (the
+//!   median of the last nine synthesis times)
 //!   is how many partitions are in synthesis at the GPUs' drain rate `drain = gpu_workers /
 //!   EMA(GPU time per partition)` (Little's law). It is the depth the waiting queue will have
 //!   once what is in synthesis now arrives. Feed-forward: the drain rate. Feedback: the
@@ -57,15 +58,23 @@
 //!   +10% / −2% of the drain rate. Feed-forward and P do the work; the integral only trims a
 //!   steady bias (GPU workers that idle between partitions) and, clamped, cannot wind up
 //!   during a stall.
-//! - `gpu_time_alpha = 0.2` (for the synthesis time as well): a step in either is 90% tracked
-//!   after ten partitions.
+//! - `gpu_time_alpha = 0.2`: a GPU-time step is 90% tracked after ten partitions. The synthesis
+//!   time is a median instead (of the last nine), because it has outliers an average would
+//!   carry for many partitions: the first partition of a circuit type, synthesized in full and
+//!   recorded (seconds to minutes), before witness-only ones (a fraction of a second); with an
+//!   average the pipeline would stay many partitions too long for a dozen of them, and the
+//!   pacer dispatch as many partitions too many. A step is followed after five partitions.
 //! - rate factor `[0.3, 3]`, interval `[50 ms, 60 s]`: never stop dispatching entirely, never
 //!   more than three times the drain rate, never faster than 20 dispatches a second — so a
 //!   pipeline that must fill (a long synthesis, the start) fills as a ramp, not a burst.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::{Error, Result};
+
+/// How many of the last synthesis times the PI mode's synthesis time is the median of.
+pub(crate) const SYNTHESIS_SAMPLES: usize = 9;
 
 /// Constants of the PI mode. Build with `PiConfig::default()` and change fields.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -79,8 +88,7 @@ pub struct PiConfig {
     pub kp: f64,
     /// Integral gain, per second of normalised error (≥ 0). Default 0.001.
     pub ki: f64,
-    /// Smoothing factor of the EMAs of GPU time and of synthesis time per partition, in
-    /// (0, 1]. Default 0.2.
+    /// Smoothing factor of the EMA of GPU time per partition, in (0, 1]. Default 0.2.
     pub gpu_time_alpha: f64,
     /// Lower clamp of the integral (≤ 0). Default −20.
     pub integral_min: f64,
@@ -208,11 +216,11 @@ pub struct PacerState {
     /// EMA of GPU time per partition; `None` until a GPU time is known, always in the bounded
     /// queue mode.
     pub gpu_time_ema: Option<Duration>,
-    /// EMA of synthesis time per partition; `None` until a synthesis time is known, always in
-    /// the bounded queue mode.
-    pub synthesis_time_ema: Option<Duration>,
-    /// Partitions the PI mode expects in synthesis at the drain rate (`drain × synthesis time
-    /// EMA`; 0 until both are known, and in the bounded queue mode).
+    /// Median of the last nine synthesis times; `None` until a synthesis time
+    /// is known, always in the bounded queue mode.
+    pub synthesis_time: Option<Duration>,
+    /// Partitions the PI mode expects in synthesis at the drain rate (`drain × synthesis
+    /// time`; 0 until both are known, and in the bounded queue mode).
     pub pipeline: f64,
     /// The PI mode's projected depth: `waiting + in synthesis − pipeline` (see the module
     /// docs); in the bounded queue mode (no pipeline) the partitions in flight.
@@ -238,7 +246,8 @@ pub(crate) struct Pacer {
     dispatched: u64,
     last_dispatch: Option<Duration>,
     gpu_time_ema: Option<f64>,
-    synthesis_time_ema: Option<f64>,
+    /// The last synthesis times (seconds), oldest first.
+    synthesis_times: VecDeque<f64>,
     integral: f64,
     integrated_to: Duration,
 }
@@ -276,7 +285,7 @@ impl Pacer {
             dispatched: 0,
             last_dispatch: None,
             gpu_time_ema: None,
-            synthesis_time_ema: None,
+            synthesis_times: VecDeque::with_capacity(SYNTHESIS_SAMPLES),
             integral: 0.0,
             integrated_to: Duration::ZERO,
         })
@@ -327,8 +336,11 @@ impl Pacer {
         self.integrate(now);
         self.in_synthesis = self.in_synthesis.saturating_sub(1);
         self.waiting += 1;
-        if let PacerMode::Pi(config) = self.mode {
-            self.synthesis_time_ema = Some(ema(self.synthesis_time_ema, synthesis_time, config.gpu_time_alpha));
+        if let PacerMode::Pi(_) = self.mode {
+            if self.synthesis_times.len() == SYNTHESIS_SAMPLES {
+                self.synthesis_times.pop_front();
+            }
+            self.synthesis_times.push_back(synthesis_time.as_secs_f64());
         }
     }
 
@@ -354,7 +366,9 @@ impl Pacer {
     pub(crate) fn on_gpu_done(&mut self, now: Duration, gpu_time: Duration) {
         self.integrate(now);
         if let PacerMode::Pi(config) = self.mode {
-            self.gpu_time_ema = Some(ema(self.gpu_time_ema, gpu_time, config.gpu_time_alpha));
+            let t = gpu_time.as_secs_f64();
+            let alpha = config.gpu_time_alpha;
+            self.gpu_time_ema = Some(self.gpu_time_ema.map_or(t, |ema| alpha * t + (1.0 - alpha) * ema));
         }
     }
 
@@ -379,7 +393,7 @@ impl Pacer {
             in_synthesis: self.in_synthesis,
             dispatched: self.dispatched,
             gpu_time_ema: as_duration(self.gpu_time_ema),
-            synthesis_time_ema: as_duration(self.synthesis_time_ema),
+            synthesis_time: as_duration(self.synthesis_time()),
             pipeline: self.pipeline(),
             projected_depth: self.projected_depth(),
             integral: self.integral,
@@ -388,10 +402,23 @@ impl Pacer {
         }
     }
 
-    /// Partitions in synthesis at the drain rate: `drain × EMA(synthesis time)`; 0 until both
-    /// times are known (and in the bounded queue mode, which keeps no EMA).
+    /// The median of the last synthesis times (of the two middle ones' mean for an even
+    /// count); `None` before the first.
+    fn synthesis_time(&self) -> Option<f64> {
+        let mut times: Vec<f64> = self.synthesis_times.iter().copied().collect();
+        times.sort_by(f64::total_cmp);
+        let n = times.len();
+        match n {
+            0 => None,
+            _ if n % 2 == 1 => Some(times[n / 2]),
+            _ => Some((times[n / 2 - 1] + times[n / 2]) / 2.0),
+        }
+    }
+
+    /// Partitions in synthesis at the drain rate: `drain × synthesis time`; 0 until both times
+    /// are known (and in the bounded queue mode, which keeps no times).
     fn pipeline(&self) -> f64 {
-        match (self.gpu_time_ema, self.synthesis_time_ema) {
+        match (self.gpu_time_ema, self.synthesis_time()) {
             (Some(gpu), Some(synthesis)) => self.gpu_workers as f64 * synthesis / gpu.max(1e-9),
             _ => 0.0,
         }
@@ -436,12 +463,6 @@ impl Pacer {
             self.integral = (self.integral + self.error(&config) * dt).clamp(config.integral_min, config.integral_max);
         }
     }
-}
-
-/// One step of an exponential moving average of times, in seconds (the first sample as is).
-fn ema(previous: Option<f64>, sample: Duration, alpha: f64) -> f64 {
-    let t = sample.as_secs_f64();
-    previous.map_or(t, |ema| alpha * t + (1.0 - alpha) * ema)
 }
 
 #[cfg(test)]

@@ -561,7 +561,7 @@ fn the_pipeline_follows_the_synthesis_time() {
     // Two GPU workers at 1 s a partition, 3 s a synthesis: six in synthesis keep them fed.
     let state = pacer.state();
     assert_eq!(state.pipeline, 6.0);
-    assert_eq!(state.synthesis_time_ema, Some(secs(3.0)));
+    assert_eq!(state.synthesis_time, Some(secs(3.0)));
     assert_eq!(state.projected_depth, -6.0);
     // Six dispatched: the projected depth is back at zero, one step of the target short.
     for _ in 0..6 {
@@ -572,12 +572,28 @@ fn the_pipeline_follows_the_synthesis_time() {
     pacer.on_synthesis_done(secs(5.0), secs(1.0));
     let state = pacer.state();
     assert_eq!((state.waiting, state.in_synthesis), (1, 5));
-    assert!((state.synthesis_time_ema.unwrap().as_secs_f64() - 2.6).abs() < 1e-9);
-    assert!((state.pipeline - 5.2).abs() < 1e-9);
+    // The synthesis time is the median of the last nine: (3 + 1) / 2 s of two; then one long
+    // outlier (a recording) among short ones does not count.
+    assert_eq!(state.synthesis_time, Some(secs(2.0)));
+    assert_eq!(state.pipeline, 4.0);
+    for t in [0.5, 0.25, 0.5, 0.5] {
+        pacer.on_synthesis_done(secs(6.0), secs(t));
+    }
+    // [3, 1, 0.5, 0.25, 0.5, 0.5]
+    assert_eq!(pacer.state().synthesis_time, Some(secs(0.5)));
+    assert_eq!(pacer.state().pipeline, 1.0);
+    // A step to 2 s is followed once it is most of the window (five of nine).
+    for (i, expected) in [(1, 0.5), (2, 0.75), (3, 1.0), (4, 1.0), (5, 2.0), (9, 2.0)] {
+        while pacer.synthesis_times.iter().rev().take_while(|&&t| t == 2.0).count() < i {
+            pacer.on_synthesis_done(secs(7.0), secs(2.0));
+        }
+        assert_eq!(pacer.state().synthesis_time, Some(secs(expected)), "after {i} of 2 s");
+    }
+    assert_eq!(pacer.synthesis_times.len(), SYNTHESIS_SAMPLES);
     // The bounded queue keeps no times.
     let mut queue = Pacer::new(PacerMode::BoundedQueue { depth: 4 }, 1).unwrap();
     queue.on_dispatch(secs(0.0));
     queue.on_synthesis_done(secs(1.0), secs(1.0));
     queue.on_gpu_done(secs(2.0), secs(1.0));
-    assert_eq!((queue.state().pipeline, queue.state().synthesis_time_ema), (0.0, None));
+    assert_eq!((queue.state().pipeline, queue.state().synthesis_time), (0.0, None));
 }
