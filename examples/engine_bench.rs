@@ -350,7 +350,7 @@ fn main() {
         naive_s / per_partition
     );
     println!(
-        "engine wall {:.1} s for {n}; one partition reserves {:.2} GiB; pool: {} allocations, {} reuses, {} fallbacks, {} waits, {:.1} s pinning; synthesis EMA {:.2} s, proof EMA {:.3} s, pacer pipeline {:.1} (projected depth {:.1}); per worker busy: {}",
+        "engine wall {:.1} s for {n}; one partition reserves {:.2} GiB; pool: {} allocations, {} reuses, {} fallbacks, {} waits, {:.1} s pinning; synthesis EMA {:.2} s, proof EMA {:.3} s, pacer pipeline {:.1} ({:.2} s of synthesis); per worker busy: {}",
         wall.as_secs_f64(),
         gib(one),
         end.pool.allocations,
@@ -361,7 +361,7 @@ fn main() {
         end.synthesis_time_ema.unwrap_or_default().as_secs_f64(),
         end.gpu_time_ema.unwrap_or_default().as_secs_f64(),
         end.pacer.pipeline,
-        end.pacer.projected_depth,
+        end.pacer.synthesis_time.unwrap_or_default().as_secs_f64(),
         end.workers
             .iter()
             .map(|w| format!("{}:{:.0}%", w.backend, w.busy_fraction * 100.0))
