@@ -10,9 +10,8 @@
 //! - [`PacerMode::Pi`]: a PI controller on the **projected depth**: the partitions waiting,
 //!   plus those in synthesis, less the ones the GPUs will take while a synthesis runs —
 //!   `q = waiting + in synthesis − pipeline`, where `pipeline = drain × synthesis time` (the
-//!   median of the last nine synthesis times)
-//!   is how many partitions are in synthesis at the GPUs' drain rate `drain = gpu_workers /
-//!   EMA(GPU time per partition)` (Little's law). It is the depth the waiting queue will have
+//!   median of the last nine) is how many partitions are in synthesis at the GPUs' drain rate
+//!   `drain = gpu_workers / EMA(GPU time per partition)` (Little's law). It is the depth the waiting queue will have
 //!   once what is in synthesis now arrives. Feed-forward: the drain rate. Feedback: the
 //!   normalised error `e = (target − q − ½) / target` (the half centres the depth, which
 //!   steps by whole partitions, on the target), so the dispatch rate is `drain × clamp(1 +
@@ -32,9 +31,8 @@
 //! a synthesis takes many GPU proofs' time it overshoots (it keeps dispatching while the queue
 //! is empty although enough is in synthesis), then starves the GPUs (it holds back while the
 //! queue is full although nothing is in synthesis to follow it), and rings. In the projected
-//! depth a dispatch
-//! counts at once, a finished synthesis moves one partition from synthesis to waiting and
-//! changes nothing, a GPU start takes one off: the loop has no delay, and the depth closes on
+//! depth a dispatch counts at once, a finished synthesis moves one partition from synthesis to
+//! waiting and changes nothing, a GPU start takes one off: the loop has no delay, and the depth closes on
 //! the target without ringing whatever a synthesis takes. Until a synthesis time is known the
 //! pipeline is 0 (the projected depth is the partitions in flight).
 //!
@@ -45,13 +43,13 @@
 //!
 //! ## The defaults, and why
 //! They are the Curio engine's constants, kept because the simulated runs in this module's
-//! tests settle within ±1 of the target with them, without sustained oscillation, re-settle
-//! after step changes in GPU or synthesis speed and after long GPU or synthesis stalls, and
-//! keep the GPUs ≥ 95% busy wherever synthesis can keep up (GPU time 0.2–2 s, one to three GPU
-//! workers, synthesis from a quarter of a GPU time to 15 GPU times, jittered by ±50%; among
-//! them the H200's: a 2^24 partition 0.215 s on the GPU with 0.1–3 s of synthesis on 15
-//! threads, a 32 GiB-shape PoRep partition 1.24 s with 0.3–18 s on 16):
-//! - `kp = 0.5`: an empty pipeline (`e = 1`) dispatches 1.5× the drain rate; the projected
+//! tests settle within ±1 of the target with them (GPU time 0.5–2 s, one to three GPU workers,
+//! synthesis 0.2–3 s, target 2–4), without sustained oscillation, re-settle after step changes
+//! in GPU or synthesis speed and after long GPU or synthesis stalls, and keep a GPU ≥ 95% busy
+//! wherever its synthesis threads can keep up, with synthesis times jittered by ±50% — the
+//! H200 host's regimes: a 2^24 partition 0.215 s on the GPU with 0.1–3 s of synthesis on 15
+//! threads, a 32 GiB-shape PoRep partition 1.24 s with 0.3–18 s on 16 (up to 15 GPU times):
+//! - `kp = 0.5`: a projected depth a target short (`e = 1`) dispatches 1.5× the drain rate; the
 //!   depth then closes on the target with a time constant of `target · gpu_time /
 //!   (gpu_workers · kp)` (four GPU times at the default target of 2, one GPU worker).
 //! - `ki = 0.001` per second of normalised error, integral clamped to `[−20, 100]`: at most
@@ -330,8 +328,8 @@ impl Pacer {
         self.last_dispatch = Some(now);
     }
 
-    /// A partition's synthesis finished after `synthesis_time` (from its dispatch): it now
-    /// waits for a GPU.
+    /// A partition's synthesis finished, having taken `synthesis_time`: it now waits for a
+    /// GPU.
     pub(crate) fn on_synthesis_done(&mut self, now: Duration, synthesis_time: Duration) {
         self.integrate(now);
         self.in_synthesis = self.in_synthesis.saturating_sub(1);
