@@ -73,7 +73,9 @@ struct Args {
     /// partitions, plus the parameters).
     #[arg(long, value_name = "G")]
     budget_gib: Option<f64>,
-    /// Pin the partitions' buffers before the run (0: pin as they come).
+    /// Pin the partitions' buffers before the run (0: pin as they come): on the witness path
+    /// those of the partitions synthesized in full at the start (the pacer's first `--target`,
+    /// or the queue's `--depth`), else those of every partition in flight.
     #[arg(long, value_name = "0|1", default_value = "1", action = ArgAction::Set, value_parser = BoolishValueParser::new(), hide_possible_values = true)]
     prewarm: bool,
     /// Percentage of witness values that are 0 or 1: 98 is Filecoin's PoRep C2 mix (98.4% of
@@ -244,7 +246,21 @@ fn main() {
         .unwrap_or_else(|e| fail(&format!("parameters: {e}")));
     if prewarm {
         let start = Instant::now();
-        let want = (target + all_gpu_workers + synthesis_workers).min(n);
+        // On the witness path only the partitions dispatched before the first has recorded its
+        // compiled circuit are synthesized in full; the others check out a few MiB of compact
+        // witness. Full-size buffers pinned for them would sit idle in the budget until the
+        // engine frees them under pressure — in its dispatcher, mid-stream, dispatching nothing
+        // for as long as the frees take (~0.2 s a GiB of pinned memory): the GPU then starves.
+        let in_full = if args.witness_path {
+            if pacer_name == "queue" {
+                depth
+            } else {
+                target
+            }
+        } else {
+            target + all_gpu_workers + synthesis_workers
+        };
+        let want = in_full.min(n);
         let got = engine
             .prewarm(params_hint(&params), want)
             .unwrap_or_else(|e| fail(&format!("prewarm: {e}")));
@@ -334,7 +350,7 @@ fn main() {
         naive_s / per_partition
     );
     println!(
-        "engine wall {:.1} s for {n}; one partition reserves {:.2} GiB; pool: {} allocations, {} reuses, {} fallbacks, {} waits, {:.1} s pinning; synthesis EMA {:.2} s, proof EMA {:.3} s; per worker busy: {}",
+        "engine wall {:.1} s for {n}; one partition reserves {:.2} GiB; pool: {} allocations, {} reuses, {} fallbacks, {} waits, {:.1} s pinning; synthesis EMA {:.2} s, proof EMA {:.3} s, pacer pipeline {:.1} ({:.2} s of synthesis); per worker busy: {}",
         wall.as_secs_f64(),
         gib(one),
         end.pool.allocations,
@@ -344,6 +360,8 @@ fn main() {
         end.pool.alloc_time.as_secs_f64(),
         end.synthesis_time_ema.unwrap_or_default().as_secs_f64(),
         end.gpu_time_ema.unwrap_or_default().as_secs_f64(),
+        end.pacer.pipeline,
+        end.pacer.synthesis_time.unwrap_or_default().as_secs_f64(),
         end.workers
             .iter()
             .map(|w| format!("{}:{:.0}%", w.backend, w.busy_fraction * 100.0))

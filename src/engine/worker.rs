@@ -77,7 +77,7 @@ pub(super) fn synthesize(shared: &Shared, work: Dispatched) {
                 Synthesis::Witness { .. } => "witness-only",
             };
             if !urgent {
-                st.pacer.on_synthesis_done(now);
+                st.pacer.on_synthesis_done(now, elapsed);
             }
             let job = st.jobs.get_mut(&id).expect("alive job exists");
             job.synthesis_time += elapsed;

@@ -7,17 +7,34 @@
 //! The pacer keeps the number of synthesized partitions **waiting** for a GPU near a target
 //! depth, in one of two modes:
 //!
-//! - [`PacerMode::Pi`]: a PI controller. Feed-forward: the GPUs' drain rate, `gpu_workers /
-//!   EMA(GPU time per partition)`. Feedback: the normalised error `e = (target − waiting) /
-//!   target`, so the dispatch rate is `drain × clamp(1 + kp·e + ki·∫e dt, min_rate,
-//!   max_rate)`, and its interval is clamped to `[min_interval, max_interval]`. The integral is
-//!   clamped (anti-windup). Before the first GPU time is known it dispatches at most `target`
-//!   partitions, one per `initial_interval` — never all at once.
+//! - [`PacerMode::Pi`]: a PI controller on the **projected depth**: the partitions waiting,
+//!   plus those in synthesis, less the ones the GPUs will take while a synthesis runs —
+//!   `q = waiting + in synthesis − pipeline`, where `pipeline = drain × synthesis time` (the
+//!   median of the last nine) is how many partitions are in synthesis at the GPUs' drain rate
+//!   `drain = gpu_workers / EMA(GPU time per partition)` (Little's law). It is the depth the waiting queue will have
+//!   once what is in synthesis now arrives. Feed-forward: the drain rate. Feedback: the
+//!   normalised error `e = (target − q − ½) / target` (the half centres the depth, which
+//!   steps by whole partitions, on the target), so the dispatch rate is `drain × clamp(1 +
+//!   kp·e + ki·∫e dt, min_rate, max_rate)`, and its interval is clamped to `[min_interval,
+//!   max_interval]`. The integral is clamped (anti-windup). Before the first GPU time is known
+//!   it dispatches at most `target` partitions, one per `initial_interval` — never all at once.
 //! - [`PacerMode::BoundedQueue`]: the plain mode, for comparison: dispatch whenever
 //!   `waiting + in synthesis < depth`.
 //!
 //! In both modes a hard cap holds at every moment: `waiting + in synthesis ≤ in-flight cap`
-//! (in PI mode `target + gpu_workers` unless configured otherwise).
+//! (in PI mode `target + gpu_workers` unless configured otherwise; the engine configures
+//! `target + synthesis workers`).
+//!
+//! **Why the projected depth, not the waiting depth.** A dispatch reaches the waiting queue
+//! only a synthesis later. A controller that sees only the queue acts on news one synthesis
+//! old: when synthesis is short next to its time constant (below) that does no harm, but once
+//! a synthesis takes many GPU proofs' time it overshoots (it keeps dispatching while the queue
+//! is empty although enough is in synthesis), then starves the GPUs (it holds back while the
+//! queue is full although nothing is in synthesis to follow it), and rings. In the projected
+//! depth a dispatch counts at once, a finished synthesis moves one partition from synthesis to
+//! waiting and changes nothing, a GPU start takes one off: the loop has no delay, and the depth closes on
+//! the target without ringing whatever a synthesis takes. Until a synthesis time is known the
+//! pipeline is 0 (the projected depth is the partitions in flight).
 //!
 //! The pacer is pure logic: no threads, no sleeps, no clock of its own. The driver owns the
 //! clock and passes every time in as a [`Duration`] since an arbitrary start of its choosing
@@ -26,23 +43,36 @@
 //!
 //! ## The defaults, and why
 //! They are the Curio engine's constants, kept because the simulated runs in this module's
-//! tests (GPU time 0.5–2 s, one to three GPU workers, synthesis 0.3–3 s, target 2–4) settle
-//! within ±1 of the target with them, without sustained oscillation, and re-settle after step
-//! changes in GPU or synthesis speed and after long GPU or synthesis stalls:
-//! - `kp = 0.5`: an empty queue (`e = 1`) dispatches 1.5× the drain rate; the depth then
-//!   closes on the target with a time constant of `target · gpu_time / (gpu_workers · kp)`,
-//!   longer than a synthesis, so the synthesis delay does not make it ring.
+//! tests settle within ±1 of the target with them (GPU time 0.5–2 s, one to three GPU workers,
+//! synthesis 0.2–3 s, target 2–4), without sustained oscillation, re-settle after step changes
+//! in GPU or synthesis speed and after long GPU or synthesis stalls, and keep a GPU ≥ 95% busy
+//! wherever its synthesis threads can keep up, with synthesis times jittered by ±50% — the
+//! H200 host's regimes: a 2^24 partition 0.215 s on the GPU with 0.1–3 s of synthesis on 15
+//! threads, a 32 GiB-shape PoRep partition 1.24 s with 0.3–18 s on 16 (up to 15 GPU times):
+//! - `kp = 0.5`: a projected depth a target short (`e = 1`) dispatches 1.5× the drain rate; the
+//!   depth then closes on the target with a time constant of `target · gpu_time /
+//!   (gpu_workers · kp)` (four GPU times at the default target of 2, one GPU worker).
 //! - `ki = 0.001` per second of normalised error, integral clamped to `[−20, 100]`: at most
 //!   +10% / −2% of the drain rate. Feed-forward and P do the work; the integral only trims a
 //!   steady bias (GPU workers that idle between partitions) and, clamped, cannot wind up
 //!   during a stall.
-//! - `gpu_time_alpha = 0.2`: a GPU-time step is 90% tracked after ten partitions.
+//! - `gpu_time_alpha = 0.2`: a GPU-time step is 90% tracked after ten partitions. The synthesis
+//!   time is a median instead (of the last nine), because it has outliers an average would
+//!   carry for many partitions: the first partition of a circuit type, synthesized in full and
+//!   recorded (seconds to minutes), before witness-only ones (a fraction of a second); with an
+//!   average the pipeline would stay many partitions too long for a dozen of them, and the
+//!   pacer dispatch as many partitions too many. A step is followed after five partitions.
 //! - rate factor `[0.3, 3]`, interval `[50 ms, 60 s]`: never stop dispatching entirely, never
-//!   more than three times the drain rate, never faster than 20 dispatches a second.
+//!   more than three times the drain rate, never faster than 20 dispatches a second — so a
+//!   pipeline that must fill (a long synthesis, the start) fills as a ramp, not a burst.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::{Error, Result};
+
+/// How many of the last synthesis times the PI mode's synthesis time is the median of.
+pub(crate) const SYNTHESIS_SAMPLES: usize = 9;
 
 /// Constants of the PI mode. Build with `PiConfig::default()` and change fields.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -73,10 +103,13 @@ pub struct PiConfig {
     /// Interval between dispatches before the first GPU time is known (> 0). Default 1 s:
     /// fills a target of 2 in a second, small next to a first synthesis of seconds.
     pub initial_interval: Duration,
-    /// Most partitions between dispatch and GPU start (waiting + in synthesis). `None` (the
-    /// default): `target_depth + gpu_workers`. An engine whose synthesis takes longer than a
-    /// GPU proof needs more in synthesis than that to keep the GPUs busy (about
-    /// `gpu_workers × synthesis time / GPU time`) and sets it here (≥ `target_depth`).
+    /// Most partitions between dispatch and GPU start (waiting + in synthesis): the hard
+    /// bound on the partitions (and their memory) in flight, whatever the controller says.
+    /// `None` (the default): `target_depth + gpu_workers`, which leaves room for the pipeline
+    /// only while a synthesis is shorter than a GPU proof. The controller aims at `target +
+    /// gpu_workers × synthesis time / GPU time` in flight, so a driver whose synthesis takes
+    /// longer sets it here (≥ `target_depth`); the engine sets `target + synthesis workers`
+    /// (its synthesis threads bound the partitions in synthesis anyway).
     pub in_flight_cap: Option<usize>,
 }
 
@@ -181,6 +214,15 @@ pub struct PacerState {
     /// EMA of GPU time per partition; `None` until a GPU time is known, always in the bounded
     /// queue mode.
     pub gpu_time_ema: Option<Duration>,
+    /// Median of the last nine synthesis times; `None` until a synthesis time
+    /// is known, always in the bounded queue mode.
+    pub synthesis_time: Option<Duration>,
+    /// Partitions the PI mode expects in synthesis at the drain rate (`drain × synthesis
+    /// time`; 0 until both are known, and in the bounded queue mode).
+    pub pipeline: f64,
+    /// The PI mode's projected depth: `waiting + in synthesis − pipeline` (see the module
+    /// docs); in the bounded queue mode (no pipeline) the partitions in flight.
+    pub projected_depth: f64,
     /// The PI integral (0 in the bounded queue mode).
     pub integral: f64,
     /// The clamped factor that multiplies the drain rate (1 before any GPU time is known and in
@@ -202,6 +244,8 @@ pub(crate) struct Pacer {
     dispatched: u64,
     last_dispatch: Option<Duration>,
     gpu_time_ema: Option<f64>,
+    /// The last synthesis times (seconds), oldest first.
+    synthesis_times: VecDeque<f64>,
     integral: f64,
     integrated_to: Duration,
 }
@@ -239,6 +283,7 @@ impl Pacer {
             dispatched: 0,
             last_dispatch: None,
             gpu_time_ema: None,
+            synthesis_times: VecDeque::with_capacity(SYNTHESIS_SAMPLES),
             integral: 0.0,
             integrated_to: Duration::ZERO,
         })
@@ -283,11 +328,18 @@ impl Pacer {
         self.last_dispatch = Some(now);
     }
 
-    /// A partition's synthesis finished: it now waits for a GPU.
-    pub(crate) fn on_synthesis_done(&mut self, now: Duration) {
+    /// A partition's synthesis finished, having taken `synthesis_time`: it now waits for a
+    /// GPU.
+    pub(crate) fn on_synthesis_done(&mut self, now: Duration, synthesis_time: Duration) {
         self.integrate(now);
         self.in_synthesis = self.in_synthesis.saturating_sub(1);
         self.waiting += 1;
+        if let PacerMode::Pi(_) = self.mode {
+            if self.synthesis_times.len() == SYNTHESIS_SAMPLES {
+                self.synthesis_times.pop_front();
+            }
+            self.synthesis_times.push_back(synthesis_time.as_secs_f64());
+        }
     }
 
     /// A partition's synthesis failed: it leaves the pipeline. Before the first GPU time is
@@ -320,6 +372,7 @@ impl Pacer {
 
     /// A snapshot of the pacer's state.
     pub(crate) fn state(&self) -> PacerState {
+        let as_duration = |secs: Option<f64>| secs.map(|s| Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX));
         let (target_depth, rate_factor, dispatch_rate) = match self.mode {
             PacerMode::Pi(config) => {
                 let factor = if self.gpu_time_ema.is_some() {
@@ -337,18 +390,51 @@ impl Pacer {
             waiting: self.waiting,
             in_synthesis: self.in_synthesis,
             dispatched: self.dispatched,
-            gpu_time_ema: self
-                .gpu_time_ema
-                .map(|ema| Duration::try_from_secs_f64(ema).unwrap_or(Duration::MAX)),
+            gpu_time_ema: as_duration(self.gpu_time_ema),
+            synthesis_time: as_duration(self.synthesis_time()),
+            pipeline: self.pipeline(),
+            projected_depth: self.projected_depth(),
             integral: self.integral,
             rate_factor,
             dispatch_rate,
         }
     }
 
+    /// The median of the last synthesis times (of the two middle ones' mean for an even
+    /// count); `None` before the first.
+    fn synthesis_time(&self) -> Option<f64> {
+        let mut times: Vec<f64> = self.synthesis_times.iter().copied().collect();
+        times.sort_by(f64::total_cmp);
+        let n = times.len();
+        match n {
+            0 => None,
+            _ if n % 2 == 1 => Some(times[n / 2]),
+            _ => Some((times[n / 2 - 1] + times[n / 2]) / 2.0),
+        }
+    }
+
+    /// Partitions in synthesis at the drain rate: `drain × synthesis time`; 0 until both times
+    /// are known (and in the bounded queue mode, which keeps no times).
+    fn pipeline(&self) -> f64 {
+        match (self.gpu_time_ema, self.synthesis_time()) {
+            (Some(gpu), Some(synthesis)) => self.gpu_workers as f64 * synthesis / gpu.max(1e-9),
+            _ => 0.0,
+        }
+    }
+
+    /// The depth the waiting queue will have once the partitions in synthesis arrive, less
+    /// those the GPUs take meanwhile (see the module docs).
+    fn projected_depth(&self) -> f64 {
+        (self.waiting + self.in_synthesis) as f64 - self.pipeline()
+    }
+
+    /// `(target − q − ½) / target`. The half: the projection steps up by one at each dispatch
+    /// and down by one at each GPU start, and the next dispatch is timed from the lower of
+    /// the two levels, so measured from that level the depth would settle half a partition
+    /// above the target on average.
     fn error(&self, config: &PiConfig) -> f64 {
         let target = config.target_depth as f64;
-        (target - self.waiting as f64) / target
+        (target - self.projected_depth() - 0.5) / target
     }
 
     /// `1 + kp·e + ki·∫e`, clamped to `[min_rate, max_rate]`.
