@@ -30,10 +30,11 @@ grep -q "Winning PoSt job, concurrent calls: one finished event" "$work/edges.lo
 echo "   abi_edges_jobs (filecoin): $(grep -c '^ok' "$work/edges.log") promises held"
 # Under valgrind: every Filecoin call's refusals always (a minute); with
 # CUZK_FILECOIN_VALGRIND=1 the real proofs too (the bit flips and the raced job: many minutes).
-if [ "${CUZK_FILECOIN_VALGRIND:-0}" = 1 ]; then quick=(); else quick=(env CUZK_EDGES_NO_PROOFS=1); fi
-valgrind --error-exitcode=99 --log-file="$work/valgrind.log" \
-  "${quick[@]}" "$work/abi_edges_jobs_filecoin" 1 "$work/winning.vanilla" "$cache" >"$work/edges.vg.log" ||
+no_proofs=1
+[ "${CUZK_FILECOIN_VALGRIND:-0}" = 1 ] && no_proofs=""
+CUZK_EDGES_NO_PROOFS=$no_proofs valgrind --error-exitcode=99 --log-file="$work/valgrind.log" \
+  "$work/abi_edges_jobs_filecoin" 1 "$work/winning.vanilla" "$cache" >"$work/edges.vg.log" ||
   { cat "$work/edges.vg.log"; tail -40 "$work/valgrind.log"; exit 1; }
 grep -q "abi_edges_jobs: OK" "$work/edges.vg.log" || { cat "$work/edges.vg.log"; exit 1; }
-echo "   abi_edges_jobs (filecoin) under valgrind$([ ${#quick[@]} -gt 0 ] && echo ', no proofs'): $(grep -c '^ok' "$work/edges.vg.log") promises held"
+echo "   abi_edges_jobs (filecoin) under valgrind${no_proofs:+, no proofs}: $(grep -c '^ok' "$work/edges.vg.log") promises held"
 grep -E "ERROR SUMMARY" "$work/valgrind.log" | sed 's/^==[0-9]*== /   /'
