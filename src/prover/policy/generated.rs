@@ -215,6 +215,7 @@ impl WitnessPath {
         generate(&mut cs, generator_threads())?;
         let witness = cs.finish(key.0)?;
         check_generated(compiled, &witness)?;
+        let witness = witness.vouched_by(compiled);
         if buffers.pool.is_some() {
             self.set_hint(*key, WitnessHint::of_witness(&witness));
         }
