@@ -1,5 +1,5 @@
 //! The generated route of the witness path: a partition that comes with a native witness
-//! generator (a Filecoin PoSt partition: [`crate::filecoin::native`]) has its compact witness
+//! generator (a Filecoin PoSt partition: `filecoin::native::post`) has its compact witness
 //! written by the generator instead of by the circuit's gadgets — once the generator is
 //! **validated** for the compiled circuit (its fingerprint) it is used with.
 //!
