@@ -234,6 +234,10 @@ impl WitnessPath {
     }
 }
 
+/// Past this many aux values, a difference is reported by its index alone.
+#[cfg(feature = "filecoin")]
+const NAMED_BELOW_AUX: usize = 1 << 22;
+
 /// The first value where `got` differs from `expected`, named by its constraint-system path
 /// (the circuit `spare` run once more to find it) where the Filecoin tools are built in.
 fn difference<C: Circuit<Scalar>>(expected: &Witness, got: &Witness, spare: C) -> Option<String> {
@@ -243,6 +247,11 @@ fn difference<C: Circuit<Scalar>>(expected: &Witness, got: &Witness, spare: C) -
         let d = first_differences(expected, got);
         if d.is_empty() {
             return None;
+        }
+        // A path per allocation is a string per value: named below a few million values only
+        // (a 32 GiB Window PoSt partition would hold gigabytes of them).
+        if expected.num_aux() > NAMED_BELOW_AUX {
+            return Some(format!("{d} (not named: over {NAMED_BELOW_AUX} aux values)"));
         }
         Some(match AllocationPaths::record(spare) {
             Ok(paths) => d.named(&paths).to_string(),
