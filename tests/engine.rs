@@ -218,6 +218,7 @@ fn config(synthesis_workers: usize, budget_bytes: usize) -> EngineConfig {
         pool_reuse_factor: 1.0,
         synthesis_bytes_per_constraint: 0,
         witness_path: true,
+        native_witness: true,
         compiled_dir: None,
         urgent_priority: None,
     }

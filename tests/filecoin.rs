@@ -77,12 +77,15 @@ fn bellperson_batch_bytes<C: Circuit<Scalar> + Send>(circuits: Vec<C>, params: &
 // ---------------------------------------------------------------------------------------------
 // Both paths: full synthesis, then the witness path
 
-/// An engine of the test's own with the witness path on (whatever `CUZK_WITNESS_PATH` says):
+/// An engine of the test's own with the witness path on (whatever `CUZK_WITNESS_PATH` says)
+/// and native witness generators off:
 /// nothing is compiled on it yet, and its counters count this test's partitions alone (the
 /// process-wide engine's count those of every test running at the same time).
 fn fresh_engine() -> Engine {
     Engine::new(EngineConfig {
         witness_path: true,
+        // The witness path's own routes: native generators (tests/filecoin_native.rs) off.
+        native_witness: false,
         ..EngineConfig::default()
     })
     .unwrap()

@@ -101,6 +101,16 @@ impl Witness {
         }
     }
 
+    /// A generated witness vouched for by `compiled` (its generator's witness was validated
+    /// against the gadgets' for it, and this one's type and counts checked): the constraint
+    /// count and structure trace, which a generator does not make, taken from it, so that
+    /// [`CompiledCircuit::check`](super::CompiledCircuit::check) accepts it when it is proved.
+    pub(crate) fn vouched_by(mut self, compiled: &super::CompiledCircuit) -> Self {
+        self.constraints = compiled.r1cs.circuit_constraints;
+        self.trace = compiled.r1cs.trace;
+        self
+    }
+
     /// Number of aux values that are 0 or 1.
     pub fn num_bits(&self) -> usize {
         match &self.aux {

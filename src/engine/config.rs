@@ -71,6 +71,11 @@ pub struct EngineConfig {
     /// its compiled circuit, the next ones are synthesized witness-only (see
     /// [`crate::compiled`]); same proof bytes. Default: on, unless `CUZK_WITNESS_PATH=0`.
     pub witness_path: bool,
+    /// Whether partitions that come with a native witness generator (Filecoin's Winning and
+    /// Window PoSt) have their witness written by it on the witness path, once it is validated
+    /// against the gadgets for the compiled circuit (see [`Prover::with_native_witness`](crate::Prover::with_native_witness)); same
+    /// proof bytes. Default: on, unless `CUZK_NATIVE_WITNESS=0`.
+    pub native_witness: bool,
     /// A directory to keep compiled circuits in across restarts
     /// ([`CompiledCircuits::with_dir`](crate::compiled::CompiledCircuits::with_dir)). Default
     /// `None`: in memory only.
@@ -98,6 +103,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("pool_reuse_factor", &self.pool_reuse_factor)
             .field("synthesis_bytes_per_constraint", &self.synthesis_bytes_per_constraint)
             .field("witness_path", &self.witness_path)
+            .field("native_witness", &self.native_witness)
             .field("compiled_dir", &self.compiled_dir)
             .field("urgent_priority", &self.urgent_priority)
             .finish()
@@ -117,6 +123,7 @@ impl Default for EngineConfig {
             pool_reuse_factor: 1.0,
             synthesis_bytes_per_constraint: 0,
             witness_path: crate::prover::witness_path_default(),
+            native_witness: crate::prover::native_witness_default(),
             compiled_dir: None,
             urgent_priority: None,
         }

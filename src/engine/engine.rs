@@ -81,6 +81,7 @@ impl Engine {
             pool_reuse_factor,
             synthesis_bytes_per_constraint,
             witness_path,
+            native_witness,
             compiled_dir,
             urgent_priority,
         } = config;
@@ -118,7 +119,10 @@ impl Engine {
             Some(a) => PinnedPool::with_backend(a, pool_config),
             None => PinnedPool::best_available(pool_config),
         };
-        let mut base = Prover::new().with_pool(pool.clone()).with_witness_path(witness_path);
+        let mut base = Prover::new()
+            .with_pool(pool.clone())
+            .with_witness_path(witness_path)
+            .with_native_witness(native_witness);
         if let Some(dir) = compiled_dir {
             base = base.with_compiled_dir(dir);
         }

@@ -14,7 +14,7 @@ use crate::assignment::ProvingAssignment;
 use crate::error::{panic_message, Error, Result};
 use crate::params::Parameters;
 use crate::proof::Proof;
-use crate::prover::{Prover, Synthesis};
+use crate::prover::{GenerateFn, Prover, Synthesis};
 
 /// Synthesizes one circuit with a prover, sized for the parameters, by the witness path's
 /// policy (an assignment, or a witness of a compiled circuit).
@@ -60,6 +60,26 @@ impl Partition {
                 circuit_type: std::any::type_name::<C>(),
                 synthesize: Box::new(move |prover: &Prover, params: &Parameters| {
                     prover.synthesize_planned(circuit, params)
+                }),
+            },
+        }
+    }
+
+    /// A circuit with a native witness generator (`generate` writes its witness, as
+    /// [`WitnessCs`](crate::WitnessCs) would, from what the circuit is built from): as
+    /// [`Partition::circuit`], the witness written by the generator once it is validated for
+    /// the compiled circuit of the type and shape (the witness path's generated route), when
+    /// the engine's [`native_witness`](super::EngineConfig::native_witness) is on.
+    #[cfg_attr(not(feature = "filecoin"), allow(dead_code))]
+    pub(crate) fn with_generator<C: Circuit<Scalar> + Clone + Send + 'static>(
+        circuit: C,
+        generate: GenerateFn,
+    ) -> Self {
+        Self {
+            kind: PartitionKind::Circuit {
+                circuit_type: std::any::type_name::<C>(),
+                synthesize: Box::new(move |prover: &Prover, params: &Parameters| {
+                    prover.synthesize_generated(circuit, generate, params)
                 }),
             },
         }
@@ -302,9 +322,10 @@ pub(crate) trait Canceller: Send + Sync {
     fn resubmit(self: Arc<Self>, job: Job) -> JobHandle;
     /// `partitions` of a job proved with `params` failed verification: the compiled circuit
     /// of `circuit_type` at their shape is dropped (from memory and its file), and the retry
-    /// counted. Returns whether there was one.
+    /// counted; the native witness generator of that type and shape is turned off until
+    /// restart. Returns whether there was a compiled circuit.
     #[cfg_attr(not(feature = "filecoin"), allow(dead_code))]
-    fn unverified(&self, circuit_type: &str, params: &Parameters, partitions: usize) -> bool;
+    fn unverified(&self, circuit_type: &'static str, params: &Parameters, partitions: usize) -> bool;
 }
 
 /// The handle [`Engine::submit`](super::Engine::submit) returns: wait for the proofs, watch

@@ -330,9 +330,12 @@ impl Canceller for Shared {
         self.submit(job)
     }
 
-    fn unverified(&self, circuit_type: &str, params: &Parameters, partitions: usize) -> bool {
+    fn unverified(&self, circuit_type: &'static str, params: &Parameters, partitions: usize) -> bool {
         let shape = crate::compiled::CircuitShape::of_params(params);
         let dropped = self.synth_prover.compiled_circuits().remove(circuit_type, shape);
+        if self.synth_prover.generator_off(circuit_type, shape) {
+            log::warn!("engine: the native witness generator of {circuit_type} is off until restart");
+        }
         let mut st = self.state.lock();
         st.counters.verification_retries += partitions as u64;
         self.charge_compiled(&mut st);

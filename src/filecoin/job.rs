@@ -16,7 +16,7 @@ use storage_proofs_core::proof::ProofScheme;
 
 use super::params::Loaded;
 use super::{fil_err, guard, Output, Report};
-use crate::compiled::CompiledCircuit;
+use crate::compiled::{CompiledCircuit, WitnessCs};
 use crate::engine::{Engine, Job, JobHandle, Partition, Progress, ProgressCallback};
 use crate::error::{Error, Result};
 use crate::params::Parameters;
@@ -303,6 +303,20 @@ pub(crate) struct VerifyAs<'p, I> {
     pub(crate) first_partition: usize,
 }
 
+/// A native witness generator of a proof scheme's partitions (e.g.
+/// [`fallback_post_witness_parallel`](super::native::post::fallback_post_witness_parallel)):
+/// from the public inputs, partition k's vanilla proof, the public parameters and `Some(k)`
+/// — what `CompoundProof::circuit` builds partition k from — the circuit's public inputs and
+/// aux values into a system holding the "one", on the given number of threads.
+pub(crate) type NativeWitness<S> = fn(
+    &<S as ProofScheme<'static>>::PublicInputs,
+    &<S as ProofScheme<'static>>::Proof,
+    &<S as ProofScheme<'static>>::PublicParams,
+    Option<usize>,
+    usize,
+    &mut WitnessCs,
+) -> Result<()>;
+
 /// One partition's circuit, built from its vanilla proof only when its synthesis starts (so a
 /// job holds the inputs once, not a circuit per partition), as filecoin-proofs'
 /// `CompoundProof::circuit_proofs` builds partition k. Cloning shares the inputs.
@@ -331,6 +345,8 @@ impl<C: Circuit<Scalar>> Circuit<Scalar> for Lazy<C> {
 /// Submits one engine job of the partitions of `vanilla_proofs` (partition k from vanilla
 /// proof k, its circuit built when its synthesis starts: the engine synthesizes a few at a
 /// time, under its budget), after computing the public inputs each proof will be checked with.
+/// With `native`, each partition comes with its native witness generator (the witness path's
+/// generated route: used once validated for the compiled circuit).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn submit_compound<S, C, CP>(
     kind: ProofKind,
@@ -339,6 +355,7 @@ pub(crate) fn submit_compound<S, C, CP>(
     verify_as: VerifyAs<'_, S::PublicInputs>,
     vanilla_proofs: Vec<S::Proof>,
     pub_params: &S::PublicParams,
+    native: Option<NativeWitness<S>>,
     options: Options<'_>,
     mut report: Report,
     start: Instant,
@@ -369,15 +386,17 @@ where
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let (pub_in, pub_params) = (pub_in.clone(), pub_params.clone());
+    let shared = Arc::new((pub_in.clone(), vanilla_proofs, pub_params.clone()));
+    let for_build = shared.clone();
     let build = Arc::new(move |k: usize| {
+        let (pub_in, vanilla_proofs, pub_params) = &*for_build;
         let what = || format!("building the circuit of partition {k}");
         guard(&what, || {
             CP::circuit(
-                &pub_in,
+                pub_in,
                 C::ComponentPrivateInputs::default(),
                 &vanilla_proofs[k],
-                &pub_params,
+                pub_params,
                 Some(k),
             )
             .map_err(|e| fil_err(&what(), e))
@@ -394,7 +413,25 @@ where
     {
         skew_compiled(engine, lazy(0))?;
     }
-    let partitions = (0..n).map(|k| Partition::circuit(lazy(k))).collect();
+    let skew_generator = SKEW_GENERATOR_NEXT
+        .compare_exchange(this, 0, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok();
+    let partitions = (0..n)
+        .map(|k| match native {
+            Some(generate) => {
+                let shared = shared.clone();
+                let generate: crate::prover::GenerateFn = Box::new(move |cs: &mut WitnessCs, threads: usize| {
+                    let (pub_in, vanilla_proofs, pub_params) = &*shared;
+                    let what = || format!("the native witness of partition {k}");
+                    let run =
+                        |cs: &mut WitnessCs| generate(pub_in, &vanilla_proofs[k], pub_params, Some(k), threads, cs);
+                    guard(&what, || if skew_generator { skewed(cs, run) } else { run(cs) })
+                });
+                Partition::with_generator(lazy(k), generate)
+            }
+            None => Partition::circuit(lazy(k)),
+        })
+        .collect();
     report.circuits = t.elapsed();
 
     let priority = options.priority.unwrap_or(kind.default_priority());
@@ -462,6 +499,35 @@ fn skew_compiled<C: Circuit<Scalar>>(engine: &Engine, circuit: C) -> Result<()> 
     *constant += Scalar::ONE;
     let skewed = CompiledCircuit::from_recording(&circuit_type, r1cs);
     engine.prover().compiled_circuits().insert(Arc::new(skewed))
+}
+
+/// The engine (its address) whose next Filecoin job's native witness generators are wrong;
+/// 0: none.
+static SKEW_GENERATOR_NEXT: AtomicUsize = AtomicUsize::new(0);
+
+/// Test hook: the next Filecoin job with native witness generators submitted to `engine` gets
+/// wrong ones (one aux value in the middle off by one, the counts right): their validation
+/// against the gadgets must catch it and turn the generator off.
+#[doc(hidden)]
+pub fn skew_next_native_witness(engine: &Engine) {
+    SKEW_GENERATOR_NEXT.store(engine as *const Engine as usize, Ordering::SeqCst);
+}
+
+/// `run`'s witness, written into `cs` with its middle aux value off by one.
+fn skewed(cs: &mut WitnessCs, run: impl FnOnce(&mut WitnessCs) -> Result<()>) -> Result<()> {
+    let mut scratch = WitnessCs::new();
+    scratch.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+    run(&mut scratch)?;
+    let w = scratch.finish("skewed")?;
+    for &v in &w.inputs()[1..] {
+        cs.alloc_input(|| "input", || Ok(v))?;
+    }
+    let n = w.num_aux();
+    for j in 0..n {
+        let v = w.aux_value(j).unwrap_or(Scalar::ZERO);
+        cs.append_aux(if j == n / 2 { v + Scalar::ONE } else { v });
+    }
+    Ok(())
 }
 
 /// The engine's backends' names (`"cpu"`, `"cuda"`), each once.

@@ -55,7 +55,7 @@ pub use self::cid::{commitment_from_cid, CommitmentKind};
 pub(crate) use self::engine::config_from_env;
 pub use self::engine::{configure, engine, engine_started, ENV_BUDGET, ENV_GPUS, ENV_SYNTHESIS_THREADS};
 #[doc(hidden)]
-pub use self::job::skew_next_compiled_circuit;
+pub use self::job::{skew_next_compiled_circuit, skew_next_native_witness};
 pub use self::job::{
     Options, ProofJob, ProofKind, PRIORITY_SEAL_COMMIT, PRIORITY_SNAP_DEALS, PRIORITY_WINDOW_POST,
     PRIORITY_WINNING_POST,

@@ -222,6 +222,7 @@ fn submit_typed<Tree: 'static + MerkleTreeTrait>(
         },
         vanilla_proofs.clone(),
         &pub_params,
+        None,
         options,
         report,
         start,

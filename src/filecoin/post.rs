@@ -401,6 +401,7 @@ fn post_inner<Tree: 'static + MerkleTreeTrait>(
         },
         partitioned,
         &pub_params.vanilla_params,
+        Some(super::native::post::fallback_post_witness_parallel::<Tree>),
         options,
         report,
         start,

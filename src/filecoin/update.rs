@@ -198,6 +198,7 @@ fn update_inner<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         },
         partition_proofs,
         &pub_params.vanilla_params,
+        None,
         options,
         report,
         start,

@@ -24,6 +24,10 @@
 //!    refused (warned, counted) and recorded again; a recording that fails is warned and not
 //!    tried again for that type and shape by this prover (and its clones).
 //!
+//!
+//! A partition that comes with a native witness generator (Filecoin's PoSt) may have its
+//! witness written by the generator instead, once validated: [`generated`].
+//!
 //! [`Prover`]: super::Prover
 //! [`Prover::prove`]: super::Prover::prove
 //! [`Prover::with_witness_path`]: super::Prover::with_witness_path
@@ -43,6 +47,9 @@ use crate::error::{Error, Result};
 use crate::params::Parameters;
 use crate::pool::PinnedPool;
 
+mod generated;
+pub(crate) use generated::{native_witness_default, GenerateFn};
+
 /// What the witness path did, counted per synthesis by a prover and its clones
 /// ([`Prover::witness_stats`](super::Prover::witness_stats); the engine reports its provers' in
 /// [`EngineStats::witness`](crate::engine::EngineStats::witness)).
@@ -52,6 +59,15 @@ pub struct WitnessStats {
     pub recorded: u64,
     /// Circuits synthesized witness-only and accepted by their compiled circuit.
     pub witness: u64,
+    /// Circuits whose witness a native generator wrote (validated for their compiled circuit;
+    /// not counted in `witness`).
+    pub generated: u64,
+    /// Native generators validated: the first witness of a compiled circuit computed by both
+    /// the gadgets (counted in `witness`) and the generator, and equal.
+    pub generator_validated: u64,
+    /// Native generators turned off for a compiled circuit: their witness differed from the
+    /// gadgets' at validation, or they failed. Its witnesses are computed by the gadgets.
+    pub generator_refused: u64,
     /// Circuits synthesized in full: the recording ones, the fallbacks, those that started
     /// while their type and shape was being recorded, and every one with the path off.
     pub full: u64,
@@ -189,6 +205,8 @@ struct Books {
     witness_dependent: HashSet<Key>,
     hints: HashMap<Key, WitnessHint>,
     stats: WitnessStats,
+    /// The native generators' validations.
+    generators: generated::GeneratorBooks,
 }
 
 /// Releases a claim to record a type and shape, however the recording ends.

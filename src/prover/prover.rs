@@ -14,10 +14,13 @@ use rayon::prelude::*;
 
 use super::choice::{auto_backend, make_backend};
 use super::groth16::{check_batch, randomize, AsWork, Work};
-use super::policy::{self, synthesize_full, witness_path_default, Buffers, Synthesis, WitnessEstimate, WitnessStats};
+use super::policy::{
+    self, native_witness_default, synthesize_full, witness_path_default, Buffers, GenerateFn, Synthesis,
+    WitnessEstimate, WitnessStats,
+};
 use super::{Backend, BackendChoice, Commitments, Timings};
 use crate::assignment::{CapacityHints, ProvingAssignment};
-use crate::compiled::{CompiledCircuit, CompiledCircuits, Witness, WitnessCs};
+use crate::compiled::{CircuitShape, CompiledCircuit, CompiledCircuits, Witness, WitnessCs};
 use crate::error::{Error, Result};
 use crate::params::Parameters;
 use crate::pool::PinnedPool;
@@ -36,6 +39,7 @@ pub struct Prover {
     hints: CapacityHints,
     witness: policy::WitnessPath,
     witness_on: bool,
+    native_on: bool,
 }
 
 impl fmt::Debug for Prover {
@@ -44,6 +48,7 @@ impl fmt::Debug for Prover {
             .field("backend", &self.backend.name())
             .field("pool", &self.pool)
             .field("witness_path", &self.witness_on)
+            .field("native_witness", &self.native_on)
             .field("compiled_circuits", &self.witness.compiled.len())
             .finish()
     }
@@ -66,6 +71,7 @@ impl Prover {
             hints: CapacityHints::default(),
             witness: policy::WitnessPath::default(),
             witness_on: witness_path_default(),
+            native_on: native_witness_default(),
         }
     }
 
@@ -178,6 +184,22 @@ impl Prover {
         self.witness_on
     }
 
+    /// Turns native witness generators on or off for this prover (not its clones): with them
+    /// on (the default, unless `CUZK_NATIVE_WITNESS=0`) and the witness path on, a partition
+    /// that comes with a generator (the engine's Filecoin PoSt partitions) has its witness
+    /// written by the generator instead of the circuit's gadgets, once the generator's witness
+    /// equalled the gadgets' for the compiled circuit of its type and shape. Same bytes either
+    /// way.
+    pub fn with_native_witness(mut self, on: bool) -> Self {
+        self.native_on = on;
+        self
+    }
+
+    /// Whether native witness generators are on ([`Prover::with_native_witness`]).
+    pub fn native_witness(&self) -> bool {
+        self.native_on
+    }
+
     /// Keeps compiled circuits in `dir` too (a new cache, [`CompiledCircuits::with_dir`]):
     /// recorded ones are saved there, and a type and shape not in memory is looked for there
     /// first, so a restart does not record again. A stale or corrupt file is refused and
@@ -208,6 +230,30 @@ impl Prover {
     pub(crate) fn synthesize_planned<C: Circuit<Scalar>>(&self, circuit: C, params: &Parameters) -> Result<Synthesis> {
         self.witness
             .synthesize(self.witness_on, circuit, params, self.buffers())
+    }
+
+    /// As [`synthesize_planned`](Self::synthesize_planned), the witness written by `generate`
+    /// once it is validated (the witness path's generated route).
+    #[cfg_attr(not(feature = "filecoin"), allow(dead_code))]
+    pub(crate) fn synthesize_generated<C: Circuit<Scalar> + Clone>(
+        &self,
+        circuit: C,
+        generate: GenerateFn,
+        params: &Parameters,
+    ) -> Result<Synthesis> {
+        self.witness.synthesize_generated(
+            (self.witness_on, self.native_on),
+            circuit,
+            generate,
+            params,
+            self.buffers(),
+        )
+    }
+
+    /// Turns the native generator of `circuit_type` at `shape` off until restart, for this
+    /// prover and its clones (a proof of it failed verification). Returns whether it was on.
+    pub(crate) fn generator_off(&self, circuit_type: &'static str, shape: CircuitShape) -> bool {
+        self.witness.generator_off(circuit_type, shape)
     }
 
     /// How a witness-path partition of `circuit_type` proved with `params` will be sized, when

@@ -15,8 +15,9 @@
 //!   bellperson's, neptune's and storage-proofs' gadgets allocate (booleans with their constant
 //!   folding, `UInt32`, SHA-256, bit decompositions and packing, Poseidon, the insertion
 //!   gadgets and PoR paths);
-//! - [`post`]: the first generator, Winning and Window PoSt (`FallbackPoStCircuit`), not yet
-//!   used by the prover.
+//! - [`post`]: the first generator, Winning and Window PoSt (`FallbackPoStCircuit`), used by
+//!   the PoSt jobs through the witness path's generated route (validated against the gadgets
+//!   per compiled circuit first; `EngineConfig::native_witness`).
 //!
 //! The generators of the other families will sit beside [`post`]. Which bellperson, neptune
 //! and storage-proofs versions are mirrored, and how to re-validate after a bump:

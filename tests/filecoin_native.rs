@@ -1,0 +1,198 @@
+//! The native PoSt witness generator in the prover: Winning and Window PoSt of real 2 KiB
+//! sectors through `cuzk::filecoin` on engines of the test's own, checked by filecoin-proofs'
+//! verifiers. Per engine: the first proof records the compiled circuit (full synthesis), the
+//! first partition after it validates the generator against the gadgets, and from then
+//! on the partitions' witnesses are generated (`WitnessStats::generated`) — the same bytes as
+//! with generators off, with the same r and s. A wrong generator (a test hook) is caught at
+//! validation and turned off; a proof that fails verification turns the generator off too.
+//!
+//! Run: `cargo test --release --features filecoin --test filecoin_native`.
+
+#![cfg(feature = "filecoin")]
+
+use cuzk::engine::{Engine, EngineConfig};
+use cuzk::filecoin::{self, Options, ParamsKind, RegisteredPoStProof};
+use cuzk::WitnessStats;
+use filecoin_proofs_api::post as api_post;
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+
+#[path = "common/filecoin.rs"]
+mod fixtures;
+use fixtures::*;
+
+/// An engine of the test's own, the witness path on and native generators `native`.
+fn engine(native: bool) -> Engine {
+    Engine::new(EngineConfig {
+        witness_path: true,
+        native_witness: native,
+        ..EngineConfig::default()
+    })
+    .unwrap()
+}
+
+/// A PoSt of `ty` (Winning or Window) on `engine` with r and s from `seed`, verified by
+/// filecoin-proofs; its bytes.
+fn prove(engine: &Engine, ty: RegisteredPoStProof, randomness: &[u8; 32], seed: Option<[u8; 32]>) -> Vec<u8> {
+    let mut rng = seed.map(ChaCha20Rng::from_seed);
+    let options = match &mut rng {
+        Some(rng) => Options::default().on(engine).with_rng(rng),
+        None => Options::default().on(engine),
+    };
+    if ty == WINNING {
+        let (vanilla, public) = winning_vanilla(randomness);
+        let out = filecoin::submit_winning_post_with_vanilla(ty, randomness, prover_id(), &vanilla, options)
+            .unwrap()
+            .wait()
+            .expect("a verified Winning PoSt");
+        assert!(api_post::verify_winning_post(randomness, &out.proof, &public, prover_id()).unwrap());
+        out.proof
+    } else {
+        let (vanilla, public) = window_vanilla(randomness);
+        let out = filecoin::submit_window_post_with_vanilla(ty, randomness, prover_id(), &vanilla, options)
+            .unwrap()
+            .wait()
+            .expect("a verified Window PoSt");
+        assert!(api_post::verify_window_post(randomness, &[(ty, &out.proof)], &public, prover_id()).unwrap());
+        out.proof
+    }
+}
+
+/// Three proofs of `ty` with generators on: recorded, validated, generated; all the bytes
+/// of the proof with generators off, with the same r and s.
+fn generated_route(ty: RegisteredPoStProof, partitions: u64) {
+    ensure_params(ParamsKind::PoSt(ty));
+    let randomness = [21u8; 32];
+    let seed = [22u8; 32];
+    let off = engine(false);
+    let expected = prove(&off, ty, &randomness, Some(seed));
+    let off_stats = off.stats().witness;
+    assert_eq!(
+        (off_stats.generated, off_stats.generator_validated),
+        (0, 0),
+        "{ty:?}: generators off: {off_stats:?}"
+    );
+
+    let on = engine(true);
+    assert_eq!(
+        prove(&on, ty, &randomness, Some(seed)),
+        expected,
+        "{ty:?}: the recording proof"
+    );
+    let first = on.stats().witness;
+    // One partition records; the job's others are synthesized in full meanwhile, or by the
+    // gadgets once it is recorded (the first of those validating the generator).
+    assert_eq!(
+        (first.recorded, first.generated, first.generator_refused),
+        (1, 0, 0),
+        "{first:?}"
+    );
+    assert_eq!(first.full + first.witness, partitions, "{ty:?}: {first:?}");
+    assert_eq!(
+        first.generator_validated,
+        u64::from(first.witness > 0),
+        "{ty:?}: {first:?}"
+    );
+    assert_eq!(
+        prove(&on, ty, &randomness, Some(seed)),
+        expected,
+        "{ty:?}: the validating proof"
+    );
+    let second = on.stats().witness;
+    assert_eq!(
+        (second.generator_validated, second.generator_refused, second.full),
+        (1, 0, first.full),
+        "{ty:?}: validated once: {second:?}"
+    );
+    // The validating partition went by the gadgets; the others by the generator when the
+    // validation ended before they started, else by the gadgets.
+    assert_eq!(
+        second.witness + second.generated - first.witness,
+        partitions,
+        "{ty:?}: every partition of the second proof on the witness path: {second:?}"
+    );
+    assert_eq!(
+        prove(&on, ty, &randomness, Some(seed)),
+        expected,
+        "{ty:?}: the generated proof"
+    );
+    let third = on.stats().witness;
+    assert_eq!(
+        third,
+        WitnessStats {
+            generated: second.generated + partitions,
+            ..second
+        },
+        "{ty:?}: every partition of the third proof generated"
+    );
+    assert_eq!(on.stats().verification_retries, 0);
+}
+
+#[test]
+fn winning_post_witnesses_are_generated_after_validation_with_the_same_bytes() {
+    generated_route(WINNING, 1);
+}
+
+#[test]
+fn window_post_witnesses_are_generated_after_validation_with_the_same_bytes() {
+    generated_route(WINDOW, 2);
+}
+
+/// A generator whose witness is one value off (the counts right, so only the comparison with
+/// the gadgets can tell) is refused at validation, counted, and off for the compiled circuit:
+/// every proof is still right, and no partition is generated after.
+#[test]
+fn a_wrong_generator_is_caught_at_validation_and_turned_off() {
+    ensure_params(ParamsKind::PoSt(WINNING));
+    let randomness = [23u8; 32];
+    let on = engine(true);
+    prove(&on, WINNING, &randomness, None);
+    filecoin::skew_next_native_witness(&on);
+    prove(&on, WINNING, &randomness, None);
+    let stats = on.stats().witness;
+    assert_eq!(
+        (stats.generator_refused, stats.generator_validated, stats.generated),
+        (1, 0, 0),
+        "{stats:?}"
+    );
+    prove(&on, WINNING, &randomness, None);
+    let after = on.stats().witness;
+    assert_eq!(
+        after,
+        WitnessStats {
+            witness: stats.witness + 1,
+            ..stats
+        },
+        "the refused generator is not tried again"
+    );
+    assert_eq!(on.stats().verification_retries, 0);
+}
+
+/// A proof that fails verification (here a wrong compiled circuit, put in the engine's cache
+/// by a test hook) is proved again by full synthesis and turns the generator of its type and
+/// shape off until restart: the compiled circuit recorded again is used by the gadgets only.
+#[test]
+fn a_failed_verification_turns_the_generator_off() {
+    ensure_params(ParamsKind::PoSt(WINNING));
+    let randomness = [24u8; 32];
+    let on = engine(true);
+    filecoin::skew_next_compiled_circuit(&on);
+    prove(&on, WINNING, &randomness, None);
+    assert_eq!(on.stats().verification_retries, 1);
+    prove(&on, WINNING, &randomness, None); // records again
+    let recorded = on.stats().witness;
+    assert_eq!(recorded.recorded, 1, "{recorded:?}");
+    prove(&on, WINNING, &randomness, None);
+    prove(&on, WINNING, &randomness, None);
+    let after = on.stats().witness;
+    assert_eq!(
+        after,
+        WitnessStats {
+            witness: recorded.witness + 2,
+            ..recorded
+        },
+        "the generator stays off: {after:?}"
+    );
+    assert_eq!(after.generated, 0, "{after:?}");
+    assert_eq!(on.stats().verification_retries, 1);
+}
