@@ -107,12 +107,19 @@
 //! - `compact`: [`CompactAux`], the 0/1 values as bits.
 //! - `witness`: [`WitnessCs`], [`Witness`].
 //! - `evaluate`: a, b, c on the host, the assignment built from them.
+//! - `diff`, `paths` (development tools, hidden): where two witnesses first differ, named by the
+//!   constraint-system path of the allocation ([`paths::PathCs`] records them) — how native
+//!   witness generators are built and checked, and how the generated route names a refusal.
 
 mod cache;
 mod circuit;
 mod compact;
+#[doc(hidden)]
+pub mod diff;
 mod evaluate;
 pub mod file;
+#[doc(hidden)]
+pub mod paths;
 mod witness;
 
 pub use crate::r1cs::{hash, matrix};

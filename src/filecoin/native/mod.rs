@@ -7,10 +7,10 @@
 //! witness, value for value and in the circuit's allocation order, without any gadget.
 //! This room holds what every generator builds on:
 //!
-//! - [`paths`]: [`PathCs`], a development constraint system recording the namespace path of
-//!   every allocation ([`AllocationPaths`]);
-//! - [`diff`]: the differential tool, the first input and aux index where two witnesses differ,
-//!   with its path ([`first_differences`], [`assert_same_witness`]);
+//! - `paths` and `diff` (re-exported from [`crate::compiled`], where the witness tools live):
+//!   [`PathCs`], a development constraint system recording the namespace path of every
+//!   allocation ([`AllocationPaths`]); the differential tool, the first input and aux index
+//!   where two witnesses differ, with its path ([`first_differences`], [`assert_same_witness`]);
 //! - [`gadgets`]: the gadget twins — native functions that append to a witness exactly what
 //!   bellperson's, neptune's and storage-proofs' gadgets allocate (booleans with their constant
 //!   folding, `UInt32`, SHA-256, bit decompositions and packing, Poseidon, the insertion
@@ -26,9 +26,8 @@
 // A development API until the generators use it: hidden from the docs.
 #![doc(hidden)]
 
-pub mod diff;
+pub use crate::compiled::{diff, paths};
 pub mod gadgets;
-pub mod paths;
 pub mod post;
 
 pub use diff::{assert_same_witness, first_differences, Difference, Differences, Place, WitnessValues};

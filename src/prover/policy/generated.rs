@@ -235,40 +235,24 @@ impl WitnessPath {
 }
 
 /// Past this many aux values, a difference is reported by its index alone.
-#[cfg(feature = "filecoin")]
 const NAMED_BELOW_AUX: usize = 1 << 22;
 
 /// The first value where `got` differs from `expected`, named by its constraint-system path
-/// (the circuit `spare` run once more to find it) where the Filecoin tools are built in.
+/// (the circuit `spare` run once more to find it).
 fn difference<C: Circuit<Scalar>>(expected: &Witness, got: &Witness, spare: C) -> Option<String> {
-    #[cfg(feature = "filecoin")]
-    {
-        use crate::filecoin::native::{first_differences, AllocationPaths};
-        let d = first_differences(expected, got);
-        if d.is_empty() {
-            return None;
-        }
-        // A path per allocation is a string per value: named below a few million values only
-        // (a 32 GiB Window PoSt partition would hold gigabytes of them).
-        if expected.num_aux() > NAMED_BELOW_AUX {
-            return Some(format!("{d} (not named: over {NAMED_BELOW_AUX} aux values)"));
-        }
-        Some(match AllocationPaths::record(spare) {
-            Ok(paths) => d.named(&paths).to_string(),
-            Err(_) => d.to_string(),
-        })
+    use crate::compiled::diff::first_differences;
+    use crate::compiled::paths::AllocationPaths;
+    let d = first_differences(expected, got);
+    if d.is_empty() {
+        return None;
     }
-    #[cfg(not(feature = "filecoin"))]
-    {
-        drop(spare);
-        if expected.inputs() != got.inputs() {
-            return Some("the public inputs".into());
-        }
-        if expected.num_aux() != got.num_aux() {
-            return Some(format!("aux count {} vs {}", expected.num_aux(), got.num_aux()));
-        }
-        (0..expected.num_aux())
-            .find(|&j| expected.aux_value(j) != got.aux_value(j))
-            .map(|j| format!("aux {j}"))
+    // A path per allocation is a string per value: named below a few million values only
+    // (a 32 GiB Window PoSt partition would hold gigabytes of them).
+    if expected.num_aux() > NAMED_BELOW_AUX {
+        return Some(format!("{d} (not named: over {NAMED_BELOW_AUX} aux values)"));
     }
+    Some(match AllocationPaths::record(spare) {
+        Ok(paths) => d.named(&paths).to_string(),
+        Err(_) => d.to_string(),
+    })
 }

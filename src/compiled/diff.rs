@@ -10,7 +10,7 @@
 //! ```
 //!
 //! The path comes from [`AllocationPaths`] (the same circuit run once more under a
-//! [`PathCs`](super::PathCs)); without it the index alone is reported.
+//! [`PathCs`](super::paths::PathCs)); without it the index alone is reported.
 
 use std::fmt;
 
