@@ -18,8 +18,6 @@
 
 mod support;
 
-use std::time::Instant;
-
 use bellperson::gadgets::num::AllocatedNum;
 use clap::Parser;
 use cuzk::filecoin::native::first_differences;
@@ -31,7 +29,7 @@ use rand::{Rng, SeedableRng};
 use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
 use storage_proofs_core::gadgets::variables::Root as GadgetRoot;
 use storage_proofs_core::merkle::DiskTree;
-use support::{fail, machine, median, ms};
+use support::{fail, machine, median_ms_of};
 use typenum::{U0, U8};
 
 /// The Poseidon and PoR twins against their gadgets, one thread, witness only.
@@ -157,20 +155,6 @@ fn gadget_witness(work: &Work<'_>) -> Witness {
         .unwrap_or_else(|e| fail(&e.to_string()))
 }
 
-/// Median milliseconds of `runs` calls after one warm-up.
-fn time<T>(runs: usize, mut f: impl FnMut() -> T) -> f64 {
-    std::hint::black_box(f());
-    median(
-        (0..runs)
-            .map(|_| {
-                let t = Instant::now();
-                std::hint::black_box(f());
-                ms(t.elapsed())
-            })
-            .collect(),
-    )
-}
-
 fn main() {
     let args = Args::parse();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(38);
@@ -216,11 +200,11 @@ fn main() {
                 fail(&format!("{name}: the twin's witness differs from the gadget's:\n{d}"));
             }
         }
-        let gadget = pool.install(|| time(args.runs, || gadget_witness(w)));
-        let native = pool.install(|| time(args.runs, || twin_witness(w)));
-        let direct = pool.install(|| time(args.runs, || twin_witness_direct(w)));
+        let gadget = pool.install(|| median_ms_of(args.runs, || gadget_witness(w)));
+        let native = pool.install(|| median_ms_of(args.runs, || twin_witness(w)));
+        let direct = pool.install(|| median_ms_of(args.runs, || twin_witness_direct(w)));
         let counted = pool.install(|| {
-            time(args.runs, || {
+            median_ms_of(args.runs, || {
                 let mut c = CountSink::default();
                 run_twin(&mut c, w)
             })
@@ -243,7 +227,7 @@ fn main() {
         .map(|(a, p)| {
             let t =
                 pool.install(|| {
-                    time(args.runs, || {
+                    median_ms_of(args.runs, || {
                         p.iter()
                             .map(|x| match a {
                                 2 => neptune::Poseidon::new_with_preimage(x, &*filecoin_hashers::POSEIDON_CONSTANTS_2)

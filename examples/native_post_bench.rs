@@ -23,8 +23,6 @@
 
 mod support;
 
-use std::time::Instant;
-
 use blstrs::Scalar;
 use clap::{Parser, ValueEnum};
 use cuzk::filecoin::native::first_differences;
@@ -41,7 +39,7 @@ use storage_proofs_core::sector::SectorId;
 use storage_proofs_post::fallback::{
     self, FallbackPoStCircuit, FallbackPoStCompound, PublicInputs, PublicParams, PublicSector, SectorProof,
 };
-use support::{fail, machine, median, ms};
+use support::{fail, machine, median_ms_of};
 
 type Tree = filecoin_proofs::SectorShape32GiB;
 type Proof = <Tree as MerkleTreeTrait>::Proof;
@@ -167,20 +165,6 @@ fn generated_parallel(i: &Inputs) -> Witness {
     cs.finish("generated").unwrap_or_else(|e| fail(&e.to_string()))
 }
 
-/// Median milliseconds of `runs` calls after one warm-up.
-fn time<T>(runs: usize, mut f: impl FnMut() -> T) -> f64 {
-    std::hint::black_box(f());
-    median(
-        (0..runs)
-            .map(|_| {
-                let t = Instant::now();
-                std::hint::black_box(f());
-                ms(t.elapsed())
-            })
-            .collect(),
-    )
-}
-
 fn main() {
     let args = Args::parse();
     let (sectors, challenges, name) = match args.kind {
@@ -201,18 +185,18 @@ fn main() {
             fail(&format!("the generated witness differs from WitnessCs's:\n{d}"));
         }
     }
-    let gadget = pool.install(|| time(args.runs, || gadget_witness(&inputs)));
-    let native = pool.install(|| time(args.runs, || generated_witness(&inputs)));
+    let gadget = pool.install(|| median_ms_of(args.runs, || gadget_witness(&inputs)));
+    let native = pool.install(|| median_ms_of(args.runs, || generated_witness(&inputs)));
     let counted = pool.install(|| {
-        time(args.runs, || {
+        median_ms_of(args.runs, || {
             let mut c = CountSink::default();
             fallback_post_witness::<Tree>(&inputs.pub_in, &inputs.proof, &inputs.params, Some(0), &mut c)
         })
     });
 
     // Every thread: the circuit's own chunked synthesis, and the generator in as many runs.
-    let gadget_all = time(args.runs, || gadget_witness(&inputs));
-    let native_all = time(args.runs, || generated_parallel(&inputs));
+    let gadget_all = median_ms_of(args.runs, || gadget_witness(&inputs));
+    let native_all = median_ms_of(args.runs, || generated_parallel(&inputs));
 
     println!(
         "{name}, 32 GiB shape: {sectors} sector slots x {challenges} challenges; {} inputs, {} aux values ({} constraints)",

@@ -16,8 +16,6 @@
 
 mod support;
 
-use std::time::Instant;
-
 use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
 use bellperson::gadgets::sha256::sha256_compression_function;
 use bellperson::gadgets::uint32::UInt32;
@@ -27,7 +25,7 @@ use cuzk::filecoin::native::gadgets::{self as twin, AuxSink, Bit, CountSink, CsS
 use cuzk::{Circuit, ConstraintSystem, Scalar, SynthesisError, Witness, WitnessCs};
 use ff::Field;
 use rand::{Rng, SeedableRng};
-use support::{fail, machine, median, ms};
+use support::{fail, machine, median_ms_of};
 
 /// The SHA-256 compression twin against bellperson's gadget, one thread, witness only.
 #[derive(Parser)]
@@ -104,20 +102,6 @@ fn gadget_witness(blocks: &[Vec<bool>]) -> Witness {
         .unwrap_or_else(|e| fail(&e.to_string()))
 }
 
-/// Median milliseconds of `runs` calls after one warm-up.
-fn time<T>(runs: usize, mut f: impl FnMut() -> T) -> f64 {
-    std::hint::black_box(f());
-    median(
-        (0..runs)
-            .map(|_| {
-                let t = Instant::now();
-                std::hint::black_box(f());
-                ms(t.elapsed())
-            })
-            .collect(),
-    )
-}
-
 fn main() {
     let args = Args::parse();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(38);
@@ -144,11 +128,11 @@ fn main() {
             .unwrap_or_else(|e| fail(&e.to_string()))
     };
     let pool = one();
-    let gadget = pool.install(|| time(args.runs, || gadget_witness(&blocks)));
-    let native = pool.install(|| time(args.runs, || twin_witness(&blocks)));
-    let direct = pool.install(|| time(args.runs, || twin_witness_direct(&blocks)));
+    let gadget = pool.install(|| median_ms_of(args.runs, || gadget_witness(&blocks)));
+    let native = pool.install(|| median_ms_of(args.runs, || twin_witness(&blocks)));
+    let direct = pool.install(|| median_ms_of(args.runs, || twin_witness_direct(&blocks)));
     let counted = pool.install(|| {
-        time(args.runs, || {
+        median_ms_of(args.runs, || {
             let mut c = CountSink::default();
             chain(&mut c, &blocks)
         })

@@ -86,6 +86,20 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+/// Median milliseconds of `runs` calls of `f` after one warm-up call.
+pub fn median_ms_of<T>(runs: usize, mut f: impl FnMut() -> T) -> f64 {
+    std::hint::black_box(f());
+    median(
+        (0..runs)
+            .map(|_| {
+                let t = Instant::now();
+                std::hint::black_box(f());
+                ms(t.elapsed())
+            })
+            .collect(),
+    )
+}
+
 /// Log records to stderr through env_logger: `RUST_LOG` filters by level and module
 /// (`RUST_LOG=cuzk::engine=debug,info`); without it, `default` (e.g. `"info"`).
 pub fn init_logging(default: &str) {
