@@ -1088,8 +1088,6 @@ fn c2_verifies_with_filecoin_proofs_and_rejects_another_seed_or_comm_r() {
 #[test]
 #[ignore]
 fn c2_bytes_equal_bellpersons_with_the_same_r_and_s() {
-    use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound};
-    type Piece = filecoin_proofs::DefaultPieceHasher;
     let path = ensure_params(ParamsKind::Seal(SEAL));
     let s = &sectors()[0];
     let seed = [6u8; 32];
@@ -1101,29 +1099,8 @@ fn c2_bytes_equal_bellpersons_with_the_same_r_and_s() {
     });
 
     // filecoin-proofs' circuits for the same C1 output, proved by bellperson with the same r, s.
-    let c1: filecoin_proofs_api::seal::SealCommitPhase1Output = serde_json::from_slice(&json).unwrap();
-    let config = SEAL.as_v1_config();
-    let vanilla: Vec<Vec<filecoin_proofs::VanillaSealProof<Tree>>> = c1.vanilla_proofs.try_into().unwrap();
-    let replica_id: Scalar = c1.replica_id.into();
-    let pub_in = stacked::PublicInputs {
-        replica_id: replica_id.into(),
-        tau: Some(stacked::Tau {
-            comm_d: <filecoin_proofs::DefaultPieceDomain as filecoin_hashers::Domain>::try_from_bytes(&c1.comm_d)
-                .unwrap(),
-            comm_r: filecoin_proofs::as_safe_commitment(&c1.comm_r, "comm_r").unwrap(),
-        }),
-        k: None,
-        seed: Some(c1.seed),
-    };
-    let pub_params = filecoin_proofs::parameters::public_params::<Tree>(&config).unwrap();
-    let circuits: Vec<StackedCircuit<Tree, Piece>> = vanilla
-        .iter()
-        .enumerate()
-        .map(|(k, v)| {
-            <StackedCompound<Tree, Piece> as CompoundProof<'_, _, _>>::circuit(&pub_in, (), v, &pub_params, Some(k))
-                .unwrap()
-        })
-        .collect();
+    let c2 = C2Inputs::of_json(&json);
+    let circuits: Vec<_> = (0..c2.vanilla.len()).map(|k| c2.circuit(k)).collect();
     let expected = bellperson_batch_bytes(circuits, &path, rng_seed);
     assert_eq!(full.proof, expected, "full synthesis' bytes differ from bellperson's");
     assert_eq!(

@@ -242,6 +242,55 @@ pub fn c1_json(s: &Sealed, seed: [u8; 32]) -> Vec<u8> {
     serde_json::to_vec(&c1).unwrap()
 }
 
+/// What filecoin-proofs builds a C2's partition circuits from, decoded from a C1 output's
+/// JSON as `seal_commit_phase2` decodes it: the public inputs, the public parameters and each
+/// partition's vanilla proofs.
+pub struct C2Inputs {
+    pub pub_in: storage_proofs_porep::stacked::PublicInputs<
+        <<Tree as storage_proofs_core::merkle::MerkleTreeTrait>::Hasher as filecoin_hashers::Hasher>::Domain,
+        filecoin_proofs::DefaultPieceDomain,
+    >,
+    pub pub_params: storage_proofs_porep::stacked::PublicParams<Tree>,
+    pub vanilla: Vec<Vec<filecoin_proofs::VanillaSealProof<Tree>>>,
+}
+
+pub type C2Circuit = storage_proofs_porep::stacked::StackedCircuit<Tree, filecoin_proofs::DefaultPieceHasher>;
+
+impl C2Inputs {
+    pub fn of_json(json: &[u8]) -> Self {
+        use storage_proofs_porep::stacked;
+        let c1: api_seal::SealCommitPhase1Output = serde_json::from_slice(json).unwrap();
+        let vanilla: Vec<Vec<filecoin_proofs::VanillaSealProof<Tree>>> = c1.vanilla_proofs.try_into().unwrap();
+        let replica_id: blstrs::Scalar = c1.replica_id.into();
+        let pub_in = stacked::PublicInputs {
+            replica_id: replica_id.into(),
+            tau: Some(stacked::Tau {
+                comm_d: <filecoin_proofs::DefaultPieceDomain as filecoin_hashers::Domain>::try_from_bytes(&c1.comm_d)
+                    .unwrap(),
+                comm_r: filecoin_proofs::as_safe_commitment(&c1.comm_r, "comm_r").unwrap(),
+            }),
+            k: None,
+            seed: Some(c1.seed),
+        };
+        let pub_params = filecoin_proofs::parameters::public_params::<Tree>(&SEAL.as_v1_config()).unwrap();
+        Self {
+            pub_in,
+            pub_params,
+            vanilla,
+        }
+    }
+
+    /// Partition `k`'s circuit, as `StackedCompound::circuit` builds it.
+    pub fn circuit(&self, k: usize) -> C2Circuit {
+        <storage_proofs_porep::stacked::StackedCompound<Tree, filecoin_proofs::DefaultPieceHasher> as CompoundProof<
+            '_,
+            _,
+            _,
+        >>::circuit(&self.pub_in, (), &self.vanilla[k], &self.pub_params, Some(k))
+        .unwrap()
+    }
+}
+
 pub fn verify_seal(s: &Sealed, comm_r: [u8; 32], seed: [u8; 32], proof: &[u8]) -> bool {
     api_seal::verify_seal(
         SEAL,

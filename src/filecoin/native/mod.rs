@@ -28,6 +28,7 @@
 
 pub use crate::compiled::{diff, paths};
 pub mod gadgets;
+pub mod porep;
 pub mod post;
 
 pub use diff::{assert_same_witness, first_differences, Difference, Differences, Place, WitnessValues};
