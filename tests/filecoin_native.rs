@@ -1,12 +1,13 @@
-//! The native PoSt witness generator in the prover: Winning and Window PoSt of real 2 KiB
-//! sectors through `cuzk::filecoin` on engines of the test's own, checked by filecoin-proofs'
-//! verifiers. Per engine: the first proof records the compiled circuit (full synthesis), the
+//! The native witness generators in the prover: Winning and Window PoSt and PoRep C2 of real
+//! 2 KiB sectors through `cuzk::filecoin` on engines of the test's own, checked by
+//! filecoin-proofs' verifiers. Per engine: the first proof records the compiled circuit (full synthesis), the
 //! first partition after it validates the generator against the gadgets, and from then
 //! on the partitions' witnesses are generated (`WitnessStats::generated`) — the same bytes as
 //! with generators off, with the same r and s. A wrong generator (a test hook) is caught at
 //! validation and turned off; a proof that fails verification turns the generator off too.
 //!
-//! Run: `cargo test --release --features filecoin --test filecoin_native`.
+//! Run: `cargo test --release --features filecoin --test filecoin_native` (and `-- --ignored`
+//! for PoRep C2, which needs its 2 KiB parameters).
 
 #![cfg(feature = "filecoin")]
 
@@ -58,27 +59,22 @@ fn prove(engine: &Engine, ty: RegisteredPoStProof, randomness: &[u8; 32], seed: 
     }
 }
 
-/// Three proofs of `ty` with generators on: recorded, validated, generated; all the bytes
-/// of the proof with generators off, with the same r and s.
-fn generated_route(ty: RegisteredPoStProof, partitions: u64) {
-    ensure_params(ParamsKind::PoSt(ty));
-    let randomness = [21u8; 32];
+/// Three proofs with generators on (`prove(engine, seed)`, a verified proof's bytes):
+/// recorded, validated, generated; all the bytes of the proof with generators off, with the
+/// same r and s.
+fn generated_route(what: &str, partitions: u64, prove: impl Fn(&Engine, Option<[u8; 32]>) -> Vec<u8>) {
     let seed = [22u8; 32];
     let off = engine(false);
-    let expected = prove(&off, ty, &randomness, Some(seed));
+    let expected = prove(&off, Some(seed));
     let off_stats = off.stats().witness;
     assert_eq!(
         (off_stats.generated, off_stats.generator_validated),
         (0, 0),
-        "{ty:?}: generators off: {off_stats:?}"
+        "{what}: generators off: {off_stats:?}"
     );
 
     let on = engine(true);
-    assert_eq!(
-        prove(&on, ty, &randomness, Some(seed)),
-        expected,
-        "{ty:?}: the recording proof"
-    );
+    assert_eq!(prove(&on, Some(seed)), expected, "{what}: the recording proof");
     let first = on.stats().witness;
     // One partition records; the job's others are synthesized in full meanwhile, or by the
     // gadgets once it is recorded (the first of those validating the generator).
@@ -87,35 +83,27 @@ fn generated_route(ty: RegisteredPoStProof, partitions: u64) {
         (1, 0, 0),
         "{first:?}"
     );
-    assert_eq!(first.full + first.witness, partitions, "{ty:?}: {first:?}");
+    assert_eq!(first.full + first.witness, partitions, "{what}: {first:?}");
     assert_eq!(
         first.generator_validated,
         u64::from(first.witness > 0),
-        "{ty:?}: {first:?}"
+        "{what}: {first:?}"
     );
-    assert_eq!(
-        prove(&on, ty, &randomness, Some(seed)),
-        expected,
-        "{ty:?}: the validating proof"
-    );
+    assert_eq!(prove(&on, Some(seed)), expected, "{what}: the validating proof");
     let second = on.stats().witness;
     assert_eq!(
         (second.generator_validated, second.generator_refused, second.full),
         (1, 0, first.full),
-        "{ty:?}: validated once: {second:?}"
+        "{what}: validated once: {second:?}"
     );
     // The validating partition went by the gadgets; the others by the generator when the
     // validation ended before they started, else by the gadgets.
     assert_eq!(
         second.witness + second.generated - first.witness,
         partitions,
-        "{ty:?}: every partition of the second proof on the witness path: {second:?}"
+        "{what}: every partition of the second proof on the witness path: {second:?}"
     );
-    assert_eq!(
-        prove(&on, ty, &randomness, Some(seed)),
-        expected,
-        "{ty:?}: the generated proof"
-    );
+    assert_eq!(prove(&on, Some(seed)), expected, "{what}: the generated proof");
     let third = on.stats().witness;
     assert_eq!(
         third,
@@ -123,19 +111,54 @@ fn generated_route(ty: RegisteredPoStProof, partitions: u64) {
             generated: second.generated + partitions,
             ..second
         },
-        "{ty:?}: every partition of the third proof generated"
+        "{what}: every partition of the third proof generated"
     );
     assert_eq!(on.stats().verification_retries, 0);
 }
 
+fn post_route(ty: RegisteredPoStProof, partitions: u64) {
+    ensure_params(ParamsKind::PoSt(ty));
+    let randomness = [21u8; 32];
+    generated_route(&format!("{ty:?}"), partitions, |engine, seed| {
+        prove(engine, ty, &randomness, seed)
+    });
+}
+
 #[test]
 fn winning_post_witnesses_are_generated_after_validation_with_the_same_bytes() {
-    generated_route(WINNING, 1);
+    post_route(WINNING, 1);
 }
 
 #[test]
 fn window_post_witnesses_are_generated_after_validation_with_the_same_bytes() {
-    generated_route(WINDOW, 2);
+    post_route(WINDOW, 2);
+}
+
+/// PoRep C2 of a sealed 2 KiB sector (one partition): the generator of
+/// `filecoin::native::porep` through `seal_commit_phase2`, each proof verified by
+/// filecoin-proofs' `verify_seal`. Ignored by default: the 2 KiB PoRep parameters take ~12
+/// minutes to make on two cores and its four CPU proofs ~2.5 more (run with `--ignored` on the
+/// GPU machine, or where `CUZK_FILECOIN_TMP` holds the parameters already).
+#[test]
+#[ignore]
+fn c2_witnesses_are_generated_after_validation_with_the_same_bytes() {
+    ensure_params(ParamsKind::Seal(SEAL));
+    let s = &sectors()[0];
+    let seed = [6u8; 32];
+    let json = c1_json(s, seed);
+    generated_route("PoRep C2", 1, |engine, rng_seed| {
+        let mut rng = rng_seed.map(ChaCha20Rng::from_seed);
+        let options = match &mut rng {
+            Some(rng) => Options::default().on(engine).with_rng(rng),
+            None => Options::default().on(engine),
+        };
+        let out = filecoin::submit_seal_commit_phase2(&json, prover_id(), s.sector_id, options)
+            .unwrap()
+            .wait()
+            .expect("a verified C2");
+        assert!(verify_seal(s, s.pc2.comm_r, seed, &out.proof));
+        out.proof
+    });
 }
 
 /// A generator whose witness is one value off (the counts right, so only the comparison with

@@ -10,6 +10,8 @@
 
 #[path = "common/filecoin.rs"]
 mod fixtures;
+#[path = "common/stacked.rs"]
+mod stacked_fixtures;
 
 use cuzk::filecoin::native::gadgets::{CountSink, CsSink};
 use cuzk::filecoin::native::porep::{stacked_witness, stacked_witness_parallel};
@@ -19,15 +21,10 @@ use ff::Field;
 use filecoin_hashers::sha256::{Sha256Domain, Sha256Hasher};
 use filecoin_hashers::Hasher;
 use fixtures::{c1_json, sectors, C2Inputs};
-use rand::Rng;
-use storage_proofs_core::api_version::ApiVersion;
+use stacked_fixtures::{random_partition, small_params};
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::merkle::{MerkleProof, MerkleTreeTrait};
-use storage_proofs_core::proof::ProofScheme;
-use storage_proofs_porep::stacked::{
-    self, ColumnProof, EncodingProof, LabelingProof, Proof, PublicInputs, PublicParams, ReplicaColumnProof,
-    StackedCompound, StackedDrg, EXP_DEGREE,
-};
+use storage_proofs_porep::stacked::{ColumnProof, Proof, PublicInputs, PublicParams, StackedCompound};
 
 /// Panics unless `got` equals `expected`, naming the first difference by its namespace path
 /// (recorded only then: a path is a string per value).
@@ -170,113 +167,13 @@ fn inconsistent_inputs_are_refused() {
     assert!(run(&c2.pub_in, &short).unwrap_err().contains("columns"));
 }
 
-/// A partition's public inputs and vanilla proofs.
-type Partition<T> = (
-    PublicInputs<<<T as MerkleTreeTrait>::Hasher as Hasher>::Domain, Sha256Domain>,
-    Vec<Proof<T, Sha256Hasher>>,
-);
-
-/// Random vanilla proofs of `T`'s production shape: `challenges` challenges of a sector of
-/// `2^30 · size_gib / 32` nodes, 11 layers, 6 DRG and 8 expander parents, TreeD a binary
-/// SHA-256 tree of as many leaves, TreeC and TreeR `T`'s Poseidon trees (base levels of
-/// arity 8, then its sub and top levels).
-fn random_partition<T: 'static + MerkleTreeTrait>(size_gib: u64, challenges: usize, rng: &mut impl Rng) -> Partition<T>
-where
-    <T::Hasher as Hasher>::Domain: From<Scalar>,
-{
-    use typenum::Unsigned;
-    const LAYERS: usize = 11;
-    let nodes = (size_gib << 30) / 32;
-    let d = |rng: &mut dyn rand::RngCore| <T::Hasher as Hasher>::Domain::from(Scalar::random(rng));
-    let sha = |rng: &mut dyn rand::RngCore| Sha256Domain::from(Scalar::random(rng));
-    let (sub, top) = (T::SubTreeArity::to_usize(), T::TopTreeArity::to_usize());
-    let base_leaves = nodes / sub.max(1) as u64 / top.max(1) as u64;
-    let base_levels = (base_leaves.trailing_zeros() / 3) as usize;
-    let arities: Vec<usize> = std::iter::repeat(T::Arity::to_usize())
-        .take(base_levels)
-        .chain([sub, top])
-        .filter(|&a| a > 0)
-        .collect();
-    let (comm_c, comm_r_last, comm_d) = (d(rng), d(rng), sha(rng));
-    type TreeProof<T> = MerkleProof<
-        <T as MerkleTreeTrait>::Hasher,
-        <T as MerkleTreeTrait>::Arity,
-        <T as MerkleTreeTrait>::SubTreeArity,
-        <T as MerkleTreeTrait>::TopTreeArity,
-    >;
-    let tree_proof = |rng: &mut dyn rand::RngCore, root| -> TreeProof<T> {
-        let path = arities
-            .iter()
-            .map(|&a| ((1..a).map(|_| d(rng)).collect(), rng.gen_range(0..a)))
-            .collect();
-        TreeProof::<T>::from_parts(d(rng), root, path)
-    };
-    let column = |rng: &mut dyn rand::RngCore, index: u32| {
-        let rows = (0..LAYERS).map(|_| d(rng)).collect();
-        ColumnProof::new(index, rows, tree_proof(rng, comm_c))
-    };
-    let proofs = (0..challenges)
-        .map(|_| {
-            let node = rng.gen_range(0..nodes);
-            let comm_d_path = (0..nodes.trailing_zeros())
-                .map(|_| (vec![sha(rng)], rng.gen_range(0..2)))
-                .collect();
-            Proof {
-                comm_d_proofs: MerkleProof::from_parts(sha(rng), comm_d, comm_d_path),
-                comm_r_last_proof: tree_proof(rng, comm_r_last),
-                replica_column_proofs: ReplicaColumnProof {
-                    c_x: column(rng, node as u32),
-                    drg_parents: (0..6)
-                        .map(|_| {
-                            let index = rng.gen();
-                            column(rng, index)
-                        })
-                        .collect(),
-                    exp_parents: (0..EXP_DEGREE)
-                        .map(|_| {
-                            let index = rng.gen();
-                            column(rng, index)
-                        })
-                        .collect(),
-                },
-                labeling_proofs: (1..=LAYERS)
-                    .map(|layer| LabelingProof::new(layer as u32, node, (0..14).map(|_| d(rng)).collect()))
-                    .collect(),
-                encoding_proof: EncodingProof::new(LAYERS as u32, node, vec![]),
-            }
-        })
-        .collect();
-    let pub_in = PublicInputs {
-        replica_id: d(rng),
-        tau: Some(stacked::Tau { comm_d, comm_r: d(rng) }),
-        k: None,
-        seed: Some(rng.gen()),
-    };
-    (pub_in, proofs)
-}
-
-/// Public parameters of a small sector: the circuit (and the generator) do not read them.
-fn small_params<T: 'static + MerkleTreeTrait>() -> PublicParams<T> {
-    let setup = stacked::SetupParams {
-        nodes: 512,
-        degree: storage_proofs_core::drgraph::BASE_DEGREE,
-        expansion_degree: EXP_DEGREE,
-        porep_id: [5; 32],
-        challenges: stacked::Challenges::new_interactive(2),
-        num_layers: 11,
-        api_version: ApiVersion::V1_2_0,
-        api_features: vec![],
-    };
-    StackedDrg::<T, Sha256Hasher>::setup(&setup).unwrap()
-}
-
 /// The production shapes: 11 layers, 32 GiB (8-8-0 trees, nine base levels and a sub level;
 /// TreeD 30 levels) and 64 GiB (8-8-2), two challenges each.
 #[test]
 fn production_shapes_equal_witness_cs() {
     let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(38);
-    let (pub_in, vanilla) = random_partition::<filecoin_proofs::SectorShape32GiB>(32, 2, &mut rng);
+    let (pub_in, vanilla) = random_partition::<filecoin_proofs::SectorShape32GiB>(32, 2, 11, &mut rng);
     check("32 GiB shape", &pub_in, &vanilla, &small_params(), 0);
-    let (pub_in, vanilla) = random_partition::<filecoin_proofs::SectorShape64GiB>(64, 2, &mut rng);
+    let (pub_in, vanilla) = random_partition::<filecoin_proofs::SectorShape64GiB>(64, 2, 11, &mut rng);
     check("64 GiB shape", &pub_in, &vanilla, &small_params(), 0);
 }

@@ -32,9 +32,10 @@ pub(crate) struct Args {
     /// 8^k leaves each, k ≥ 1 (2 KiB is the smallest; --kind porep).
     #[arg(long, value_name = "BYTES", default_value = "2KiB", value_parser = parse_sector_size)]
     pub(crate) sector_size: u64,
-    /// A stream of sectors, repeatable (run in order): `witness|full[@LIMIT_GIB]:SECTORS`, e.g.
-    /// `witness:3`, `witness@24:2` (CUDA device memory limit 24 GiB), `full:1`. Replaces
-    /// --witness-path and --sectors.
+    /// A stream of sectors, repeatable (run in order): `native|witness|full[@LIMIT_GIB]:SECTORS`,
+    /// e.g. `native:3` (the witness path, each partition's witness by the native generator once
+    /// validated: --kind porep), `witness:3` (by the gadgets), `witness@24:2` (CUDA device
+    /// memory limit 24 GiB), `full:1`. Replaces --witness-path and --sectors.
     #[arg(long = "stream", value_name = "SPEC", value_parser = parse_stream, conflicts_with_all = ["sectors", "witness_path"])]
     pub(crate) streams: Vec<StreamSpec>,
     /// Sectors streamed (the one stream without --stream).
@@ -127,6 +128,8 @@ impl Kind {
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct StreamSpec {
     pub(crate) witness: bool,
+    /// The witness path with native witness generators (`native`; PoRep only).
+    pub(crate) native: bool,
     pub(crate) limit_gib: Option<f64>,
     pub(crate) sectors: usize,
 }
@@ -137,10 +140,10 @@ impl StreamSpec {
     }
 
     pub(crate) fn path(&self) -> &'static str {
-        if self.witness {
-            "witness"
-        } else {
-            "full"
+        match (self.witness, self.native) {
+            (true, true) => "native",
+            (true, false) => "witness",
+            _ => "full",
         }
     }
 }
@@ -156,16 +159,18 @@ impl fmt::Display for StreamSpec {
 }
 
 fn parse_stream(s: &str) -> Result<StreamSpec, String> {
-    const USAGE: &str = "expected witness|full[@LIMIT_GIB]:SECTORS, e.g. witness:3, witness@24:2, full:1";
+    const USAGE: &str =
+        "expected native|witness|full[@LIMIT_GIB]:SECTORS, e.g. native:3, witness:3, witness@24:2, full:1";
     let (head, sectors) = s.rsplit_once(':').ok_or_else(|| format!("{s:?}: {USAGE}"))?;
     let sectors = support::at_least_one(sectors.trim()).map_err(|e| format!("{s:?}: sectors {e}"))?;
     let (path, limit) = match head.split_once('@') {
         Some((p, l)) => (p, Some(l)),
         None => (head, None),
     };
-    let witness = match path.trim() {
-        "witness" => true,
-        "full" => false,
+    let (witness, native) = match path.trim() {
+        "native" => (true, true),
+        "witness" => (true, false),
+        "full" => (false, false),
         p => return Err(format!("{s:?}: path {p:?}: {USAGE}")),
     };
     let limit_gib = match limit.map(|l| (l, l.trim().parse::<f64>())) {
@@ -175,6 +180,7 @@ fn parse_stream(s: &str) -> Result<StreamSpec, String> {
     };
     Ok(StreamSpec {
         witness,
+        native,
         limit_gib,
         sectors,
     })

@@ -6,8 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
+use cuzk::filecoin::native::porep::stacked_witness_parallel;
 use cuzk::testing::Synthetic;
-use cuzk::{Circuit, ConstraintSystem, SynthesisError};
+use cuzk::{Circuit, ConstraintSystem, SynthesisError, WitnessCs};
 use ff::{Field, PrimeField};
 use filecoin_hashers::Hasher;
 use rand::{Rng, SeedableRng};
@@ -67,9 +68,13 @@ impl Circuit<Scalar> for Timed {
     }
 }
 
+/// A partition's native witness generator (`Partition::with_generator`'s `generate`).
+pub(crate) type Generator = Arc<dyn Fn(&mut WitnessCs, usize) -> cuzk::Result<()> + Send + Sync>;
+
 /// Replicates a `sector_size` sector of random data and returns its partitions' C2 circuits
-/// (storage-proofs-porep's setup, replication and vanilla proofs; `StackedCompound::circuit`).
-pub(crate) fn porep_circuits(args: &Args, partitions: usize) -> Vec<Porep> {
+/// (storage-proofs-porep's setup, replication and vanilla proofs; `StackedCompound::circuit`),
+/// each with its native witness generator (`filecoin::native::porep`, from the same inputs).
+pub(crate) fn porep_circuits(args: &Args, partitions: usize) -> Vec<(Porep, Generator)> {
     let nodes = (args.sector_size / 32) as usize;
     assert_eq!(nodes % get_base_tree_count::<Tree>(), 0);
     let _ = std::fs::remove_dir_all(&args.scratch);
@@ -136,20 +141,27 @@ pub(crate) fn porep_circuits(args: &Args, partitions: usize) -> Vec<Porep> {
         "vanilla proofs",
         StackedDrg::<Tree, Piece>::prove_all_partitions(&pp, &pub_inputs, &priv_inputs, partitions),
     );
+    let shared = Arc::new((pub_inputs.clone(), pp.clone()));
     let circuits = vanilla
-        .iter()
+        .into_iter()
         .enumerate()
         .map(|(k, proofs)| {
-            ok(
+            let circuit = ok(
                 "StackedCompound::circuit",
                 <StackedCompound<Tree, Piece> as CompoundProof<'_, _, _>>::circuit(
                     &pub_inputs,
                     (),
-                    proofs,
+                    &proofs,
                     &pp,
                     Some(k),
                 ),
-            )
+            );
+            let shared = shared.clone();
+            let generate: Generator = Arc::new(move |cs: &mut WitnessCs, threads: usize| {
+                let (pub_in, pp) = &*shared;
+                stacked_witness_parallel::<Tree, Piece>(pub_in, &proofs, pp, Some(k), threads, cs)
+            });
+            (circuit, generate)
         })
         .collect();
     drop(priv_inputs);

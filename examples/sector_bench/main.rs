@@ -248,7 +248,7 @@ use cuzk::{BackendChoice, CompiledCircuit, Proof, Prover};
 
 use args::{Args, Kind, StreamSpec};
 use circuits::{
-    porep_circuits, randomness, snap_circuits, snap_partition_count, winning_circuit, SectorCircuit, Timed,
+    porep_circuits, randomness, snap_circuits, snap_partition_count, winning_circuit, Generator, SectorCircuit, Timed,
 };
 use gpus::Gpus;
 use memory::{host_memory, rss, Sampler};
@@ -274,6 +274,7 @@ fn main() {
     let streams = if args.streams.is_empty() {
         vec![StreamSpec {
             witness: args.witness_path,
+            native: false,
             limit_gib: None,
             sectors: args.sectors,
         }]
@@ -286,6 +287,11 @@ fn main() {
                 "--stream {s}: a device memory limit applies to the CUDA backends; --cpu proves on the CPU (drop the @LIMIT or --cpu)"
             ));
         }
+    }
+    if let Some(s) = streams.iter().find(|s| s.native && args.kind != Kind::Porep) {
+        fail(&format!(
+            "--stream {s}: native witness generators are for --kind porep (SnapDeals has none yet)"
+        ));
     }
     let pps = args.partitions_per_sector.unwrap_or(match args.kind {
         Kind::Porep => 10,
@@ -313,6 +319,7 @@ fn main() {
     // The circuits: storage-proofs-porep's setup, replication, vanilla proofs; or SnapDeals'
     // of production's shape.
     let t = Instant::now();
+    let mut generators: Vec<Option<Generator>> = Vec::new();
     let circuits: Vec<SectorCircuit> = match args.kind {
         Kind::Porep => {
             let circuits = porep_circuits(&args, pps);
@@ -323,6 +330,8 @@ fn main() {
                 args.challenges,
                 secs(t.elapsed())
             );
+            let (circuits, made): (Vec<_>, Vec<_>) = circuits.into_iter().unzip();
+            generators = made.into_iter().map(Some).collect();
             circuits.into_iter().map(SectorCircuit::Porep).collect()
         }
         Kind::Snap => {
@@ -447,6 +456,7 @@ fn main() {
         args: &args,
         gpus: &gpus,
         circuits: &circuits,
+        generators: &generators,
         kind: args.kind,
         partitions_per_sector: pps,
         params: &params,

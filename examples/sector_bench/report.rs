@@ -142,7 +142,7 @@ impl StreamResult {
         let bound = secs(self.proof_ema + self.alone);
         format!(
             "| {index} | {} | {} | {}{} | {} | {} | {:.0}% | {synthesis} | {:.2} / {:.2}{} | {:.3} / {under} / {bound:.3} | {}{} | {} |",
-            if s.witness { "witness" } else { "full" },
+            s.path(),
             s.limit_gib.map_or("none".to_string(), |g| format!("{g} GiB")),
             done.len(),
             if self.failed_sectors > 0 {

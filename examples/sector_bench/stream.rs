@@ -12,7 +12,7 @@ use cuzk::{CompiledCircuit, Parameters, Proof};
 use serde_json::json;
 
 use crate::args::{Args, Kind, StreamSpec};
-use crate::circuits::{randomness, winning_circuit, SectorCircuit, Timed};
+use crate::circuits::{randomness, winning_circuit, Generator, SectorCircuit, Timed};
 use crate::gpus::Gpus;
 use crate::memory::{proc_status, reset_hwm, rss, trim_heap, Sampler};
 use crate::ok;
@@ -37,6 +37,8 @@ pub(crate) struct Bench<'a> {
     pub(crate) args: &'a Args,
     pub(crate) gpus: &'a Gpus,
     pub(crate) circuits: &'a [SectorCircuit],
+    /// Each partition's native witness generator, where it has one (PoRep).
+    pub(crate) generators: &'a [Option<Generator>],
     pub(crate) kind: Kind,
     pub(crate) partitions_per_sector: usize,
     pub(crate) params: &'a Parameters,
@@ -50,6 +52,54 @@ pub(crate) struct Bench<'a> {
 }
 
 impl Bench<'_> {
+    /// Partition `k` of the sector at `slot`, its synthesis (or generation) time recorded in
+    /// `times[slot]`; with its native witness generator when `native` and it has one.
+    fn partition(&self, native: bool, k: usize, slot: usize, times: &Arc<Mutex<Vec<Option<Duration>>>>) -> Partition {
+        let timed = Timed {
+            circuit: self.circuits[k].clone(),
+            slot,
+            times: times.clone(),
+        };
+        match self.generators.get(k).cloned().flatten() {
+            Some(generate) if native => {
+                let times = times.clone();
+                Partition::with_generator(timed, move |cs: &mut cuzk::WitnessCs, threads: usize| {
+                    let start = Instant::now();
+                    let r = generate(cs, threads);
+                    times.lock().unwrap_or_else(|p| p.into_inner())[slot] = Some(start.elapsed());
+                    r
+                })
+            }
+            _ => Partition::circuit(timed),
+        }
+    }
+
+    /// Before a native stream: one-partition jobs (at most two: the first records the compiled
+    /// circuit when no stream handed it on) until the engine has checked the generator against
+    /// the gadgets, so the stream's sectors are all generated.
+    fn validate_generator(&self, engine: &Engine, out: &mut Out) {
+        let start = Instant::now();
+        let times = Arc::new(Mutex::new(vec![None; 1]));
+        for _ in 0..2 {
+            let w = engine.stats().witness;
+            if w.generator_validated + w.generator_refused > 0 {
+                break;
+            }
+            let job = Job::new(self.params.clone(), vec![self.partition(true, 0, 0, &times)])
+                .with_label("native witness validation");
+            ok("native witness validation", engine.submit(job).wait());
+        }
+        let w = engine.stats().witness;
+        out.line(&format!(
+            "native witness generator: {} validated, {} refused ({} recorded) in {:.1} s before the stream \
+             (a partition's witness by the gadgets and by the generator, compared value for value)",
+            w.generator_validated,
+            w.generator_refused,
+            w.recorded,
+            secs(start.elapsed())
+        ));
+    }
+
     /// The compiled circuits of `engine` the next witness stream's engine can use: the sector
     /// partition's and the Winning stand-in's (the engine keys them by circuit type and shape).
     pub(crate) fn compiled_of(&self, engine: &Engine) -> Vec<Arc<CompiledCircuit>> {
@@ -96,6 +146,7 @@ impl Bench<'_> {
                 gpu_workers_per_backend: args.gpu_workers,
                 backends: self.gpus.engine_backends(),
                 witness_path: spec.witness,
+                native_witness: spec.native,
                 synthesis_bytes_per_constraint: args.synthesis_bytes_per_constraint,
                 // As the Filecoin engine: Winning PoSt (here its stand-in) is urgent.
                 urgent_priority: Some(PRIORITY_WINNING_POST),
@@ -161,6 +212,9 @@ impl Bench<'_> {
             secs(first_alone),
             secs(alone)
         ));
+        if spec.native {
+            self.validate_generator(&engine, out);
+        }
         let books_start = self.gpus.books();
 
         // The stream: every sector submitted at once.
@@ -179,17 +233,8 @@ impl Bench<'_> {
         let start_stats = engine.stats();
         let handles: Vec<_> = (0..n_sectors)
             .map(|sector| {
-                let partitions = self
-                    .circuits
-                    .iter()
-                    .enumerate()
-                    .map(|(k, c)| {
-                        Partition::circuit(Timed {
-                            circuit: c.clone(),
-                            slot: sector * pps + k,
-                            times: times.clone(),
-                        })
-                    })
+                let partitions = (0..self.circuits.len())
+                    .map(|k| self.partition(spec.native, k, sector * pps + k, &times))
                     .collect();
                 let range = sector * pps..(sector + 1) * pps;
                 let job = Job::new(params.clone(), partitions)
@@ -391,10 +436,11 @@ impl Bench<'_> {
         ));
         let w = end.witness;
         out.line(&format!(
-            "synthesis path: {} recorded, {} witness-only, {} full, {} fallbacks (the Winning stand-in's 3 proofs included); \
-             compiled circuits {:.2} GiB; budget peak {:.2} GiB, {} waits",
+            "synthesis path: {} recorded, {} witness-only, {} generated natively, {} full, {} fallbacks (the Winning stand-in's 3 proofs \
+             and a native stream's validation included); compiled circuits {:.2} GiB; budget peak {:.2} GiB, {} waits",
             w.recorded,
             w.witness,
+            w.generated,
             w.full,
             w.fallbacks,
             gib(end.compiled_bytes),

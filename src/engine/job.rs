@@ -65,16 +65,28 @@ impl Partition {
         }
     }
 
-    /// A circuit with a native witness generator (`generate` writes its witness, as
-    /// [`WitnessCs`](crate::WitnessCs) would, from what the circuit is built from): as
-    /// [`Partition::circuit`], the witness written by the generator once it is validated for
-    /// the compiled circuit of the type and shape (the witness path's generated route), when
-    /// the engine's [`native_witness`](super::EngineConfig::native_witness) is on.
-    #[cfg_attr(not(feature = "filecoin"), allow(dead_code))]
-    pub(crate) fn with_generator<C: Circuit<Scalar> + Clone + Send + 'static>(
-        circuit: C,
-        generate: GenerateFn,
-    ) -> Self {
+    /// A circuit with a native witness generator: as [`Partition::circuit`], but its witness
+    /// is written by `generate` instead of the circuit's gadgets once the generator is
+    /// validated for the compiled circuit of the type and shape (the witness path's generated
+    /// route; needs the engine's [`witness_path`](super::EngineConfig::witness_path) and
+    /// [`native_witness`](super::EngineConfig::native_witness)).
+    ///
+    /// `generate(cs, threads)` writes the circuit's public inputs (after the "one", which `cs`
+    /// holds already) and its aux values, in the circuit's allocation order, into `cs`, on at
+    /// most `threads` threads of the current rayon pool — what
+    /// [`WitnessCs`](crate::WitnessCs) would hold after synthesizing the circuit (e.g.
+    /// `cuzk::filecoin::native::porep::stacked_witness_parallel` for a PoRep C2 partition).
+    /// The first partition of a compiled circuit checks it: the witness computed both ways
+    /// and compared value for value; a generator whose witness differs (or that fails) is not
+    /// used for that compiled circuit again, and no partition's proof depends on it
+    /// ([`WitnessStats`](crate::WitnessStats) counts `generated`, `generator_validated`,
+    /// `generator_refused`).
+    pub fn with_generator<C, G>(circuit: C, generate: G) -> Self
+    where
+        C: Circuit<Scalar> + Clone + Send + 'static,
+        G: Fn(&mut crate::WitnessCs, usize) -> Result<()> + Send + 'static,
+    {
+        let generate: GenerateFn = Box::new(generate);
         Self {
             kind: PartitionKind::Circuit {
                 circuit_type: std::any::type_name::<C>(),

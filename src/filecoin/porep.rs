@@ -222,7 +222,7 @@ fn submit_typed<Tree: 'static + MerkleTreeTrait>(
         },
         vanilla_proofs.clone(),
         &pub_params,
-        None,
+        Some(super::native::porep::stacked_witness_parallel::<Tree, DefaultPieceHasher>),
         options,
         report,
         start,
