@@ -311,8 +311,56 @@ impl CompactAux {
 }
 
 impl CompactAux {
+    /// Appends `other`'s values after this one's, sealed or not (during synthesis: its full
+    /// words, then its open one) — what pushing [`values`](Self::values) one by one would
+    /// append, a bitmap word and a slice of non-bit values at a time (merging a sub-system).
+    ///
+    /// # Errors
+    /// As `push`: a growth refused by the pool or the allocator (this one is then partly
+    /// appended: the caller fails the system).
+    pub(super) fn append(&mut self, other: &CompactAux) -> Result<()> {
+        self.others.try_extend_from_slice(other.others.as_slice())?;
+        let words = other.bit_mask.as_slice().iter().zip(other.bit_values.as_slice());
+        let mut left = other.len;
+        for (&mask, &values) in words {
+            if left == 0 {
+                break;
+            }
+            let n = left.min(64);
+            self.append_positions(mask, values, n as u32)?;
+            left -= n;
+        }
+        if left > 0 {
+            self.append_positions(other.open_mask, other.open_values, left as u32)?;
+        }
+        Ok(())
+    }
+
+    /// Appends `n` (1..=64) positions: position `i` a bit (valued bit `i` of `values`) where
+    /// bit `i` of `mask` is set, else a non-bit value (appended to `others` by the caller).
+    #[inline]
+    fn append_positions(&mut self, mask: u64, values: u64, n: u32) -> Result<()> {
+        let low = if n == 64 { u64::MAX } else { (1 << n) - 1 };
+        let (mask, values) = (mask & low, values & mask & low);
+        let at = (self.len % 64) as u32;
+        let room = 64 - at;
+        self.open_mask |= mask << at;
+        self.open_values |= values << at;
+        self.len += n as usize;
+        if n >= room {
+            self.close_word()?;
+            if n > room {
+                // `at` > 0 here, so `room` < 64.
+                self.open_mask = mask >> room;
+                self.open_values = values >> room;
+            }
+        }
+        Ok(())
+    }
+
     /// The values in order, sealed or not (during synthesis: the full words, then the open
-    /// one), for merging a sub-system.
+    /// one): what [`append`](Self::append) must reproduce.
+    #[cfg(test)]
     pub(super) fn values(&self) -> impl Iterator<Item = Scalar> + '_ {
         let masks = self.bit_mask.as_slice();
         let bits = self.bit_values.as_slice();
@@ -384,6 +432,49 @@ mod tests {
             assert_eq!(aux.num_bits(), bits);
             let expanded = crate::pool::fill_vec(n, |out| aux.expand_into(out)).unwrap();
             assert_eq!(expanded, vals, "expanded, n = {n}");
+        }
+    }
+
+    /// Appending a system's values (sealed or not, of any length) to another of any length
+    /// gives the values of both in order, as pushing them one by one would: the bitmaps, the
+    /// non-bit values and their index.
+    #[test]
+    fn appended_systems_read_back_in_order() {
+        let lengths = [0, 1, 5, 63, 64, 65, 100, 128, 130, 300];
+        for (i, &a) in lengths.iter().enumerate() {
+            for (j, &b) in lengths.iter().enumerate() {
+                for sealed in [false, true] {
+                    let (va, vb) = (values(a, 7 * i as u64), values(b, 1000 + j as u64));
+                    let mut first = CompactAux::new(None, 0).unwrap();
+                    va.iter().for_each(|v| first.push(*v).unwrap());
+                    let mut second = CompactAux::new(None, 0).unwrap();
+                    vb.iter().for_each(|v| second.push(*v).unwrap());
+                    if sealed {
+                        second.seal().unwrap();
+                    }
+                    first.append(&second).unwrap();
+                    let mut all = CompactAux::new(None, 0).unwrap();
+                    va.iter().chain(&vb).for_each(|v| all.push(*v).unwrap());
+                    let expected: Vec<Scalar> = va.iter().chain(&vb).copied().collect();
+                    assert_eq!(
+                        first.values().collect::<Vec<_>>(),
+                        expected,
+                        "{a} + {b}, sealed {sealed}"
+                    );
+                    first.seal().unwrap();
+                    all.seal().unwrap();
+                    assert_eq!(
+                        (
+                            first.bit_mask(),
+                            first.bit_values(),
+                            first.others(),
+                            first.others_before()
+                        ),
+                        (all.bit_mask(), all.bit_values(), all.others(), all.others_before()),
+                        "{a} + {b}, sealed {sealed}"
+                    );
+                }
+            }
         }
     }
 }

@@ -496,8 +496,9 @@ impl ConstraintSystem<Scalar> for WitnessCs {
         self.generated += other.generated;
         // The other system's first input is its own "one", which coincides with ours.
         self.push_inputs(other.inputs.get(1..).unwrap_or(&[]));
-        for v in other.aux.values() {
-            self.push_aux(v);
+        if let Err(e) = self.aux.append(&other.aux) {
+            self.fail(e);
+            return;
         }
         for &v in &other.pending {
             self.push_aux(v);
