@@ -299,6 +299,12 @@ typedef struct cuzk_engine_config {
   // bytes), unless the environment has `CUZK_WITNESS_PATH=0`. Jobs of assignments arrive
   // synthesized either way.
   uint32_t witness_path_off;
+  // Nonzero: no native witness generator is used; every witness-path partition's witness
+  // is computed by its circuit's gadgets. 0: the default — a Filecoin partition (PoRep C2,
+  // Winning and Window PoSt) has its witness written by cuzk's native generator once that
+  // generator has matched the gadgets on the compiled circuit (same bytes, faster), unless
+  // the environment has `CUZK_NATIVE_WITNESS=0`. Without the witness path, none is used.
+  uint32_t native_witness_off;
 } cuzk_engine_config;
 
 // A job's progress callback: `user_data` as given to `cuzk_job_on_progress` (or

@@ -57,6 +57,11 @@ type EngineConfig struct {
 	// type and shape records its constraints, later ones compute only a compact witness; the
 	// same bytes), unless the environment has CUZK_WITNESS_PATH=0.
 	WitnessPathOff bool
+	// NativeWitnessOff computes every witness-path partition's witness by its circuit's
+	// gadgets. Off by default: a Filecoin partition (PoRep C2, Winning and Window PoSt) has its
+	// witness written by cuzk's native generator once it has matched the gadgets on the
+	// compiled circuit (the same bytes), unless the environment has CUZK_NATIVE_WITNESS=0.
+	NativeWitnessOff bool
 }
 
 // DefaultEngineConfig is the library's default configuration (cuzk_engine_config_default).
@@ -74,6 +79,7 @@ func DefaultEngineConfig() EngineConfig {
 		PacerDepth:           int(c.pacer_depth),
 		Memory:               PoolMemory(c.memory),
 		WitnessPathOff:       c.witness_path_off != 0,
+		NativeWitnessOff:     c.native_witness_off != 0,
 	}
 }
 
@@ -128,6 +134,9 @@ func (cfg EngineConfig) cConfig() (C.struct_cuzk_engine_config, error) {
 	c.memory = C.cuzk_pool_memory(cfg.Memory)
 	if cfg.WitnessPathOff {
 		c.witness_path_off = 1
+	}
+	if cfg.NativeWitnessOff {
+		c.native_witness_off = 1
 	}
 	return c, nil
 }

@@ -69,6 +69,12 @@ pub struct cuzk_engine_config {
     /// bytes), unless the environment has `CUZK_WITNESS_PATH=0`. Jobs of assignments arrive
     /// synthesized either way.
     pub witness_path_off: u32,
+    /// Nonzero: no native witness generator is used; every witness-path partition's witness
+    /// is computed by its circuit's gadgets. 0: the default — a Filecoin partition (PoRep C2,
+    /// Winning and Window PoSt) has its witness written by cuzk's native generator once that
+    /// generator has matched the gadgets on the compiled circuit (same bytes, faster), unless
+    /// the environment has `CUZK_NATIVE_WITNESS=0`. Without the witness path, none is used.
+    pub native_witness_off: u32,
 }
 
 /// The documented defaults. Thread-safe.
@@ -90,6 +96,7 @@ fn default_config() -> cuzk_engine_config {
         pacer_depth: 0,
         memory: CUZK_POOL_MEMORY_BEST_AVAILABLE,
         witness_path_off: 0,
+        native_witness_off: 0,
     }
 }
 
@@ -162,6 +169,7 @@ pub(crate) fn engine_config(c: &cuzk_engine_config) -> AbiResult<EngineConfig> {
             None
         },
         witness_path: c.witness_path_off == 0 && default.witness_path,
+        native_witness: c.native_witness_off == 0 && default.native_witness,
         ..default
     };
     config.validate()?;
@@ -182,6 +190,20 @@ mod tests {
         );
         c.witness_path_off = 1;
         assert!(!engine_config(&c).unwrap().witness_path);
+    }
+
+    #[test]
+    fn native_generators_are_the_default_unless_the_config_turns_them_off() {
+        let mut c = default_config();
+        assert_eq!(c.native_witness_off, 0);
+        assert_eq!(
+            engine_config(&c).unwrap().native_witness,
+            EngineConfig::default().native_witness
+        );
+        c.native_witness_off = 1;
+        let config = engine_config(&c).unwrap();
+        assert!(!config.native_witness);
+        assert_eq!(config.witness_path, EngineConfig::default().witness_path);
     }
 
     #[test]
