@@ -34,7 +34,7 @@ pub(crate) struct Args {
     pub(crate) sector_size: u64,
     /// A stream of sectors, repeatable (run in order): `native|witness|full[@LIMIT_GIB]:SECTORS`,
     /// e.g. `native:3` (the witness path, each partition's witness by the native generator once
-    /// validated: --kind porep), `witness:3` (by the gadgets), `witness@24:2` (CUDA device
+    /// validated), `witness:3` (by the gadgets), `witness@24:2` (CUDA device
     /// memory limit 24 GiB), `full:1`. Replaces --witness-path and --sectors.
     #[arg(long = "stream", value_name = "SPEC", value_parser = parse_stream, conflicts_with_all = ["sectors", "witness_path"])]
     pub(crate) streams: Vec<StreamSpec>,
@@ -128,7 +128,7 @@ impl Kind {
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct StreamSpec {
     pub(crate) witness: bool,
-    /// The witness path with native witness generators (`native`; PoRep only).
+    /// The witness path with native witness generators (`native`).
     pub(crate) native: bool,
     pub(crate) limit_gib: Option<f64>,
     pub(crate) sectors: usize,

@@ -68,7 +68,9 @@ impl Circuit<Scalar> for Timed {
     }
 }
 
-/// A partition's native witness generator (`Partition::with_generator`'s `generate`).
+/// A partition's native witness generator (`Partition::with_generator`'s `generate`): PoRep's
+/// from its inputs (`filecoin::native::porep`), SnapDeals' from its circuit
+/// (`SnapCircuit::generate`).
 pub(crate) type Generator = Arc<dyn Fn(&mut WitnessCs, usize) -> cuzk::Result<()> + Send + Sync>;
 
 /// Replicates a `sector_size` sector of random data and returns its partitions' C2 circuits

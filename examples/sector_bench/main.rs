@@ -288,11 +288,6 @@ fn main() {
             ));
         }
     }
-    if let Some(s) = streams.iter().find(|s| s.native && args.kind != Kind::Porep) {
-        fail(&format!(
-            "--stream {s}: native witness generators are for --kind porep (SnapDeals has none yet)"
-        ));
-    }
     let pps = args.partitions_per_sector.unwrap_or(match args.kind {
         Kind::Porep => 10,
         Kind::Snap => snap_partition_count(args.snap_sector_size),
@@ -319,7 +314,7 @@ fn main() {
     // The circuits: storage-proofs-porep's setup, replication, vanilla proofs; or SnapDeals'
     // of production's shape.
     let t = Instant::now();
-    let mut generators: Vec<Option<Generator>> = Vec::new();
+    let generators: Vec<Option<Generator>>;
     let circuits: Vec<SectorCircuit> = match args.kind {
         Kind::Porep => {
             let circuits = porep_circuits(&args, pps);
@@ -341,6 +336,15 @@ fn main() {
                 args.snap_sector_size,
                 secs(t.elapsed())
             );
+            generators = circuits
+                .iter()
+                .map(|c| {
+                    let c = c.clone();
+                    let generate: Generator =
+                        Arc::new(move |cs: &mut cuzk::WitnessCs, threads: usize| c.generate(threads, cs));
+                    Some(generate)
+                })
+                .collect();
             circuits.into_iter().map(SectorCircuit::Snap).collect()
         }
     };

@@ -28,7 +28,8 @@ use storage_proofs_update::circuit::{ChallengeProof, PrivateInputs, PublicInputs
 use storage_proofs_update::constants::{h_default, TreeRHasher};
 use storage_proofs_update::{phi, rho, Challenges, EmptySectorUpdateCircuit, PublicParams};
 
-use cuzk::{Circuit, ConstraintSystem, SynthesisError};
+use cuzk::filecoin::native::update::update_circuit_witness_parallel;
+use cuzk::{Circuit, ConstraintSystem, SynthesisError, WitnessCs};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
@@ -150,6 +151,12 @@ impl<TreeR: MerkleTreeTrait<Hasher = TreeRHasher>> SnapPartition<TreeR> {
         }
     }
 
+    /// Its witness by cuzk's native generator (`filecoin::native::update`), on `threads`
+    /// threads, into `cs` (holding the "one").
+    fn generate(&self, threads: usize, cs: &mut WitnessCs) -> cuzk::Result<()> {
+        update_circuit_witness_parallel(&self.pub_params, &self.pub_inputs, &self.priv_inputs, threads, cs)
+    }
+
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
         EmptySectorUpdateCircuit::<TreeR> {
             pub_params: self.pub_params,
@@ -201,6 +208,20 @@ impl SnapCircuit {
             TreeShape::Sub8 => Self::Sub8(SnapPartition::fabricate(sector_bytes, k, &mut rng)),
             TreeShape::Top2 => Self::Top2(SnapPartition::fabricate(sector_bytes, k, &mut rng)),
         })
+    }
+
+    /// Its witness by cuzk's native generator (`filecoin::native::update`), on `threads`
+    /// threads, into `cs` (holding the "one"): what `WitnessCs` holds after synthesizing it.
+    ///
+    /// # Errors
+    /// The generator's.
+    pub fn generate(&self, threads: usize, cs: &mut WitnessCs) -> cuzk::Result<()> {
+        match self {
+            Self::Base(p) => p.generate(threads, cs),
+            Self::Sub2(p) => p.generate(threads, cs),
+            Self::Sub8(p) => p.generate(threads, cs),
+            Self::Top2(p) => p.generate(threads, cs),
+        }
     }
 
     /// The circuit's public parameters (storage-proofs-update's, from the sector size).

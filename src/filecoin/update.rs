@@ -198,7 +198,7 @@ fn update_inner<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         },
         partition_proofs,
         &pub_params.vanilla_params,
-        None,
+        Some(super::native::update::update_witness_parallel::<Tree>),
         options,
         report,
         start,

@@ -291,6 +291,58 @@ impl C2Inputs {
     }
 }
 
+/// filecoin-proofs' SnapDeals circuits for these vanilla partition proofs, one per partition,
+/// built as its `generate_empty_sector_update_proof_with_vanilla` builds them.
+pub fn update_circuits(
+    vanilla: &[Vec<u8>],
+    [comm_r_old, comm_r_new, comm_d_new]: [[u8; 32]; 3],
+) -> Vec<storage_proofs_update::EmptySectorUpdateCircuit<Tree>> {
+    use filecoin_hashers::Domain;
+    use storage_proofs_update::{
+        EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PartitionProof, PublicInputs,
+        SetupParams,
+    };
+    type R = <filecoin_proofs::TreeRHasher as filecoin_hashers::Hasher>::Domain;
+    let config = filecoin_proofs::SectorUpdateConfig::from_porep_config(&UPDATE.as_v1_config());
+    let partitions = usize::from(config.update_partitions);
+    let public_inputs = PublicInputs {
+        k: partitions,
+        comm_r_old: R::try_from_bytes(&comm_r_old).unwrap(),
+        comm_d_new: filecoin_proofs::DefaultPieceDomain::try_from_bytes(&comm_d_new).unwrap(),
+        comm_r_new: R::try_from_bytes(&comm_r_new).unwrap(),
+        h: config.h,
+    };
+    let setup = storage_proofs_core::compound_proof::SetupParams {
+        vanilla_params: SetupParams {
+            sector_bytes: u64::from(config.sector_size),
+        },
+        partitions: Some(partitions),
+        priority: false,
+    };
+    let pub_params = <EmptySectorUpdateCompound<Tree> as CompoundProof<
+        '_,
+        EmptySectorUpdate<Tree>,
+        EmptySectorUpdateCircuit<Tree>,
+    >>::setup(&setup)
+    .unwrap();
+    assert_eq!(vanilla.len(), partitions);
+    vanilla
+        .iter()
+        .enumerate()
+        .map(|(k, bytes)| {
+            let proof: PartitionProof<Tree> = bincode::deserialize(bytes).unwrap();
+            <EmptySectorUpdateCompound<Tree> as CompoundProof<'_, _, _>>::circuit(
+                &public_inputs,
+                (),
+                &proof,
+                &pub_params.vanilla_params,
+                Some(k),
+            )
+            .unwrap()
+        })
+        .collect()
+}
+
 pub fn verify_seal(s: &Sealed, comm_r: [u8; 32], seed: [u8; 32], proof: &[u8]) -> bool {
     api_seal::verify_seal(
         SEAL,

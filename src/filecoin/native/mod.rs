@@ -30,6 +30,7 @@ pub use crate::compiled::{diff, paths};
 pub mod gadgets;
 pub mod porep;
 pub mod post;
+pub mod update;
 
 pub use diff::{assert_same_witness, first_differences, Difference, Differences, Place, WitnessValues};
 pub use paths::{AllocationPaths, PathCs};
