@@ -1,5 +1,5 @@
-//! The native witness generators in the prover: Winning and Window PoSt and PoRep C2 of real
-//! 2 KiB sectors through `cuzk::filecoin` on engines of the test's own, checked by
+//! The native witness generators in the prover: Winning and Window PoSt, PoRep C2 and
+//! SnapDeals of real 2 KiB sectors through `cuzk::filecoin` on engines of the test's own, checked by
 //! filecoin-proofs' verifiers. Per engine: the first proof records the compiled circuit (full synthesis), the
 //! first partition after it validates the generator against the gadgets, and from then
 //! on the partitions' witnesses are generated (`WitnessStats::generated`) — the same bytes as
@@ -7,7 +7,7 @@
 //! validation and turned off; a proof that fails verification turns the generator off too.
 //!
 //! Run: `cargo test --release --features filecoin --test filecoin_native` (and `-- --ignored`
-//! for PoRep C2, which needs its 2 KiB parameters).
+//! for PoRep C2 and SnapDeals, which need their 2 KiB parameters).
 
 #![cfg(feature = "filecoin")]
 
@@ -157,6 +157,35 @@ fn c2_witnesses_are_generated_after_validation_with_the_same_bytes() {
             .wait()
             .expect("a verified C2");
         assert!(verify_seal(s, s.pc2.comm_r, seed, &out.proof));
+        out.proof
+    });
+}
+
+/// SnapDeals of a 2 KiB sector (one partition): the generator of `filecoin::native::update`
+/// through `submit_empty_sector_update_proof_with_vanilla`, each proof verified by
+/// filecoin-proofs. Ignored by default, as C2: its 2 KiB parameters take tens of minutes on two
+/// cores.
+#[test]
+#[ignore]
+fn update_witnesses_are_generated_after_validation_with_the_same_bytes() {
+    ensure_params(ParamsKind::Update(UPDATE));
+    let (vanilla, [comm_r_old, comm_r_new, comm_d_new]) = update_vanilla(&sectors()[1], "native-route");
+    generated_route("SnapDeals", 1, |engine, rng_seed| {
+        let mut rng = rng_seed.map(ChaCha20Rng::from_seed);
+        let options = match &mut rng {
+            Some(rng) => Options::default().on(engine).with_rng(rng),
+            None => Options::default().on(engine),
+        };
+        let out = filecoin::submit_empty_sector_update_proof_with_vanilla(
+            UPDATE, &vanilla, comm_r_old, comm_r_new, comm_d_new, options,
+        )
+        .unwrap()
+        .wait()
+        .expect("a verified SnapDeals proof");
+        assert!(filecoin_proofs_api::update::verify_empty_sector_update_proof(
+            UPDATE, &out.proof, comm_r_old, comm_r_new, comm_d_new
+        )
+        .unwrap());
         out.proof
     });
 }

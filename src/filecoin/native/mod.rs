@@ -15,13 +15,14 @@
 //!   bellperson's, neptune's and storage-proofs' gadgets allocate (booleans with their constant
 //!   folding, `UInt32`, SHA-256, bit decompositions and packing, Poseidon, the insertion
 //!   gadgets and PoR paths);
-//! - [`post`]: the first generator, Winning and Window PoSt (`FallbackPoStCircuit`), used by
-//!   the PoSt jobs through the witness path's generated route (validated against the gadgets
-//!   per compiled circuit first; `EngineConfig::native_witness`).
+//! - the generators, one per circuit family, used by the Filecoin jobs through the witness
+//!   path's generated route (validated against the gadgets per compiled circuit first;
+//!   `EngineConfig::native_witness`): [`post`] (Winning and Window PoSt,
+//!   `FallbackPoStCircuit`), [`porep`] (PoRep C2, `StackedCircuit`) and [`update`]
+//!   (SnapDeals, `EmptySectorUpdateCircuit`).
 //!
-//! The generators of the other families will sit beside [`post`]. Which bellperson, neptune
-//! and storage-proofs versions are mirrored, and how to re-validate after a bump:
-//! `gadgets/NOTES.md`.
+//! Which bellperson, neptune and storage-proofs versions are mirrored, and how to re-validate
+//! after a bump: `gadgets/NOTES.md`.
 
 // A development API until the generators use it: hidden from the docs.
 #![doc(hidden)]
