@@ -10,31 +10,22 @@
 
 #[path = "common/filecoin.rs"]
 mod fixtures;
+#[path = "common/native.rs"]
+mod native;
 #[path = "common/stacked.rs"]
 mod stacked_fixtures;
 
 use cuzk::filecoin::native::gadgets::{CountSink, CsSink};
 use cuzk::filecoin::native::porep::{stacked_witness, stacked_witness_parallel};
-use cuzk::filecoin::native::{first_differences, AllocationPaths};
-use cuzk::{Circuit, ConstraintSystem, Scalar, Witness, WitnessCs};
-use ff::Field;
+use cuzk::{ConstraintSystem, Scalar, WitnessCs};
 use filecoin_hashers::sha256::{Sha256Domain, Sha256Hasher};
 use filecoin_hashers::Hasher;
 use fixtures::{c1_json, sectors, C2Inputs};
+use native::{assert_same, start};
 use stacked_fixtures::{random_partition, small_params};
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::merkle::{MerkleProof, MerkleTreeTrait};
 use storage_proofs_porep::stacked::{ColumnProof, Proof, PublicInputs, PublicParams, StackedCompound};
-
-/// Panics unless `got` equals `expected`, naming the first difference by its namespace path
-/// (recorded only then: a path is a string per value).
-fn assert_same<C: Circuit<Scalar>>(what: &str, expected: &Witness, got: &Witness, circuit: impl Fn() -> C) {
-    let d = first_differences(expected, got);
-    if !d.is_empty() {
-        let paths = AllocationPaths::record(circuit()).unwrap();
-        panic!("{what}: {}", d.named(&paths));
-    }
-}
 
 /// Every way the generator writes a witness: straight into a `WitnessCs`, through `alloc`
 /// (`CsSink`), on 2, 3 and 64 threads; and its count. Each must equal `expected`.
@@ -56,11 +47,6 @@ fn check<Tree: 'static + MerkleTreeTrait>(
         .unwrap()
     };
     let expected = WitnessCs::new().without_generator().synthesize(circuit()).unwrap();
-    let start = || {
-        let mut cs = WitnessCs::new();
-        cs.alloc_input(|| "one", || Ok(Scalar::ONE)).unwrap();
-        cs
-    };
     let finish = |mut cs: WitnessCs, inputs: Vec<Scalar>| {
         for v in inputs {
             cs.alloc_input(|| "input", || Ok(v)).unwrap();

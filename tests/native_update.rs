@@ -10,33 +10,19 @@
 
 #[path = "common/filecoin.rs"]
 mod fixtures;
+#[path = "common/native.rs"]
+mod native;
 #[path = "../examples/sector_bench/snap.rs"]
 #[allow(dead_code)]
 mod sector_bench_snap;
 
 use cuzk::filecoin::native::gadgets::{CountSink, CsSink};
 use cuzk::filecoin::native::update::{update_circuit_witness, update_circuit_witness_parallel};
-use cuzk::filecoin::native::{first_differences, AllocationPaths};
-use cuzk::{Circuit, ConstraintSystem, Scalar, Witness, WitnessCs};
+use cuzk::{ConstraintSystem, Scalar, WitnessCs};
 use ff::Field;
 use fixtures::{sectors, update_circuits, update_vanilla, Tree};
+use native::{assert_same, start};
 use sector_bench_snap::SnapCircuit;
-
-/// Panics unless `got` equals `expected`, naming the first difference by its namespace path
-/// (recorded only then).
-fn assert_same<C: Circuit<Scalar>>(what: &str, expected: &Witness, got: &Witness, circuit: impl Fn() -> C) {
-    let d = first_differences(expected, got);
-    if !d.is_empty() {
-        let paths = AllocationPaths::record(circuit()).unwrap();
-        panic!("{what}: {}", d.named(&paths));
-    }
-}
-
-fn start() -> WitnessCs {
-    let mut cs = WitnessCs::new();
-    cs.alloc_input(|| "one", || Ok(Scalar::ONE)).unwrap();
-    cs
-}
 
 /// filecoin-proofs' circuits of a 2 KiB SnapDeals update: every way the generator writes the
 /// witness (straight, through `alloc`, on 1, 2, 3 and 64 threads) equals `WitnessCs`'s.

@@ -145,21 +145,7 @@ impl CompactAux {
         } else {
             gather(bits, mask)
         };
-        let ones = if n == 64 { u64::MAX } else { (1 << n) - 1 };
-        let at = (self.len % 64) as u32;
-        let room = 64 - at;
-        self.open_mask |= ones << at;
-        self.open_values |= values << at;
-        self.len += n as usize;
-        if n >= room {
-            self.close_word()?;
-            if n > room {
-                // `at` > 0 here, so `room` < 64: the bits past the word open the next one.
-                self.open_mask = ones >> room;
-                self.open_values = values >> room;
-            }
-        }
-        Ok(())
+        self.append_positions(u64::MAX, values, n)
     }
 
     #[inline(never)]

@@ -29,9 +29,7 @@ use std::marker::PhantomData;
 
 use bellpepper_core::ConstraintSystem;
 use blstrs::Scalar;
-use ff::Field;
 use filecoin_hashers::Hasher;
-use rayon::prelude::*;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
@@ -82,6 +80,8 @@ pub fn stacked_witness<Tree: 'static + MerkleTreeTrait, G: 'static + Hasher>(
 ///
 /// # Errors
 /// As [`stacked_witness`].
+// `&Vec`: the scheme's proof type (`StackedDrg::Proof`), as the Filecoin jobs pass it.
+#[allow(clippy::ptr_arg)]
 pub fn stacked_witness_parallel<Tree: 'static + MerkleTreeTrait, G: 'static + Hasher>(
     pub_in: &PublicInputs<Domain<Tree>, G::Domain>,
     vanilla: &Vec<Proof<Tree, G>>,
@@ -92,38 +92,12 @@ pub fn stacked_witness_parallel<Tree: 'static + MerkleTreeTrait, G: 'static + Ha
 ) -> Result<()> {
     let _ = (pub_params, partition_k);
     let (header, inputs) = Header::write::<Tree, G>(pub_in, vanilla, cs)?;
-    alloc_inputs(cs, &inputs)?;
-    if threads <= 1 {
-        for proof in vanilla {
-            let inputs = challenge::<Tree, G>(cs, &header, proof)?;
-            alloc_inputs(cs, &inputs)?;
-        }
-        return Ok(());
-    }
-    let per_run = vanilla.len().div_ceil(threads).max(1);
-    let runs = vanilla
-        .par_chunks(per_run)
-        .map(|run| {
-            let mut part = WitnessCs::new();
-            part.alloc_input(|| "one", || Ok(Scalar::ONE))?;
-            for proof in run {
-                let inputs = challenge::<Tree, G>(&mut part, &header, proof)?;
-                alloc_inputs(&mut part, &inputs)?;
-            }
-            Ok(part)
-        })
-        .collect::<Result<Vec<_>>>()?;
-    for part in &runs {
-        cs.extend(part);
-    }
-    Ok(())
-}
-
-fn alloc_inputs(cs: &mut WitnessCs, inputs: &[Scalar]) -> Result<()> {
-    for &v in inputs {
+    for v in inputs {
         cs.alloc_input(|| "input", || Ok(v))?;
     }
-    Ok(())
+    super::in_runs(vanilla, threads, cs, |part, proof| {
+        challenge::<Tree, G>(part, &header, proof)
+    })
 }
 
 /// What every challenge of a partition shares: the allocated commitments and the replica
@@ -215,7 +189,7 @@ fn challenge<Tree: 'static + MerkleTreeTrait, G: 'static + Hasher>(
 
     // The data leaf and its inclusion in TreeD.
     let data_leaf = alloc_num(aux, proof.comm_d_proofs.leaf().into());
-    let comm_d_path = levels(&proof.comm_d_proofs.as_options())?;
+    let comm_d_path = super::levels(&proof.comm_d_proofs.as_options(), "native PoRep witness")?;
     inputs.extend(inclusion(aux, NodeHash::Sha256, data_leaf, &comm_d_path, header.comm_d));
 
     // The parents' columns, their hashes and their inclusion in TreeC.
@@ -278,7 +252,7 @@ fn challenge<Tree: 'static + MerkleTreeTrait, G: 'static + Hasher>(
     // The encoded node and its inclusion in TreeR.
     let key = *labels.last().expect("at least one layer");
     let encoded = alloc_num(aux, key + data_leaf);
-    let comm_r_last_path = levels(&proof.comm_r_last_proof.as_options())?;
+    let comm_r_last_path = super::levels(&proof.comm_r_last_proof.as_options(), "native PoRep witness")?;
     inputs.extend(inclusion(
         aux,
         NodeHash::Poseidon,
@@ -332,22 +306,6 @@ fn inclusion(aux: &mut impl AuxSink, hash: NodeHash, leaf: Scalar, path: &[Level
     por_circuit(aux, hash, Root::Var(leaf), path, Root::Var(root), true).inputs
 }
 
-/// A path as `MerkleProofTrait::as_options` gives it, with every value present.
-fn levels(options: &[(Vec<Option<Scalar>>, Option<usize>)]) -> Result<Vec<Level>> {
-    options
-        .iter()
-        .map(|(siblings, index)| {
-            let siblings = siblings.iter().copied().collect::<Option<Vec<_>>>();
-            match (siblings, index) {
-                (Some(s), Some(i)) => Ok((s, *i)),
-                _ => Err(Error::InvalidArgument(
-                    "native PoRep witness: a vanilla proof's path has a missing value".into(),
-                )),
-            }
-        })
-        .collect()
-}
-
 /// A column proof opened: the column's rows (layer 1 first) and its path in TreeC.
 struct Opened {
     rows: Vec<Scalar>,
@@ -382,7 +340,7 @@ impl Opened {
         let form: ColumnProofForm<<P::Hasher as Hasher>::Domain, P> = reread(proof, "a column proof")?;
         Ok(Self {
             rows: form.column.rows.into_iter().map(Into::into).collect(),
-            path: levels(&form.inclusion_proof.as_options())?,
+            path: super::levels(&form.inclusion_proof.as_options(), "native PoRep witness")?,
         })
     }
 }

@@ -11,15 +11,12 @@
 //! Under an extensible system (`WitnessCs`) the sectors are synthesized in chunks and merged:
 //! the values land in the same order.
 
-use bellpepper_core::ConstraintSystem;
 use blstrs::Scalar;
-use ff::Field;
 use filecoin_hashers::Hasher;
-use rayon::prelude::*;
 use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
 use storage_proofs_post::fallback::{Proof, PublicInputs, PublicParams, PublicSector, SectorProof};
 
-use super::gadgets::{alloc_num, por_circuit, poseidon_merkle, AuxSink, Level, NodeHash, Root};
+use super::gadgets::{alloc_num, por_circuit, poseidon_merkle, AuxSink, NodeHash, Root};
 use crate::compiled::WitnessCs;
 use crate::error::{Error, Result};
 
@@ -50,8 +47,8 @@ pub fn fallback_post_witness<Tree: 'static + MerkleTreeTrait>(
 /// [`fallback_post_witness`] on `threads` threads of the current rayon pool, into `cs` (which
 /// holds the "one" input already): the sector slots in `threads` runs of consecutive slots,
 /// each generated into a system of its own, merged into `cs` in order (as the circuit's own
-/// synthesis merges its chunks under an extensible system). Public inputs and aux land as the
-/// sequential generator's.
+/// synthesis merges its chunks under an extensible system; one thread: straight into `cs`).
+/// Public inputs and aux land as the sequential generator's.
 ///
 /// # Errors
 /// As [`fallback_post_witness`] (an error of a merged system surfaces at `cs.finish`, as
@@ -65,24 +62,9 @@ pub fn fallback_post_witness_parallel<Tree: 'static + MerkleTreeTrait>(
     cs: &mut WitnessCs,
 ) -> Result<()> {
     let slots = sector_slots::<Tree>(pub_in, vanilla, pub_params, partition_k)?;
-    let per_run = slots.len().div_ceil(threads.max(1)).max(1);
-    let runs = slots
-        .par_chunks(per_run)
-        .map(|run| {
-            let mut part = WitnessCs::new();
-            part.alloc_input(|| "one", || Ok(Scalar::ONE))?;
-            for &(public, proof) in run {
-                for v in sector_slot::<Tree>(&mut part, public, proof)? {
-                    part.alloc_input(|| "input", || Ok(v))?;
-                }
-            }
-            Ok(part)
-        })
-        .collect::<Result<Vec<_>>>()?;
-    for part in &runs {
-        cs.extend(part);
-    }
-    Ok(())
+    super::in_runs(&slots, threads, cs, |part, &(public, proof)| {
+        sector_slot::<Tree>(part, public, proof)
+    })
 }
 
 /// The partition's sector slots, each with its public sector, as
@@ -142,7 +124,7 @@ fn sector_slot<Tree: 'static + MerkleTreeTrait>(
     poseidon_merkle(aux, &[comm_c, comm_r_last]);
     for inclusion in proof.inclusion_proofs() {
         let leaf: Scalar = inclusion.leaf().into();
-        let path = levels(&inclusion.as_options())?;
+        let path = super::levels(&inclusion.as_options(), "native PoSt witness")?;
         let out = por_circuit(
             aux,
             NodeHash::Poseidon,
@@ -154,20 +136,4 @@ fn sector_slot<Tree: 'static + MerkleTreeTrait>(
         inputs.extend(out.inputs);
     }
     Ok(inputs)
-}
-
-/// A path as `MerkleProofTrait::as_options` gives it, with every value present.
-fn levels(options: &[(Vec<Option<Scalar>>, Option<usize>)]) -> Result<Vec<Level>> {
-    options
-        .iter()
-        .map(|(siblings, index)| {
-            let siblings = siblings.iter().copied().collect::<Option<Vec<_>>>();
-            match (siblings, index) {
-                (Some(s), Some(i)) => Ok((s, *i)),
-                _ => Err(Error::InvalidArgument(
-                    "a vanilla proof's path has a missing value".into(),
-                )),
-            }
-        })
-        .collect()
 }

@@ -19,7 +19,6 @@
 use bellpepper_core::ConstraintSystem;
 use blstrs::Scalar;
 use ff::{Field, PrimeField, PrimeFieldBits};
-use rayon::prelude::*;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_update::circuit::{ChallengeProof, PrivateInputs, PublicInputs as CircuitInputs};
@@ -82,28 +81,9 @@ pub fn update_circuit_witness_parallel<TreeR: MerkleTreeTrait<Hasher = TreeRHash
         cs.alloc_input(|| "input", || Ok(v))?;
     }
     let proofs: Vec<(usize, &ChallengeProof<TreeR>)> = priv_inputs.challenge_proofs.iter().enumerate().collect();
-    if threads <= 1 {
-        for &(c, proof) in &proofs {
-            challenge(cs, &header, c, proof)?;
-        }
-        return Ok(());
-    }
-    let per_run = proofs.len().div_ceil(threads).max(1);
-    let runs = proofs
-        .par_chunks(per_run)
-        .map(|run| {
-            let mut part = WitnessCs::new();
-            part.alloc_input(|| "one", || Ok(Scalar::ONE))?;
-            for &(c, proof) in run {
-                challenge(&mut part, &header, c, proof)?;
-            }
-            Ok(part)
-        })
-        .collect::<Result<Vec<_>>>()?;
-    for part in &runs {
-        cs.extend(part);
-    }
-    Ok(())
+    super::in_runs(&proofs, threads, cs, |part, &(c, proof)| {
+        challenge(part, &header, c, proof).map(|()| Vec::new())
+    })
 }
 
 /// The generator the SnapDeals jobs use: the circuit `EmptySectorUpdateCompound::circuit`
