@@ -17,6 +17,8 @@
 //! - `stacked_witness_parallel` on every thread of the machine (the challenges in as many
 //!   runs, merged), and on 4 threads (the synthesis threads issue 38's target allows).
 //!
+//! `--profile N` only runs the generator N times (for `perf record`).
+//!
 //! The generated witness is compared with `WitnessCs`'s value for value (exit 1 when they
 //! differ); the host bytes are the compact witness's (`Witness::byte_size`) against full
 //! synthesis's a, b, c, aux and inputs (32 bytes each).
@@ -56,6 +58,10 @@ struct Args {
     /// Also time full synthesis (needs ~0.75 GiB of host memory a challenge).
     #[arg(long)]
     full: bool,
+    /// Only run the generator into a `WitnessCs` this many times on one thread, and exit (for
+    /// `perf record`: no gadgets, no comparison).
+    #[arg(long, value_name = "N")]
+    profile: Option<usize>,
 }
 
 struct Inputs {
@@ -120,6 +126,12 @@ fn main() {
         params: stacked::small_params::<Tree>(),
     };
     let one = or_fail(rayon::ThreadPoolBuilder::new().num_threads(1).build());
+    if let Some(n) = args.profile {
+        let t = Instant::now();
+        one.install(|| (0..n).for_each(|_| drop(std::hint::black_box(generated(&inputs)))));
+        eprintln!("{n} generated witnesses in {:.1} ms", ms(t.elapsed()));
+        return;
+    }
     let four = or_fail(rayon::ThreadPoolBuilder::new().num_threads(4).build());
     let all = rayon::current_num_threads();
 
