@@ -194,24 +194,8 @@ fn parse_layers(s: &str) -> Result<usize, String> {
     }
 }
 
-/// `2KiB`, `32GiB`, `512` (bytes).
-fn parse_bytes(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (digits, unit) = s.split_at(split);
-    let n: u64 = digits.parse().map_err(|e| format!("{s:?}: {e}"))?;
-    let shift = match unit.trim() {
-        "" | "B" => 0,
-        "KiB" => 10,
-        "MiB" => 20,
-        "GiB" => 30,
-        u => return Err(format!("{s:?}: unit {u:?} (KiB, MiB, GiB or none)")),
-    };
-    n.checked_mul(1 << shift).ok_or_else(|| format!("{s:?}: too large"))
-}
-
 fn parse_sector_size(s: &str) -> Result<u64, String> {
-    let bytes = parse_bytes(s)?;
+    let bytes = support::parse_bytes(s)?;
     // 8 base trees (8-8-0), each of 8^k leaves of 32 bytes, k >= 1.
     let per_tree = bytes / 32 / 8;
     let mut leaves = 8u64;
@@ -227,7 +211,7 @@ fn parse_sector_size(s: &str) -> Result<u64, String> {
 }
 
 fn parse_snap_sector_size(s: &str) -> Result<u64, String> {
-    let bytes = parse_bytes(s)?;
+    let bytes = support::parse_bytes(s)?;
     snap::TreeShape::of(bytes)?;
     Ok(bytes)
 }

@@ -116,3 +116,19 @@ pub fn at_least_one(s: &str) -> Result<usize, String> {
         Err(e) => Err(e.to_string()),
     }
 }
+
+/// `2KiB`, `32GiB`, `512` (bytes).
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let n: u64 = digits.parse().map_err(|e| format!("{s:?}: {e}"))?;
+    let shift = match unit.trim() {
+        "" | "B" => 0,
+        "KiB" => 10,
+        "MiB" => 20,
+        "GiB" => 30,
+        u => return Err(format!("{s:?}: unit {u:?} (KiB, MiB, GiB or none)")),
+    };
+    n.checked_mul(1 << shift).ok_or_else(|| format!("{s:?}: too large"))
+}

@@ -1,0 +1,144 @@
+//! Benchmark: the native SnapDeals witness generator against `WitnessCs` (and, with `--full`,
+//! full synthesis) on storage-proofs-update's own `EmptySectorUpdateCircuit` of a sector
+//! size's production shape.
+//!
+//!     cargo run --release --features filecoin --example native_update_bench -- --sector-size 32GiB
+//!
+//! The partition is the sector bench's (`examples/sector_bench/snap.rs`): the circuit built
+//! from `PublicParams::from_sector_size`, its witness fabricated (structurally filecoin-proofs'
+//! own circuit: tests/filecoin.rs). Timed:
+//!
+//! - `WitnessCs::new().without_generator().synthesize(circuit)`, once (also the reference), one
+//!   thread;
+//! - with `--full`: full synthesis into a `ProvingAssignment`, once, one thread;
+//! - the generator straight into a `WitnessCs` (`update_circuit_witness_parallel` on one
+//!   thread), median of `--runs` after one warm-up; then on 4 threads and on every thread of
+//!   the machine (the challenges in as many runs, merged).
+//!
+//! The generated witness is compared with `WitnessCs`'s value for value (exit 1 when they
+//! differ). `--profile N` only runs the generator N times on one thread (for `perf record`).
+
+mod support;
+
+#[path = "sector_bench/snap.rs"]
+#[allow(dead_code)]
+mod snap;
+
+use std::time::Instant;
+
+use blstrs::Scalar;
+use clap::Parser;
+use cuzk::filecoin::native::first_differences;
+use cuzk::{BackendChoice, ConstraintSystem, Prover, Witness, WitnessCs};
+use ff::Field;
+use snap::SnapCircuit;
+use support::{fail, machine, median_ms_of, ms};
+
+/// The SnapDeals generator against WitnessCs (and full synthesis), production shape.
+#[derive(Parser)]
+#[command(name = "native_update_bench")]
+struct Args {
+    /// The sector size: 8MiB, 16MiB, 512MiB, 32GiB or 64GiB (or bytes).
+    #[arg(long, default_value = "32GiB", value_parser = support::parse_bytes)]
+    sector_size: u64,
+    /// Timed runs of each generator path, after one warm-up.
+    #[arg(long, default_value_t = 3, value_parser = support::at_least_one)]
+    runs: usize,
+    /// Also time full synthesis (a 32 GiB partition needs ~10 GiB).
+    #[arg(long)]
+    full: bool,
+    /// Only run the generator this many times on one thread, and exit.
+    #[arg(long, value_name = "N")]
+    profile: Option<usize>,
+}
+
+fn or_fail<T, E: std::fmt::Display>(r: Result<T, E>) -> T {
+    r.unwrap_or_else(|e| fail(&e.to_string()))
+}
+
+fn generated(c: &SnapCircuit, threads: usize) -> Witness {
+    let mut cs = WitnessCs::new();
+    or_fail(cs.alloc_input(|| "one", || Ok(Scalar::ONE)));
+    or_fail(c.generate(threads, &mut cs));
+    or_fail(cs.finish("generated"))
+}
+
+fn main() {
+    let args = Args::parse();
+    let circuit = or_fail(SnapCircuit::fabricate(args.sector_size, 0, 7));
+    let one = or_fail(rayon::ThreadPoolBuilder::new().num_threads(1).build());
+    let four = or_fail(rayon::ThreadPoolBuilder::new().num_threads(4).build());
+    let all = rayon::current_num_threads();
+    if let Some(n) = args.profile {
+        let t = Instant::now();
+        one.install(|| (0..n).for_each(|_| drop(std::hint::black_box(generated(&circuit, 1)))));
+        eprintln!("{n} generated witnesses in {:.1} ms", ms(t.elapsed()));
+        return;
+    }
+
+    eprintln!("WitnessCs (the gadgets), one thread ...");
+    let t = Instant::now();
+    let expected = one.install(|| or_fail(WitnessCs::new().without_generator().synthesize(circuit.clone())));
+    let gadget = ms(t.elapsed());
+    for got in [generated(&circuit, 1), generated(&circuit, all)] {
+        let d = first_differences(&expected, &got);
+        if !d.is_empty() {
+            fail(&format!("the generated witness differs from WitnessCs's:\n{d}"));
+        }
+    }
+    let full = args.full.then(|| {
+        eprintln!("full synthesis, one thread ...");
+        let prover = or_fail(Prover::new().with_backend(BackendChoice::Cpu));
+        let t = Instant::now();
+        let a = one.install(|| or_fail(prover.synthesize(circuit.clone())));
+        let took = ms(t.elapsed());
+        let n = a.num_constraints();
+        (
+            took,
+            32 * (3 * n + a.aux_assignment().len() + a.input_assignment().len()),
+        )
+    });
+    eprintln!("the generator ...");
+    let native = one.install(|| median_ms_of(args.runs, || generated(&circuit, 1)));
+    let native_four = four.install(|| median_ms_of(args.runs, || generated(&circuit, 4)));
+    let native_all = median_ms_of(args.runs, || generated(&circuit, all));
+
+    let pp = circuit.public_params();
+    println!(
+        "SnapDeals, {} B sector's shape: {} challenges, {} partitions a sector; {} inputs, {} aux values ({} constraints)",
+        args.sector_size,
+        pp.challenge_count,
+        pp.partition_count,
+        expected.inputs().len(),
+        expected.num_aux(),
+        expected.num_constraints()
+    );
+    println!();
+    println!("| path | threads | s a partition | vs WitnessCs |");
+    println!("|---|---:|---:|---:|");
+    let mut rows = Vec::new();
+    if let Some((t, _)) = full {
+        rows.push(("full synthesis (Prover::synthesize)", 1, t));
+    }
+    rows.extend([
+        ("WitnessCs (without_generator), the gadgets", 1, gadget),
+        ("generator straight into WitnessCs", 1, native),
+        ("generator, challenges in runs, merged", 4, native_four),
+        ("generator, challenges in runs, merged", all, native_all),
+    ]);
+    for (what, threads, t) in rows {
+        println!("| {what} | {threads} | {:.3} | {:.1}x |", t / 1e3, gadget / t);
+    }
+    println!();
+    let gib = |b: usize| b as f64 / (1u64 << 30) as f64;
+    print!("host bytes: the compact witness {:.3} GiB", gib(expected.byte_size()));
+    match full {
+        Some((_, bytes)) => println!("; full synthesis's a, b, c, aux and inputs {:.2} GiB", gib(bytes)),
+        None => println!(" (full synthesis not run: --full)"),
+    }
+    println!("machine: {}", machine());
+    println!(
+        "WitnessCs and full synthesis once; the generator median of {} runs after one warm-up; the generated witness equals WitnessCs's value for value",
+        args.runs
+    );
+}
