@@ -5,9 +5,13 @@
 //! parameters.
 //!
 //! ## Streams
-//! `--stream SPEC` (repeatable, run in the order given), SPEC = `witness|full[@LIMIT_GIB]:SECTORS`:
-//! the synthesis path (`witness`: the engine's witness path; `full`: every partition
-//! synthesized in full), optionally a CUDA device memory limit in GiB, and the sectors. For
+//! `--stream SPEC` (repeatable, run in the order given), SPEC =
+//! `native|witness|full[@LIMIT_GIB]:SECTORS`: the synthesis path (`witness`: the engine's
+//! witness path, witnesses by the gadgets; `native`: the witness path with each partition's
+//! native witness generator — `filecoin::native::porep` or `::update` — validated against the
+//! gadgets on one partition before the stream, so the stream's partitions are all generated;
+//! `full`: every partition synthesized in full), optionally a CUDA device memory limit in GiB,
+//! and the sectors. For
 //! example `--stream witness:3 --stream witness@24:2 --stream full:1`. Without `--stream`,
 //! `--witness-path` and `--sectors` make the one stream (as before; they conflict with
 //! `--stream`). The partitions' circuits and the parameters (the expensive part: see "The
