@@ -35,13 +35,13 @@ use clap::Parser;
 use cuzk::filecoin::native::first_differences;
 use cuzk::filecoin::native::gadgets::CountSink;
 use cuzk::filecoin::native::porep::{stacked_witness, stacked_witness_parallel};
-use cuzk::{BackendChoice, ConstraintSystem, Prover, Witness, WitnessCs};
+use cuzk::{ConstraintSystem, Witness, WitnessCs};
 use ff::Field;
 use filecoin_hashers::sha256::Sha256Hasher;
 use rand::SeedableRng;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_porep::stacked::{PublicParams, StackedCircuit, StackedCompound};
-use support::{fail, machine, median_ms_of, ms};
+use support::{fail, median_ms_of, ms};
 
 type Tree = filecoin_proofs::SectorShape32GiB;
 
@@ -149,18 +149,7 @@ fn main() {
             fail(&format!("the generated witness differs from WitnessCs's:\n{d}"));
         }
     }
-    let full = args.full.then(|| {
-        eprintln!("full synthesis, one thread ...");
-        let prover = or_fail(Prover::new().with_backend(BackendChoice::Cpu));
-        let t = Instant::now();
-        let a = one.install(|| or_fail(prover.synthesize(circuit(&inputs))));
-        let took = ms(t.elapsed());
-        let n = a.num_constraints();
-        (
-            took,
-            32 * (3 * n + a.aux_assignment().len() + a.input_assignment().len()),
-        )
-    });
+    let full = args.full.then(|| support::full_synthesis(&one, circuit(&inputs)));
     eprintln!("the generator ...");
     let native = one.install(|| median_ms_of(args.runs, || generated(&inputs)));
     let counted = one.install(|| {
@@ -207,15 +196,5 @@ fn main() {
         );
     }
     println!();
-    let gib = |b: usize| b as f64 / (1u64 << 30) as f64;
-    print!("host bytes: the compact witness {:.3} GiB", gib(expected.byte_size()));
-    match full {
-        Some((_, bytes)) => println!("; full synthesis's a, b, c, aux and inputs {:.2} GiB", gib(bytes)),
-        None => println!(" (full synthesis not run: --full)"),
-    }
-    println!("machine: {}", machine());
-    println!(
-        "WitnessCs and full synthesis once; the generator median of {} runs after one warm-up; the generated witness equals WitnessCs's value for value",
-        args.runs
-    );
+    support::generator_bench_footer(expected.byte_size(), full, args.runs);
 }

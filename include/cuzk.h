@@ -301,7 +301,7 @@ typedef struct cuzk_engine_config {
   uint32_t witness_path_off;
   // Nonzero: no native witness generator is used; every witness-path partition's witness
   // is computed by its circuit's gadgets. 0: the default — a Filecoin partition (PoRep C2,
-  // Winning and Window PoSt) has its witness written by cuzk's native generator once that
+  // SnapDeals, Winning and Window PoSt) has its witness written by cuzk's native generator once that
   // generator has matched the gadgets on the compiled circuit (same bytes, faster), unless
   // the environment has `CUZK_NATIVE_WITNESS=0`. Without the witness path, none is used.
   uint32_t native_witness_off;

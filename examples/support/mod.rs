@@ -132,3 +132,36 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
     };
     n.checked_mul(1 << shift).ok_or_else(|| format!("{s:?}: too large"))
 }
+
+/// The generator benches' full-synthesis row: `circuit` synthesized in full into a
+/// `ProvingAssignment` by the CPU prover, in `pool`; its milliseconds and the bytes of its a,
+/// b, c, aux and inputs (32 each).
+pub fn full_synthesis<C: cuzk::Circuit<blstrs::Scalar> + Send>(pool: &rayon::ThreadPool, circuit: C) -> (f64, usize) {
+    eprintln!("full synthesis, one thread ...");
+    let prover = cuzk::Prover::new()
+        .with_backend(cuzk::BackendChoice::Cpu)
+        .unwrap_or_else(|e| fail(&e.to_string()));
+    let t = Instant::now();
+    let a = pool.install(|| prover.synthesize(circuit).unwrap_or_else(|e| fail(&e.to_string())));
+    let took = ms(t.elapsed());
+    let n = a.num_constraints();
+    (
+        took,
+        32 * (3 * n + a.aux_assignment().len() + a.input_assignment().len()),
+    )
+}
+
+/// The generator benches' closing lines: the compact witness's host bytes against full
+/// synthesis's (when run), the machine, how the rows were timed.
+pub fn generator_bench_footer(compact_bytes: usize, full: Option<(f64, usize)>, runs: usize) {
+    let gib = |b: usize| b as f64 / (1u64 << 30) as f64;
+    print!("host bytes: the compact witness {:.3} GiB", gib(compact_bytes));
+    match full {
+        Some((_, bytes)) => println!("; full synthesis's a, b, c, aux and inputs {:.2} GiB", gib(bytes)),
+        None => println!(" (full synthesis not run: --full)"),
+    }
+    println!("machine: {}", machine());
+    println!(
+        "WitnessCs and full synthesis once; the generator median of {runs} runs after one warm-up; the generated witness equals WitnessCs's value for value"
+    );
+}

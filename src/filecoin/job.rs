@@ -420,13 +420,13 @@ where
         .map(|k| match native {
             Some(generate) => {
                 let shared = shared.clone();
-                let generate: crate::prover::GenerateFn = Box::new(move |cs: &mut WitnessCs, threads: usize| {
+                let generate = move |cs: &mut WitnessCs, threads: usize| {
                     let (pub_in, vanilla_proofs, pub_params) = &*shared;
                     let what = || format!("the native witness of partition {k}");
                     let run =
                         |cs: &mut WitnessCs| generate(pub_in, &vanilla_proofs[k], pub_params, Some(k), threads, cs);
                     guard(&what, || if skew_generator { skewed(cs, run) } else { run(cs) })
-                });
+                };
                 Partition::with_generator(lazy(k), generate)
             }
             None => Partition::circuit(lazy(k)),

@@ -23,7 +23,8 @@
 //!
 //! Two fields the circuit reads are private to storage-proofs (a column proof's column and
 //! path, a labeling proof's node): they are read through the vanilla proof's own serde form
-//! (bincode), into mirrors of those two structs (`Opened`, `LabelNode` below).
+//! (bincode), into mirrors of their serde forms (`ColumnProofForm`, `ColumnForm`, `LabelNode`
+//! below).
 
 use std::marker::PhantomData;
 
@@ -36,8 +37,8 @@ use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
 use storage_proofs_porep::stacked::{ColumnProof, LabelingProof, Proof, PublicInputs, PublicParams};
 
 use super::gadgets::{
-    alloc_num, multipack, pack_bits, por_circuit, poseidon_merkle, sha256, to_bits_le, u64_into_bits_le, AuxSink, Bit,
-    Level, NodeHash, Root, U32,
+    alloc_num, multipack, pack_bits, por_circuit, poseidon_merkle, reverse_bit_numbering, sha256, to_bits_le,
+    u64_into_bits_le, AuxSink, Bit, Level, NodeHash, Root, U32,
 };
 use crate::compiled::WitnessCs;
 use crate::error::{Error, Result};
@@ -289,15 +290,6 @@ fn label(aux: &mut impl AuxSink, replica_id: &[Bit], layer: u32, node_be: &[Bit]
     }
     let digest = sha256(aux, &message);
     pack_bits(aux, &reverse_bit_numbering(digest)[..254])
-}
-
-/// storage-proofs' `reverse_bit_numbering`: padded with constant zeros to whole bytes, each
-/// byte's bits reversed.
-fn reverse_bit_numbering(mut bits: Vec<Bit>) -> Vec<Bit> {
-    bits.resize(bits.len().next_multiple_of(8), Bit::Constant(false));
-    bits.chunks_exact(8)
-        .flat_map(|byte| byte.iter().rev().copied())
-        .collect()
 }
 
 /// `enforce_inclusion`: a private `PoRCircuit` from an allocated leaf to an allocated root;

@@ -31,7 +31,10 @@ use crate::compiled::WitnessCs;
 
 pub use bit::Bit;
 pub use insertion::{insert, pick, select};
-pub use pack::{alloc_num, bytes_into_bits, bytes_into_bits_be, multipack, pack_bits, to_bits_le, u64_into_bits_le};
+pub use pack::{
+    alloc_num, bytes_into_bits, bytes_into_bits_be, multipack, pack_bits, reverse_bit_numbering, to_bits_le,
+    u64_into_bits_le,
+};
 pub use por::{por_circuit, por_no_challenge_input, Level, NodeHash, PorOutput, Root};
 pub use poseidon::{poseidon_hash, poseidon_merkle};
 pub use sha256::{sha256, sha256_block_no_padding, sha256_compression, IV};

@@ -72,3 +72,12 @@ pub fn pack_bits(aux: &mut impl AuxSink, bits: &[Bit]) -> Scalar {
 pub fn multipack(bits: &[Bit]) -> Vec<Scalar> {
     bits.chunks(Scalar::CAPACITY as usize).map(packed).collect()
 }
+
+/// storage-proofs' `reverse_bit_numbering`: padded with constant zeros to whole bytes, each
+/// byte's bits reversed.
+pub fn reverse_bit_numbering(mut bits: Vec<Bit>) -> Vec<Bit> {
+    bits.resize(bits.len().next_multiple_of(8), Bit::Constant(false));
+    bits.chunks_exact(8)
+        .flat_map(|byte| byte.iter().rev().copied())
+        .collect()
+}

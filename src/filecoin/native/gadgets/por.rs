@@ -16,7 +16,9 @@
 
 use blstrs::Scalar;
 
-use super::{insertion, multipack, pack_bits, poseidon_merkle, sha256, to_bits_le, AuxSink, Bit};
+use super::{
+    insertion, multipack, pack_bits, poseidon_merkle, reverse_bit_numbering, sha256, to_bits_le, AuxSink, Bit,
+};
 
 /// The node hash of a tree: filecoin-hashers' `hash_multi_leaf_circuit` of its hasher.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,19 +44,10 @@ impl NodeHash {
 fn sha256_node(aux: &mut impl AuxSink, children: &[Scalar]) -> Scalar {
     let mut preimage = Vec::with_capacity(children.len() * 256);
     for &child in children {
-        let mut bits = to_bits_le(aux, child);
-        while bits.len() % 8 != 0 {
-            bits.push(Bit::Constant(false));
-        }
-        preimage.extend(bits.chunks_exact(8).flat_map(|byte| byte.iter().rev().copied()));
+        preimage.extend(reverse_bit_numbering(to_bits_le(aux, child)));
     }
     let digest = sha256(aux, &preimage);
-    let le: Vec<Bit> = digest
-        .chunks(8)
-        .flat_map(|byte| byte.iter().rev().copied())
-        .take(254)
-        .collect();
-    pack_bits(aux, &le)
+    pack_bits(aux, &reverse_bit_numbering(digest)[..254])
 }
 
 /// storage-proofs-core's `Root`: a value the gadget allocates (`Val`) or an already allocated
