@@ -1182,6 +1182,62 @@ fn the_synthesis_reservation_ends_with_the_synthesis() {
 }
 
 #[test]
+fn parameters_kept_on_every_device_leave_the_host_and_the_budget() {
+    let (gpu0, gpu1) = (Arc::new(FakeGpu::default()), Arc::new(FakeGpu::default()));
+    let engine = Engine::new(EngineConfig {
+        backends: vec![EngineBackend::Custom(gpu0.clone()), EngineBackend::Custom(gpu1.clone())],
+        ..config(1, 1 << 30)
+    })
+    .unwrap();
+    let p = other_params(13);
+    engine.add_parameters(&p).unwrap();
+    assert_eq!(engine.stats().budget_used, p.host_bytes(), "held with its host copy");
+    let kept = engine.keep_parameters_on_device(&p).unwrap();
+    assert_eq!((kept.id(), kept.has_host_copy(), kept.host_bytes()), (p.id(), false, 0));
+    assert_eq!(kept.query_lengths(), p.query_lengths());
+    let stats = engine.stats();
+    assert_eq!(
+        (stats.params_sets, stats.params_host_bytes, stats.budget_used),
+        (1, 0, 0),
+        "the engine's own host copy let go: {stats:#?}"
+    );
+    assert_eq!(stats.params[0].resident_backends, 2, "kept on both devices");
+    assert!(gpu0.evicted_sets().is_empty() && gpu1.evicted_sets().is_empty());
+    // A set without its host copy cannot be uploaded again.
+    let err = engine.keep_parameters_on_device(&kept).unwrap_err().to_string();
+    assert!(err.contains("host memory") && err.contains("released"), "{err}");
+
+    // A new set on an engine whose second backend cannot keep it (the CPU): refused, naming
+    // that backend; the first backend lets its copy go; nothing is held or charged.
+    let mixed = Engine::new(EngineConfig {
+        backends: vec![
+            EngineBackend::Custom(gpu0.clone()),
+            EngineBackend::Choice(BackendChoice::Cpu),
+        ],
+        ..config(1, 1 << 30)
+    })
+    .unwrap();
+    let q = other_params(14);
+    let err = mixed.keep_parameters_on_device(&q).unwrap_err().to_string();
+    assert!(
+        err.contains("backend 1 (cpu)") && err.contains(&q.id().to_string()),
+        "{err}"
+    );
+    assert_eq!(
+        gpu0.evicted_sets(),
+        [q.id()],
+        "the backend that kept it evicted it again"
+    );
+    assert!(q.has_host_copy());
+    let stats = mixed.stats();
+    assert_eq!((stats.params_sets, stats.budget_used), (0, 0), "{stats:#?}");
+    // The set as it was proves as before.
+    let (r, s) = randomness(1, 5);
+    let job = Job::from_circuits(q.clone(), vec![Synthetic::new(K).with_seed(5)]).with_randomness(r.clone(), s.clone());
+    assert_eq!(mixed.prove(job).unwrap(), reference_with(&q, &[5], &r, &s));
+}
+
+#[test]
 fn a_set_without_its_host_copy_costs_no_host_bytes() {
     let gpu = Arc::new(FakeGpu::default());
     let engine = Engine::new(EngineConfig {

@@ -810,3 +810,40 @@ fn device_only_parameters_prove_on_the_gpu_and_nowhere_else() {
     assert!(err.to_string().contains("released"), "{err}");
     assert_eq!(gpu.pool().unwrap().stats().bytes_in_use, 0);
 }
+
+#[test]
+fn an_engine_proves_with_parameters_it_kept_on_the_device() {
+    use cuzk::engine::{Engine, EngineBackend, EngineConfig, Job};
+    let _serial = serial();
+    let mut rng = common::rng("engine_device_only");
+    let circuits: Vec<Synthetic> = (0..3).map(|_| Synthetic::new(14).with_seed(rng.gen())).collect();
+    let params = random_parameters(circuits[0].clone(), rng.gen()).unwrap();
+    let r: Vec<Scalar> = (0..3).map(|_| Scalar::random(&mut rng)).collect();
+    let s: Vec<Scalar> = (0..3).map(|_| Scalar::random(&mut rng)).collect();
+    let expected = cpu_prover()
+        .prove_with_randomness(circuits.clone(), &params, &r, &s)
+        .unwrap();
+    let engine = Engine::new(EngineConfig {
+        synthesis_workers: 2,
+        backends: vec![EngineBackend::Choice(BackendChoice::Gpu(0))],
+        ..EngineConfig::default()
+    })
+    .unwrap();
+    let kept = engine.keep_parameters_on_device(&params).unwrap();
+    drop(params);
+    assert!(!kept.has_host_copy());
+    let stats = engine.stats();
+    assert_eq!((stats.params_sets, stats.params_host_bytes), (1, 0), "{stats:#?}");
+    // Twice: the first job records the compiled circuit, the second takes the witness path.
+    for _ in 0..2 {
+        let job = Job::from_circuits(kept.clone(), circuits.clone()).with_randomness(r.clone(), s.clone());
+        let proofs = engine.prove(job).unwrap();
+        assert_eq!(proofs, expected);
+    }
+    assert!(engine.remove_parameters(&kept));
+    // Removed: the device copy is gone, and a job with the released set fails clearly.
+    let job =
+        Job::from_circuits(kept.clone(), circuits[..1].to_vec()).with_randomness(r[..1].to_vec(), s[..1].to_vec());
+    let err = engine.prove(job).unwrap_err();
+    assert!(err.to_string().contains("released"), "{err}");
+}

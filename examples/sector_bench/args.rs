@@ -85,6 +85,13 @@ pub(crate) struct Args {
     /// compare the bytes.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub(crate) compare_cpu: usize,
+    /// Keep the sector's parameters on the GPU(s) without their host copy
+    /// (`Engine::keep_parameters_on_device`), as a host whose GPU holds them runs: the host
+    /// memory is then that of the partitions in flight and the compiled circuit. Needs a
+    /// GPU, and refuses a stream under a device memory limit and --compare-cpu (both need the
+    /// host copy).
+    #[arg(long)]
+    pub(crate) params_on_device: bool,
     /// What the memory check allows beyond B and the RSS before the parameters, in GiB.
     #[arg(long, value_name = "G", default_value_t = 2.0)]
     pub(crate) slack_gib: f64,

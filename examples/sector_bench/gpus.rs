@@ -33,6 +33,10 @@ pub(crate) struct Gpus {
     /// The limit of the last stream (`usize::MAX`: none); None before the first.
     #[cfg(feature = "cuda")]
     last_limit: std::cell::Cell<Option<usize>>,
+    /// Whether a parameter set lives only on the devices (`keep_on_device`): then no stream
+    /// releases the devices' memory.
+    #[cfg(feature = "cuda")]
+    params_kept: std::cell::Cell<bool>,
 }
 
 impl Gpus {
@@ -43,6 +47,8 @@ impl Gpus {
                 list: Vec::new(),
                 #[cfg(feature = "cuda")]
                 last_limit: Default::default(),
+                #[cfg(feature = "cuda")]
+                params_kept: Default::default(),
             };
         }
         #[cfg(not(feature = "cuda"))]
@@ -75,6 +81,7 @@ impl Gpus {
             Self {
                 list,
                 last_limit: Default::default(),
+                params_kept: Default::default(),
             }
         }
     }
@@ -135,7 +142,10 @@ impl Gpus {
             let circuits = b.witness_evaluations();
             let used = b.memory_stats(false).map_err(e)?.used;
             let lower = self.last_limit.get().is_some_and(|last| effective <= last);
-            if witness && circuits.resident_circuits > 0 && lower && used <= effective {
+            if self.params_kept.get() {
+                // The parameters have no host copy: their device copy must stay (a limit
+                // change evicts only idle sets that are not kept for good).
+            } else if witness && circuits.resident_circuits > 0 && lower && used <= effective {
                 kept += circuits.circuit_bytes;
             } else {
                 b.release_device_memory().map_err(e)?;
@@ -147,6 +157,29 @@ impl Gpus {
         #[cfg(not(feature = "cuda"))]
         let _ = (limit, witness);
         Ok(kept)
+    }
+
+    /// Uploads `params` to every device for good (`Prover::prepare_device_only`) and returns
+    /// the set without its host copy; from then on no stream releases the devices' memory.
+    pub(crate) fn keep_on_device(&self, params: &Parameters) -> Result<Parameters, String> {
+        #[cfg(feature = "cuda")]
+        {
+            let mut released = None;
+            for (b, _) in &self.list {
+                let prover = cuzk::Prover::new().with_custom_backend(b.clone());
+                let r = prover
+                    .prepare_device_only(params)
+                    .map_err(|e| format!("GPU {}: {e}", b.info().device))?;
+                released = Some(r);
+            }
+            self.params_kept.set(true);
+            released.ok_or_else(|| "no GPU".to_string())
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            let _ = params;
+            Err("built without the `cuda` feature".to_string())
+        }
     }
 
     /// After a stream: every device's original limit back.

@@ -255,7 +255,7 @@ use circuits::{
     porep_circuits, randomness, snap_circuits, snap_partition_count, winning_circuit, Generator, SectorCircuit, Timed,
 };
 use gpus::Gpus;
-use memory::{host_memory, rss, Sampler};
+use memory::{host_memory, rss, trim_heap, Sampler};
 use report::{gib, secs, summary_event, Out, StreamResult};
 use shape::shape_only;
 use stream::Bench;
@@ -290,6 +290,20 @@ fn main() {
             fail(&format!(
                 "--stream {s}: a device memory limit applies to the CUDA backends; --cpu proves on the CPU (drop the @LIMIT or --cpu)"
             ));
+        }
+    }
+    if args.params_on_device {
+        if args.cpu {
+            fail("--params-on-device keeps the parameters on a GPU; --cpu proves on the CPU (drop one)");
+        }
+        if let Some(s) = streams.iter().find(|s| s.limit_gib.is_some()) {
+            fail(&format!(
+                "--stream {s}: parameters under a device memory limit are streamed from their host copy, which \
+                 --params-on-device releases (drop the @LIMIT or --params-on-device)"
+            ));
+        }
+        if args.compare_cpu > 0 {
+            fail("--compare-cpu proves on the CPU with the parameters' host copy, which --params-on-device releases");
         }
     }
     let pps = args.partitions_per_sector.unwrap_or(match args.kind {
@@ -404,6 +418,20 @@ fn main() {
     );
     let params_time = t.elapsed();
     eprintln!("random parameters made in {:.2} s", secs(params_time));
+    let params = if args.params_on_device {
+        let t = Instant::now();
+        let kept = ok("keeping the parameters on the GPU(s)", gpus.keep_on_device(&params));
+        drop(params);
+        trim_heap();
+        eprintln!(
+            "parameters uploaded for good in {:.2} s, their host copy released: RSS now {:.2} GiB",
+            secs(t.elapsed()),
+            gib(rss())
+        );
+        kept
+    } else {
+        params
+    };
 
     // The engines' budget (the same for every stream).
     let gpu_workers = gpus.count() * args.gpu_workers;

@@ -307,6 +307,62 @@ impl Engine {
         Ok(())
     }
 
+    /// Uploads `params` to every backend of the engine for good and holds the set **without its
+    /// host copy**, which it returns: once the caller drops `params` and its other clones, the
+    /// query vectors (tens of GiB for a Filecoin partition) leave host memory, and the engine
+    /// charges nothing for them in its budget. Jobs then prove with either clone (same id).
+    ///
+    /// All or nothing: when a backend refuses (the CPU, a set that would be streamed, a lost
+    /// device), the backends that kept it already evict it again and the error says which
+    /// backend refused; `params` stays as it was (held, when it was held). A set kept this
+    /// way lives on the devices until [`remove_parameters`](Self::remove_parameters); a lost
+    /// device loses it, and its jobs then fail with a clear error instead of falling back to
+    /// the CPU — load the set again to prove with it elsewhere.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a set without its host copy, or a backend that cannot
+    /// keep it ([`Prover::prepare_device_only`]); device errors of the upload.
+    pub fn keep_parameters_on_device(&self, params: &Parameters) -> Result<Parameters> {
+        params.require_host_copy("keeping parameters on the device")?;
+        let epochs = self.shared.state.lock().params.epochs().to_vec();
+        let provers = &self.shared.backend_provers;
+        let mut released = None;
+        for (b, prover) in provers.iter().enumerate() {
+            match prover.prepare_device_only(params) {
+                Ok(r) => released = Some(r),
+                Err(e) => {
+                    for kept in &provers[..b] {
+                        kept.evict_params(params);
+                    }
+                    return Err(match e {
+                        Error::InvalidArgument(m) => Error::InvalidArgument(format!(
+                            "engine backend {b} ({}) cannot keep parameters {} on its device: {m}",
+                            prover.backend_name(),
+                            params.id()
+                        )),
+                        other => other,
+                    });
+                }
+            }
+        }
+        let released = released.ok_or_else(|| Error::InvalidArgument("the engine has no backend".into()))?;
+        {
+            let mut st = self.shared.state.lock();
+            // Held before: its charge leaves the budget; new: held at no charge.
+            st.hold_params(&released);
+            for (b, epoch) in epochs.iter().enumerate() {
+                st.params.mark_resident(b, params.id(), *epoch);
+            }
+        }
+        self.shared.dispatch_cv.notify_all();
+        log::info!(
+            "engine: parameters {} kept on {} backend(s) without their host copy",
+            params.id(),
+            provers.len()
+        );
+        Ok(released)
+    }
+
     /// Drops `params` from the engine's parameter cache: its charge leaves the budget and the
     /// backends evict its resident copies ([`Prover::evict_params`]; other sets stay
     /// resident). Returns false, changing nothing, when the engine does not hold the set or a
