@@ -305,6 +305,12 @@ typedef struct cuzk_engine_config {
   // generator has matched the gadgets on the compiled circuit (same bytes, faster), unless
   // the environment has `CUZK_NATIVE_WITNESS=0`. Without the witness path, none is used.
   uint32_t native_witness_off;
+  // Nonzero: the parameter sets the Filecoin calls load are kept on the GPUs without their
+  // host copy once their first proof uploads them (a 32 GiB PoRep set: ~45 GiB of host
+  // memory less); the CPU, or a GPU too small to hold a set, keeps its host copy (with a
+  // warning in the log). A lost GPU loses the sets it held. 0: the default — the host copy
+  // stays.
+  uint32_t params_on_device;
 } cuzk_engine_config;
 
 // A job's progress callback: `user_data` as given to `cuzk_job_on_progress` (or

@@ -219,6 +219,7 @@ fn config(synthesis_workers: usize, budget_bytes: usize) -> EngineConfig {
         synthesis_bytes_per_constraint: 0,
         witness_path: true,
         native_witness: true,
+        params_on_device: false,
         compiled_dir: None,
         urgent_priority: None,
     }

@@ -333,6 +333,53 @@ fn winning_post_bytes_equal_bellpersons_with_the_same_r_and_s() {
     );
 }
 
+/// With `params_on_device`, the first proof keeps its set on the engine's GPU and the
+/// parameter cache then holds it without its host copy; proofs before and after verify. An
+/// engine on the CPU cannot keep it: the host copy stays, and the proofs are the same. The set
+/// is evicted at the end, so the next test loads it from its file again (the cache is
+/// process-wide: on the GPU these tests run one at a time).
+#[test]
+fn parameters_kept_on_the_device_prove_and_leave_the_host() {
+    ensure_params(ParamsKind::PoSt(WINNING));
+    let randomness = [6u8; 32];
+    let (vanilla, public) = winning_vanilla(&randomness);
+    let engine = Engine::new(EngineConfig {
+        params_on_device: true,
+        ..EngineConfig::default()
+    })
+    .unwrap();
+    let on_gpu = engine.devices().iter().all(Option::is_some);
+    for round in 0..2 {
+        let out = filecoin::submit_winning_post_with_vanilla(
+            WINNING,
+            &randomness,
+            prover_id(),
+            &vanilla,
+            Options::default().on(&engine),
+        )
+        .unwrap()
+        .wait()
+        .unwrap();
+        assert!(
+            api_post::verify_winning_post(&randomness, &out.proof, &public, prover_id()).unwrap(),
+            "round {round}"
+        );
+        let held = filecoin::loaded_parameters(ParamsKind::PoSt(WINNING)).unwrap().unwrap();
+        assert_eq!(
+            held.has_host_copy(),
+            !on_gpu,
+            "round {round}: a GPU keeps the set, the CPU cannot"
+        );
+        let stats = engine.stats();
+        assert_eq!(stats.params_sets, 1);
+        assert_eq!(stats.params_host_bytes, held.host_bytes(), "{stats:#?}");
+    }
+    assert!(filecoin::evict_parameters(ParamsKind::PoSt(WINNING), Some(&engine))
+        .unwrap()
+        .is_some());
+    assert_eq!(engine.stats().params_sets, 0);
+}
+
 #[test]
 fn winning_post_refuses_a_window_proof_type_and_garbage() {
     init();

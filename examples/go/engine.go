@@ -58,10 +58,15 @@ type EngineConfig struct {
 	// same bytes), unless the environment has CUZK_WITNESS_PATH=0.
 	WitnessPathOff bool
 	// NativeWitnessOff computes every witness-path partition's witness by its circuit's
-	// gadgets. Off by default: a Filecoin partition (PoRep C2, Winning and Window PoSt) has its
+	// gadgets. Off by default: a Filecoin partition (PoRep C2, SnapDeals, Winning and Window PoSt) has its
 	// witness written by cuzk's native generator once it has matched the gadgets on the
 	// compiled circuit (the same bytes), unless the environment has CUZK_NATIVE_WITNESS=0.
 	NativeWitnessOff bool
+	// ParamsOnDevice keeps the parameter sets the Filecoin calls load on the GPUs without
+	// their host copy once their first proof uploads them (a 32 GiB PoRep set: ~45 GiB of
+	// host memory less). The CPU, or a GPU too small to hold a set, keeps its host copy (with
+	// a warning in the log); a lost GPU loses the sets it held. Off by default.
+	ParamsOnDevice bool
 }
 
 // DefaultEngineConfig is the library's default configuration (cuzk_engine_config_default).
@@ -80,6 +85,7 @@ func DefaultEngineConfig() EngineConfig {
 		Memory:               PoolMemory(c.memory),
 		WitnessPathOff:       c.witness_path_off != 0,
 		NativeWitnessOff:     c.native_witness_off != 0,
+		ParamsOnDevice:       c.params_on_device != 0,
 	}
 }
 
@@ -137,6 +143,9 @@ func (cfg EngineConfig) cConfig() (C.struct_cuzk_engine_config, error) {
 	}
 	if cfg.NativeWitnessOff {
 		c.native_witness_off = 1
+	}
+	if cfg.ParamsOnDevice {
+		c.params_on_device = 1
 	}
 	return c, nil
 }

@@ -47,6 +47,12 @@ pub struct Args {
     /// Synthesis threads (default: the host's cores).
     #[arg(long, env = "CUZK_DAEMON_SYNTHESIS_THREADS")]
     pub synthesis_threads: Option<usize>,
+    /// Keep each parameter set on the GPUs without its host copy once its first proof
+    /// uploads it (`true`/`false`, default false): a 32 GiB PoRep set then needs no host
+    /// memory, but a lost GPU loses it (the next proof after a restart loads it again). The
+    /// CPU and GPUs too small to hold a set keep its host copy.
+    #[arg(long, env = "CUZK_DAEMON_PARAMS_ON_DEVICE", num_args = 0..=1, default_missing_value = "true")]
+    pub params_on_device: Option<bool>,
     /// Seconds running proofs may take to finish after SIGTERM/SIGINT before they are
     /// cancelled (default 60).
     #[arg(long, env = "CUZK_DAEMON_SHUTDOWN_GRACE")]
@@ -67,6 +73,7 @@ struct File {
     memory_budget: Option<toml::Value>,
     gpus: Option<toml::Value>,
     synthesis_threads: Option<usize>,
+    params_on_device: Option<bool>,
     shutdown_grace: Option<u64>,
     job_retention: Option<u64>,
 }
@@ -111,6 +118,8 @@ pub struct Config {
     pub gpus: String,
     /// `None`: the host's cores.
     pub synthesis_threads: Option<usize>,
+    /// [`EngineConfig::params_on_device`].
+    pub params_on_device: bool,
     /// Time running proofs get at shutdown.
     pub shutdown_grace: Duration,
     /// How long finished jobs are kept.
@@ -150,6 +159,7 @@ impl Config {
                 .filter(|b| b.trim() != "auto"),
             gpus: args.gpus.or(file.gpus.map(text)).unwrap_or_else(|| "auto".into()),
             synthesis_threads: args.synthesis_threads.or(file.synthesis_threads),
+            params_on_device: args.params_on_device.or(file.params_on_device).unwrap_or(false),
             shutdown_grace: Duration::from_secs(args.shutdown_grace.or(file.shutdown_grace).unwrap_or(60)),
             job_retention: Duration::from_secs(args.job_retention.or(file.job_retention).unwrap_or(600)),
         })
@@ -168,14 +178,16 @@ impl Config {
             crate::filecoin::ENV_SYNTHESIS_THREADS => threads.clone(),
             _ => None,
         };
-        crate::filecoin::config_from_env(&value).map_err(|e| {
+        let mut config = crate::filecoin::config_from_env(&value).map_err(|e| {
             let msg = e
                 .to_string()
                 .replace(crate::filecoin::ENV_GPUS, "gpus")
                 .replace(crate::filecoin::ENV_BUDGET, "memory_budget")
                 .replace(crate::filecoin::ENV_SYNTHESIS_THREADS, "synthesis_threads");
             Error::InvalidArgument(msg)
-        })
+        })?;
+        config.params_on_device = self.params_on_device;
+        Ok(config)
     }
 }
 
@@ -190,7 +202,7 @@ mod tests {
         let path = dir.join("cuzk.toml");
         std::fs::write(
             &path,
-            "listen = \"unix:///tmp/x.sock\"\nmemory_budget = \"8GiB\"\ngpus = \"cpu\"\n",
+            "listen = \"unix:///tmp/x.sock\"\nmemory_budget = \"8GiB\"\ngpus = \"cpu\"\nparams_on_device = true\n",
         )
         .unwrap();
         let args = Args {
@@ -202,7 +214,19 @@ mod tests {
         assert_eq!(c.listen, Listen::Unix("/tmp/x.sock".into()));
         assert_eq!(c.gpus, "0,1");
         assert_eq!(c.engine().unwrap().budget_bytes, 8 << 30);
+        assert!(
+            c.params_on_device && c.engine().unwrap().params_on_device,
+            "from the file"
+        );
+        let c = Config::resolve(Args {
+            config: Some(path.clone()),
+            params_on_device: Some(false),
+            ..Args::default()
+        })
+        .unwrap();
+        assert!(!c.engine().unwrap().params_on_device, "the flag over the file");
         let c = Config::resolve(Args::default()).unwrap();
+        assert!(!c.engine().unwrap().params_on_device, "off by default");
         assert_eq!(c.listen, Listen::Tcp(DEFAULT_LISTEN.parse().unwrap()));
         assert_eq!(c.memory_budget, None);
         std::fs::write(&path, "listen = 5\nbogus = 1\n").unwrap();

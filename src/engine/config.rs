@@ -71,11 +71,20 @@ pub struct EngineConfig {
     /// its compiled circuit, the next ones are synthesized witness-only (see
     /// [`crate::compiled`]); same proof bytes. Default: on, unless `CUZK_WITNESS_PATH=0`.
     pub witness_path: bool,
-    /// Whether partitions that come with a native witness generator (Filecoin's Winning and
-    /// Window PoSt) have their witness written by it on the witness path, once it is validated
+    /// Whether partitions that come with a native witness generator (Filecoin's PoRep C2,
+    /// SnapDeals, Winning and Window PoSt) have their witness written by it on the witness path, once it is validated
     /// against the gadgets for the compiled circuit (see [`Prover::with_native_witness`](crate::Prover::with_native_witness)); same
     /// proof bytes. Default: on, unless `CUZK_NATIVE_WITNESS=0`.
     pub native_witness: bool,
+    /// Whether the parameter sets the Filecoin entry points load live on this engine's GPUs
+    /// **without their host copy** ([`Engine::keep_parameters_on_device`](super::Engine::keep_parameters_on_device)):
+    /// at the first proof of a kind, the set is uploaded to every GPU for good and its host
+    /// copy (tens of GiB for 32 GiB sectors) leaves memory once the proofs that hold it end. Where a
+    /// backend cannot keep it (the CPU; a GPU too small, which streams it) the host copy stays,
+    /// with a warning. A set kept so is lost with its GPU; `evict_parameters` then a proof
+    /// loads it again. Other callers keep their own sets with `keep_parameters_on_device`.
+    /// Default: off.
+    pub params_on_device: bool,
     /// A directory to keep compiled circuits in across restarts
     /// ([`CompiledCircuits::with_dir`](crate::compiled::CompiledCircuits::with_dir)). Default
     /// `None`: in memory only.
@@ -104,6 +113,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("synthesis_bytes_per_constraint", &self.synthesis_bytes_per_constraint)
             .field("witness_path", &self.witness_path)
             .field("native_witness", &self.native_witness)
+            .field("params_on_device", &self.params_on_device)
             .field("compiled_dir", &self.compiled_dir)
             .field("urgent_priority", &self.urgent_priority)
             .finish()
@@ -124,6 +134,7 @@ impl Default for EngineConfig {
             synthesis_bytes_per_constraint: 0,
             witness_path: crate::prover::witness_path_default(),
             native_witness: crate::prover::native_witness_default(),
+            params_on_device: false,
             compiled_dir: None,
             urgent_priority: None,
         }

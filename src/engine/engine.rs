@@ -32,6 +32,8 @@ pub struct Engine {
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
     workers: usize,
+    /// [`EngineConfig::params_on_device`].
+    params_on_device: bool,
 }
 
 impl std::fmt::Debug for Engine {
@@ -82,6 +84,7 @@ impl Engine {
             synthesis_bytes_per_constraint,
             witness_path,
             native_witness,
+            params_on_device,
             compiled_dir,
             urgent_priority,
         } = config;
@@ -195,6 +198,7 @@ impl Engine {
             shared: shared.clone(),
             threads: Vec::new(),
             workers: gpu_workers,
+            params_on_device,
         };
         let synth = Arc::new(synth);
         let s = shared.clone();
@@ -361,6 +365,12 @@ impl Engine {
             provers.len()
         );
         Ok(released)
+    }
+
+    /// [`EngineConfig::params_on_device`]: whether the Filecoin entry points keep the sets
+    /// they load on this engine's GPUs without their host copy.
+    pub fn params_on_device(&self) -> bool {
+        self.params_on_device
     }
 
     /// Drops `params` from the engine's parameter cache: its charge leaves the budget and the

@@ -75,6 +75,12 @@ pub struct cuzk_engine_config {
     /// generator has matched the gadgets on the compiled circuit (same bytes, faster), unless
     /// the environment has `CUZK_NATIVE_WITNESS=0`. Without the witness path, none is used.
     pub native_witness_off: u32,
+    /// Nonzero: the parameter sets the Filecoin calls load are kept on the GPUs without their
+    /// host copy once their first proof uploads them (a 32 GiB PoRep set: ~45 GiB of host
+    /// memory less); the CPU, or a GPU too small to hold a set, keeps its host copy (with a
+    /// warning in the log). A lost GPU loses the sets it held. 0: the default — the host copy
+    /// stays.
+    pub params_on_device: u32,
 }
 
 /// The documented defaults. Thread-safe.
@@ -97,6 +103,7 @@ fn default_config() -> cuzk_engine_config {
         memory: CUZK_POOL_MEMORY_BEST_AVAILABLE,
         witness_path_off: 0,
         native_witness_off: 0,
+        params_on_device: 0,
     }
 }
 
@@ -170,6 +177,7 @@ pub(crate) fn engine_config(c: &cuzk_engine_config) -> AbiResult<EngineConfig> {
         },
         witness_path: c.witness_path_off == 0 && default.witness_path,
         native_witness: c.native_witness_off == 0 && default.native_witness,
+        params_on_device: c.params_on_device != 0,
         ..default
     };
     config.validate()?;
@@ -204,6 +212,14 @@ mod tests {
         let config = engine_config(&c).unwrap();
         assert!(!config.native_witness);
         assert_eq!(config.witness_path, EngineConfig::default().witness_path);
+    }
+
+    #[test]
+    fn parameters_stay_on_the_host_unless_the_config_keeps_them_on_the_device() {
+        let mut c = default_config();
+        assert!(!engine_config(&c).unwrap().params_on_device);
+        c.params_on_device = 1;
+        assert!(engine_config(&c).unwrap().params_on_device);
     }
 
     #[test]

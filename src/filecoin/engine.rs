@@ -18,6 +18,10 @@ pub const ENV_BUDGET: &str = "CUZK_FILECOIN_BUDGET";
 /// Synthesis threads (one partition each). Default: the host's cores.
 pub const ENV_SYNTHESIS_THREADS: &str = "CUZK_FILECOIN_SYNTHESIS_THREADS";
 
+/// `1` keeps the Filecoin parameter sets on the GPUs without their host copy
+/// ([`EngineConfig::params_on_device`]); `0` (the default) keeps the host copy.
+pub const ENV_PARAMS_ON_DEVICE: &str = "CUZK_FILECOIN_PARAMS_ON_DEVICE";
+
 static ENGINE: OnceLock<Engine> = OnceLock::new();
 /// The configuration [`configure`] left for the first proof; held while the engine starts.
 static PENDING: Mutex<Option<EngineConfig>> = Mutex::new(None);
@@ -103,6 +107,13 @@ pub(crate) fn config_from_env(var: &dyn Fn(&str) -> Option<String>) -> Result<En
             .filter(|&n: &usize| n > 0)
             .ok_or_else(|| bad(ENV_SYNTHESIS_THREADS, &v, "a number of threads, at least 1"))?;
     }
+    if let Some(v) = var(ENV_PARAMS_ON_DEVICE) {
+        config.params_on_device = match v.trim() {
+            "1" | "true" | "on" => true,
+            "0" | "false" | "off" | "" => false,
+            _ => return Err(bad(ENV_PARAMS_ON_DEVICE, &v, "1 or 0")),
+        };
+    }
     Ok(config)
 }
 
@@ -167,8 +178,10 @@ mod tests {
             (ENV_GPUS, "0, 2"),
             (ENV_BUDGET, "96GiB"),
             (ENV_SYNTHESIS_THREADS, "3"),
+            (ENV_PARAMS_ON_DEVICE, "1"),
         ]))
         .unwrap();
+        assert!(c.params_on_device);
         let gpus: Vec<String> = c.backends.iter().map(|b| format!("{b:?}")).collect();
         assert_eq!(gpus, ["Choice(Gpu(0))", "Choice(Gpu(2))"]);
         assert_eq!(c.budget_bytes, 96 << 30);
@@ -178,6 +191,12 @@ mod tests {
         assert_eq!(c.budget_bytes, 1234);
         let c = config_from_env(&env(&[])).unwrap();
         assert_eq!(format!("{:?}", c.backends), "[Choice(Auto)]");
+        assert!(!c.params_on_device, "off by default");
+        assert!(
+            !config_from_env(&env(&[(ENV_PARAMS_ON_DEVICE, "0")]))
+                .unwrap()
+                .params_on_device
+        );
         // Only Winning PoSt is urgent.
         let urgent = c.urgent_priority.expect("Winning PoSt is urgent");
         assert!(urgent <= super::super::PRIORITY_WINNING_POST && urgent > super::super::PRIORITY_WINDOW_POST);
@@ -196,6 +215,7 @@ mod tests {
             (ENV_BUDGET, "99999999999TiB"),
             (ENV_SYNTHESIS_THREADS, "0"),
             (ENV_SYNTHESIS_THREADS, "many"),
+            (ENV_PARAMS_ON_DEVICE, "yes please"),
         ] {
             let err = config_from_env(&env(&[(name, value)])).unwrap_err();
             let msg = err.to_string();

@@ -375,6 +375,8 @@ where
         Some(e) => e,
         None => super::engine()?,
     };
+    // With EngineConfig::params_on_device, the first proof of a kind keeps its set on the GPUs.
+    let loaded = super::params::placed(loaded, engine);
     let n = vanilla_proofs.len();
     let t = Instant::now();
     let inputs = (0..n)

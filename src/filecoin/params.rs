@@ -194,6 +194,71 @@ pub(crate) fn load(path: &Path) -> Result<(Arc<Loaded>, Duration)> {
     Ok((loaded, start.elapsed()))
 }
 
+/// The (engine, set) pairs whose engine refused to keep the set on its devices (not tried
+/// again).
+fn refused() -> &'static Mutex<Vec<(usize, u64)>> {
+    static REFUSED: Mutex<Vec<(usize, u64)>> = Mutex::new(Vec::new());
+    &REFUSED
+}
+
+/// `loaded` as `engine` wants it held ([`EngineConfig::params_on_device`](crate::engine::EngineConfig::params_on_device)):
+/// with that off, or for a set without its host copy already, as it is; else kept on the
+/// engine's GPUs ([`Engine::keep_parameters_on_device`](crate::engine::Engine::keep_parameters_on_device))
+/// and replaced in this module's cache by the set without its host copy, which is returned —
+/// the host copy leaves memory once the jobs that hold it end. A refusal (the CPU, a GPU that
+/// streams the set) is logged at warn once per set and leaves it as it was.
+pub(crate) fn placed(loaded: Arc<Loaded>, engine: &crate::engine::Engine) -> Arc<Loaded> {
+    let id = loaded.params.id();
+    let tried = (engine as *const crate::engine::Engine as usize, id);
+    if !engine.params_on_device()
+        || !loaded.params.has_host_copy()
+        || refused().lock().unwrap_or_else(|p| p.into_inner()).contains(&tried)
+    {
+        return loaded;
+    }
+    // The slot that holds this set; its lock (held through the upload) makes concurrent first
+    // proofs upload once. A slot being loaded is waited for, with the map's lock released.
+    let slots: Vec<Slot> = cache()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .values()
+        .cloned()
+        .collect();
+    for slot in slots {
+        let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
+        match slot.as_ref() {
+            Some(held) if held.params.id() == id && !held.params.has_host_copy() => return held.clone(),
+            Some(held) if held.params.id() == id => return keep(&mut slot, loaded, engine),
+            _ => {}
+        }
+    }
+    loaded // evicted meanwhile: this job keeps its own copy
+}
+
+fn keep(slot: &mut Option<Arc<Loaded>>, loaded: Arc<Loaded>, engine: &crate::engine::Engine) -> Arc<Loaded> {
+    let id = loaded.params.id();
+    match engine.keep_parameters_on_device(&loaded.params) {
+        Ok(params) => {
+            let kept = Arc::new(Loaded {
+                params,
+                pvk: loaded.pvk.clone(),
+            });
+            log::info!(
+                "filecoin: parameters {id} kept on the GPU(s); their host copy ({} MiB) is released once the proofs holding it end",
+                loaded.params.host_bytes() >> 20
+            );
+            *slot = Some(kept.clone());
+            kept
+        }
+        Err(e) => {
+            log::warn!("filecoin: parameters {id} stay in host memory: {e}");
+            let tried = (engine as *const crate::engine::Engine as usize, id);
+            refused().lock().unwrap_or_else(|p| p.into_inner()).push(tried);
+            loaded
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
