@@ -113,7 +113,13 @@ fn parameter_sets(engine: Option<&EngineView>) -> Vec<SrsStatus> {
                 let set = in_engine(&params);
                 let resident = set.as_ref().is_some_and(|s| s.resident_backends > 0);
                 let tier = if resident || !on_gpus { Tier::Hot } else { Tier::Warm };
-                (tier, params.host_bytes() as u64, set.map_or(0, |s| s.partitions))
+                // A set kept on the GPUs without its host copy (params_on_device): its size there.
+                let size = if params.has_host_copy() {
+                    params.host_bytes()
+                } else {
+                    params.device_bytes()
+                };
+                (tier, size as u64, set.map_or(0, |s| s.partitions))
             }
             None => {
                 let on_disk = filecoin::parameter_path(kind)
