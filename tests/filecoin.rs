@@ -380,6 +380,53 @@ fn parameters_kept_on_the_device_prove_and_leave_the_host() {
     assert_eq!(engine.stats().params_sets, 0);
 }
 
+/// With a compiled-circuit directory (`CUZK_FILECOIN_COMPILED_DIR`, the daemon's
+/// `--compiled-dir`), the first engine records the circuit and saves it; a second engine over
+/// the same directory (a restart) proves its first Winning PoSt on the witness path with the
+/// circuit read from the file, nothing recorded, and the proof verifies.
+#[test]
+fn a_compiled_circuit_directory_outlives_the_engine() {
+    ensure_params(ParamsKind::PoSt(WINNING));
+    let randomness = [7u8; 32];
+    let (vanilla, public) = winning_vanilla(&randomness);
+    let dir = tmp_root().join(format!("compiled-dir-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let engine = || {
+        Engine::new(EngineConfig {
+            witness_path: true,
+            native_witness: false,
+            compiled_dir: Some(dir.clone()),
+            ..EngineConfig::default()
+        })
+        .unwrap()
+    };
+    let prove = |engine: &Engine| {
+        let out = filecoin::submit_winning_post_with_vanilla(
+            WINNING,
+            &randomness,
+            prover_id(),
+            &vanilla,
+            Options::default().on(engine),
+        )
+        .unwrap()
+        .wait()
+        .unwrap();
+        assert!(api_post::verify_winning_post(&randomness, &out.proof, &public, prover_id()).unwrap());
+    };
+    let first = engine();
+    prove(&first);
+    let w = first.stats().witness;
+    assert_eq!((w.recorded, w.witness), (1, 0), "{w:?}");
+    drop(first);
+    let saved = std::fs::read_dir(&dir).unwrap().count();
+    assert_eq!(saved, 1, "one circuit file in {}", dir.display());
+    let restarted = engine();
+    prove(&restarted);
+    let w = restarted.stats().witness;
+    assert_eq!((w.recorded, w.witness, w.full), (0, 1, 0), "read from the file: {w:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn winning_post_refuses_a_window_proof_type_and_garbage() {
     init();

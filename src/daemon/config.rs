@@ -53,6 +53,11 @@ pub struct Args {
     /// CPU and GPUs too small to hold a set keep its host copy.
     #[arg(long, env = "CUZK_DAEMON_PARAMS_ON_DEVICE", num_args = 0..=1, default_missing_value = "true")]
     pub params_on_device: Option<bool>,
+    /// A directory to keep the compiled circuits in across restarts (GiBs each at 32 GiB):
+    /// the first proof of a kind after a restart reads its circuit instead of recording it by
+    /// a full synthesis (minutes at 32 GiB). Default: none, memory only.
+    #[arg(long, env = "CUZK_DAEMON_COMPILED_DIR")]
+    pub compiled_dir: Option<PathBuf>,
     /// Seconds running proofs may take to finish after SIGTERM/SIGINT before they are
     /// cancelled (default 60).
     #[arg(long, env = "CUZK_DAEMON_SHUTDOWN_GRACE")]
@@ -74,6 +79,7 @@ struct File {
     gpus: Option<toml::Value>,
     synthesis_threads: Option<usize>,
     params_on_device: Option<bool>,
+    compiled_dir: Option<PathBuf>,
     shutdown_grace: Option<u64>,
     job_retention: Option<u64>,
 }
@@ -120,6 +126,8 @@ pub struct Config {
     pub synthesis_threads: Option<usize>,
     /// [`EngineConfig::params_on_device`].
     pub params_on_device: bool,
+    /// [`EngineConfig::compiled_dir`].
+    pub compiled_dir: Option<PathBuf>,
     /// Time running proofs get at shutdown.
     pub shutdown_grace: Duration,
     /// How long finished jobs are kept.
@@ -160,6 +168,7 @@ impl Config {
             gpus: args.gpus.or(file.gpus.map(text)).unwrap_or_else(|| "auto".into()),
             synthesis_threads: args.synthesis_threads.or(file.synthesis_threads),
             params_on_device: args.params_on_device.or(file.params_on_device).unwrap_or(false),
+            compiled_dir: args.compiled_dir.or(file.compiled_dir),
             shutdown_grace: Duration::from_secs(args.shutdown_grace.or(file.shutdown_grace).unwrap_or(60)),
             job_retention: Duration::from_secs(args.job_retention.or(file.job_retention).unwrap_or(600)),
         })
@@ -187,6 +196,7 @@ impl Config {
             Error::InvalidArgument(msg)
         })?;
         config.params_on_device = self.params_on_device;
+        config.compiled_dir = self.compiled_dir.clone();
         Ok(config)
     }
 }
@@ -202,7 +212,7 @@ mod tests {
         let path = dir.join("cuzk.toml");
         std::fs::write(
             &path,
-            "listen = \"unix:///tmp/x.sock\"\nmemory_budget = \"8GiB\"\ngpus = \"cpu\"\nparams_on_device = true\n",
+            "listen = \"unix:///tmp/x.sock\"\nmemory_budget = \"8GiB\"\ngpus = \"cpu\"\nparams_on_device = true\ncompiled_dir = \"/var/lib/cuzk\"\n",
         )
         .unwrap();
         let args = Args {
@@ -227,6 +237,7 @@ mod tests {
         assert!(!c.engine().unwrap().params_on_device, "the flag over the file");
         let c = Config::resolve(Args::default()).unwrap();
         assert!(!c.engine().unwrap().params_on_device, "off by default");
+        assert_eq!(c.engine().unwrap().compiled_dir, None);
         assert_eq!(c.listen, Listen::Tcp(DEFAULT_LISTEN.parse().unwrap()));
         assert_eq!(c.memory_budget, None);
         std::fs::write(&path, "listen = 5\nbogus = 1\n").unwrap();

@@ -22,6 +22,11 @@ pub const ENV_SYNTHESIS_THREADS: &str = "CUZK_FILECOIN_SYNTHESIS_THREADS";
 /// ([`EngineConfig::params_on_device`]); `0` (the default) keeps the host copy.
 pub const ENV_PARAMS_ON_DEVICE: &str = "CUZK_FILECOIN_PARAMS_ON_DEVICE";
 
+/// A directory to keep the compiled circuits in across restarts
+/// ([`EngineConfig::compiled_dir`]): the first proof of a kind after a restart then reads its
+/// circuit (GiBs at 32 GiB) instead of recording it by a full synthesis. Default: memory only.
+pub const ENV_COMPILED_DIR: &str = "CUZK_FILECOIN_COMPILED_DIR";
+
 static ENGINE: OnceLock<Engine> = OnceLock::new();
 /// The configuration [`configure`] left for the first proof; held while the engine starts.
 static PENDING: Mutex<Option<EngineConfig>> = Mutex::new(None);
@@ -107,6 +112,12 @@ pub(crate) fn config_from_env(var: &dyn Fn(&str) -> Option<String>) -> Result<En
             .filter(|&n: &usize| n > 0)
             .ok_or_else(|| bad(ENV_SYNTHESIS_THREADS, &v, "a number of threads, at least 1"))?;
     }
+    if let Some(v) = var(ENV_COMPILED_DIR) {
+        if v.trim().is_empty() {
+            return Err(bad(ENV_COMPILED_DIR, &v, "a directory"));
+        }
+        config.compiled_dir = Some(v.trim().into());
+    }
     if let Some(v) = var(ENV_PARAMS_ON_DEVICE) {
         config.params_on_device = match v.trim() {
             "1" | "true" | "on" => true,
@@ -179,9 +190,14 @@ mod tests {
             (ENV_BUDGET, "96GiB"),
             (ENV_SYNTHESIS_THREADS, "3"),
             (ENV_PARAMS_ON_DEVICE, "1"),
+            (ENV_COMPILED_DIR, "/var/lib/cuzk/compiled"),
         ]))
         .unwrap();
         assert!(c.params_on_device);
+        assert_eq!(
+            c.compiled_dir.as_deref(),
+            Some(std::path::Path::new("/var/lib/cuzk/compiled"))
+        );
         let gpus: Vec<String> = c.backends.iter().map(|b| format!("{b:?}")).collect();
         assert_eq!(gpus, ["Choice(Gpu(0))", "Choice(Gpu(2))"]);
         assert_eq!(c.budget_bytes, 96 << 30);
@@ -192,6 +208,7 @@ mod tests {
         let c = config_from_env(&env(&[])).unwrap();
         assert_eq!(format!("{:?}", c.backends), "[Choice(Auto)]");
         assert!(!c.params_on_device, "off by default");
+        assert_eq!(c.compiled_dir, None, "memory only by default");
         assert!(
             !config_from_env(&env(&[(ENV_PARAMS_ON_DEVICE, "0")]))
                 .unwrap()
@@ -216,6 +233,7 @@ mod tests {
             (ENV_SYNTHESIS_THREADS, "0"),
             (ENV_SYNTHESIS_THREADS, "many"),
             (ENV_PARAMS_ON_DEVICE, "yes please"),
+            (ENV_COMPILED_DIR, " "),
         ] {
             let err = config_from_env(&env(&[(name, value)])).unwrap_err();
             let msg = err.to_string();

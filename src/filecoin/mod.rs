@@ -54,7 +54,8 @@ pub use self::cid::{commitment_from_cid, CommitmentKind};
 #[cfg(feature = "daemon")]
 pub(crate) use self::engine::config_from_env;
 pub use self::engine::{
-    configure, engine, engine_started, ENV_BUDGET, ENV_GPUS, ENV_PARAMS_ON_DEVICE, ENV_SYNTHESIS_THREADS,
+    configure, engine, engine_started, ENV_BUDGET, ENV_COMPILED_DIR, ENV_GPUS, ENV_PARAMS_ON_DEVICE,
+    ENV_SYNTHESIS_THREADS,
 };
 #[doc(hidden)]
 pub use self::job::{skew_next_compiled_circuit, skew_next_native_witness};
