@@ -248,3 +248,79 @@ fn a_failed_verification_turns_the_generator_off() {
     assert_eq!(after.generated, 0, "{after:?}");
     assert_eq!(on.stats().verification_retries, 1);
 }
+
+/// With a compiled-circuit directory, the validation of cuzk's own generator is kept beside the
+/// circuit's file: a second engine over the directory (a restart of the same build) generates
+/// its first Winning PoSt at once, no gadget synthesis; a record made by another build is not
+/// trusted (the generator is validated again, and that build's record added).
+#[test]
+fn a_generator_validation_is_kept_across_restarts_of_the_same_build() {
+    ensure_params(ParamsKind::PoSt(WINNING));
+    let dir = tmp_root().join(format!("validations-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let engine = || {
+        Engine::new(EngineConfig {
+            witness_path: true,
+            native_witness: true,
+            compiled_dir: Some(dir.clone()),
+            ..EngineConfig::default()
+        })
+        .unwrap()
+    };
+    let randomness = [31u8; 32];
+    let counts = |w: WitnessStats| {
+        (
+            w.recorded,
+            w.witness,
+            w.generated,
+            w.generator_validated,
+            w.generator_validations_read,
+        )
+    };
+    let records = || -> Vec<String> {
+        let files: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "validated"))
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        std::fs::read_to_string(&files[0])
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    };
+
+    let first = engine();
+    prove(&first, WINNING, &randomness, None); // records the circuit
+    prove(&first, WINNING, &randomness, None); // validates the generator
+    assert_eq!(counts(first.stats().witness), (1, 1, 0, 1, 0));
+    drop(first);
+    let kept = records();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+
+    let restarted = engine();
+    prove(&restarted, WINNING, &randomness, None);
+    assert_eq!(
+        counts(restarted.stats().witness),
+        (0, 0, 1, 0, 1),
+        "read, not validated again"
+    );
+    drop(restarted);
+    assert_eq!(records(), kept, "nothing added");
+
+    // Another build's record only: validated again by the gadgets, and this build's added.
+    let path = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "validated"))
+        .unwrap();
+    let other = kept[0].replacen(" cuzk-", " cuzk-another-build-", 1);
+    assert_ne!(other, kept[0]);
+    std::fs::write(&path, format!("{other}\n")).unwrap();
+    let rebuilt = engine();
+    prove(&rebuilt, WINNING, &randomness, None);
+    assert_eq!(counts(rebuilt.stats().witness), (0, 1, 0, 1, 0));
+    assert_eq!(records(), vec![other, kept[0].clone()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -14,7 +14,7 @@ use crate::assignment::ProvingAssignment;
 use crate::error::{panic_message, Error, Result};
 use crate::params::Parameters;
 use crate::proof::Proof;
-use crate::prover::{GenerateFn, Prover, Synthesis};
+use crate::prover::{Generator, Prover, Synthesis};
 
 /// Synthesizes one circuit with a prover, sized for the parameters, by the witness path's
 /// policy (an assignment, or a witness of a compiled circuit).
@@ -81,17 +81,42 @@ impl Partition {
     /// used for that compiled circuit again, and no partition's proof depends on it
     /// ([`WitnessStats`](crate::WitnessStats) counts `generated`, `generator_validated`,
     /// `generator_refused`).
+    ///
+    /// A validation holds for the process (cuzk's own generators' are also kept across
+    /// restarts beside the compiled circuits' files, tied to the build: `compiled_dir`).
     pub fn with_generator<C, G>(circuit: C, generate: G) -> Self
     where
         C: Circuit<Scalar> + Clone + Send + 'static,
         G: Fn(&mut crate::WitnessCs, usize) -> Result<()> + Send + 'static,
     {
-        let generate: GenerateFn = Box::new(generate);
+        Self::generated(circuit, generate, false)
+    }
+
+    /// As [`with_generator`](Self::with_generator) for one of cuzk's own generators (the
+    /// Filecoin families'), whose validation is kept across restarts of the same build.
+    #[cfg_attr(not(feature = "filecoin"), allow(dead_code))]
+    pub(crate) fn with_own_generator<C, G>(circuit: C, generate: G) -> Self
+    where
+        C: Circuit<Scalar> + Clone + Send + 'static,
+        G: Fn(&mut crate::WitnessCs, usize) -> Result<()> + Send + 'static,
+    {
+        Self::generated(circuit, generate, true)
+    }
+
+    fn generated<C, G>(circuit: C, generate: G, own: bool) -> Self
+    where
+        C: Circuit<Scalar> + Clone + Send + 'static,
+        G: Fn(&mut crate::WitnessCs, usize) -> Result<()> + Send + 'static,
+    {
+        let generator = Generator {
+            generate: Box::new(generate),
+            own,
+        };
         Self {
             kind: PartitionKind::Circuit {
                 circuit_type: std::any::type_name::<C>(),
                 synthesize: Box::new(move |prover: &Prover, params: &Parameters| {
-                    prover.synthesize_generated(circuit, generate, params)
+                    prover.synthesize_generated(circuit, generator, params)
                 }),
             },
         }

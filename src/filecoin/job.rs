@@ -429,7 +429,7 @@ where
                         |cs: &mut WitnessCs| generate(pub_in, &vanilla_proofs[k], pub_params, Some(k), threads, cs);
                     guard(&what, || if skew_generator { skewed(cs, run) } else { run(cs) })
                 };
-                Partition::with_generator(lazy(k), generate)
+                Partition::with_own_generator(lazy(k), generate)
             }
             None => Partition::circuit(lazy(k)),
         })

@@ -33,6 +33,6 @@ pub use backend::{Backend, Commitments, DeviceStatus};
 pub use choice::BackendChoice;
 pub(crate) use groth16::check_assignment;
 pub use policy::WitnessStats;
-pub(crate) use policy::{native_witness_default, witness_path_default, GenerateFn, Synthesis, WitnessEstimate};
+pub(crate) use policy::{native_witness_default, witness_path_default, Generator, Synthesis, WitnessEstimate};
 pub use prover::{prove, prove_with_randomness, Prover};
 pub use timings::Timings;

@@ -48,7 +48,7 @@ use crate::params::Parameters;
 use crate::pool::PinnedPool;
 
 mod generated;
-pub(crate) use generated::{native_witness_default, GenerateFn};
+pub(crate) use generated::{native_witness_default, Generator};
 
 /// What the witness path did, counted per synthesis by a prover and its clones
 /// ([`Prover::witness_stats`](super::Prover::witness_stats); the engine reports its provers' in
@@ -65,6 +65,10 @@ pub struct WitnessStats {
     /// Native generators validated: the first witness of a compiled circuit computed by both
     /// the gadgets (counted in `witness`) and the generator, and equal.
     pub generator_validated: u64,
+    /// Validations of cuzk's own generators read from the compiled-circuit directory: made by
+    /// an earlier process of the same build for the same compiled circuit (not counted in
+    /// `generator_validated`; no gadget synthesis was needed).
+    pub generator_validations_read: u64,
     /// Native generators turned off for a compiled circuit: their witness differed from the
     /// gadgets' at validation, or they failed. Its witnesses are computed by the gadgets.
     pub generator_refused: u64,

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use super::choice::{auto_backend, make_backend};
 use super::groth16::{check_batch, randomize, AsWork, Work};
 use super::policy::{
-    self, native_witness_default, synthesize_full, witness_path_default, Buffers, GenerateFn, Synthesis,
+    self, native_witness_default, synthesize_full, witness_path_default, Buffers, Generator, Synthesis,
     WitnessEstimate, WitnessStats,
 };
 use super::{Backend, BackendChoice, Commitments, Timings};
@@ -238,13 +238,13 @@ impl Prover {
     pub(crate) fn synthesize_generated<C: Circuit<Scalar> + Clone>(
         &self,
         circuit: C,
-        generate: GenerateFn,
+        generator: Generator,
         params: &Parameters,
     ) -> Result<Synthesis> {
         self.witness.synthesize_generated(
             (self.witness_on, self.native_on),
             circuit,
-            generate,
+            generator,
             params,
             self.buffers(),
         )

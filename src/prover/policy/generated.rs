@@ -11,7 +11,10 @@
 //! 2. The fingerprint not validated yet, and no other partition validating it: **validation**.
 //!    The witness is computed by the gadgets ([`WitnessCs`], checked against the compiled
 //!    circuit in full, the witness proved) and by the generator, and the two compared value
-//!    for value. Equal: the fingerprint is validated (in memory, until restart). Different (or
+//!    for value. Equal: the fingerprint is validated (in memory; for cuzk's own generators
+//!    also in `<circuit file>.validated` beside the compiled circuit's file, when there is a
+//!    compiled-circuit directory, tied to this build: the next process of the same build skips
+//!    the validation, another build validates again). Different (or
 //!    the generator failed): the generator is off for that fingerprint, counted
 //!    ([`WitnessStats::generator_refused`]) and warned with the first differing input or aux
 //!    index and its constraint-system path. Other partitions of the fingerprint meanwhile go
@@ -42,6 +45,39 @@ use crate::params::Parameters;
 /// "one", which the system holds already) and aux values into the system, on the given number
 /// of threads of the current rayon pool.
 pub(crate) type GenerateFn = Box<dyn Fn(&mut WitnessCs, usize) -> Result<()> + Send>;
+
+/// A partition's native witness generator, and whether it is one of cuzk's own (the Filecoin
+/// families'): only theirs have their validation kept across restarts, tied to this build.
+pub(crate) struct Generator {
+    pub(crate) generate: GenerateFn,
+    pub(crate) own: bool,
+}
+
+/// The build a kept validation belongs to: cuzk's version and the running executable's size and
+/// modification time (any rebuild of a binary that links cuzk changes it); `None` where the
+/// executable cannot be read (validations are then not kept).
+fn build_identity() -> Option<&'static str> {
+    static IDENTITY: OnceLock<Option<String>> = OnceLock::new();
+    IDENTITY
+        .get_or_init(|| {
+            let exe = std::env::current_exe().ok()?;
+            let meta = std::fs::metadata(exe).ok()?;
+            let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
+            Some(format!(
+                "cuzk-{}:{}:{}.{:09}",
+                env!("CARGO_PKG_VERSION"),
+                meta.len(),
+                mtime.as_secs(),
+                mtime.subsec_nanos()
+            ))
+        })
+        .as_deref()
+}
+
+/// The line that records a validation of the compiled circuit `fingerprint` by this build.
+fn validation_line(fingerprint: u128, identity: &str) -> String {
+    format!("{fingerprint:032x} {identity}")
+}
 
 /// The generators' books, beside the witness path's.
 #[derive(Debug, Default)]
@@ -123,10 +159,11 @@ impl WitnessPath {
         &self,
         (on, native): (bool, bool),
         circuit: C,
-        generate: GenerateFn,
+        generator: Generator,
         params: &Parameters,
         buffers: Buffers<'_>,
     ) -> Result<Synthesis> {
+        let Generator { generate, own } = generator;
         let key: Key = (std::any::type_name::<C>(), CircuitShape::of_params(params));
         let usable = on && native && {
             let books = self.books.lock();
@@ -139,12 +176,23 @@ impl WitnessPath {
             return self.synthesize(on, circuit, params, buffers);
         };
         let at = (key, compiled.fingerprint());
+        // cuzk's own generators: a validation this build kept beside the compiled circuit's file.
+        let on_disk = own && self.validation_on_disk(&at);
         let (validated, claim) = {
             let mut books = self.books.lock();
             let g = &mut books.generators;
             if g.refused.contains(&at) {
                 (false, None)
             } else if g.validated.contains(&at) {
+                (true, None)
+            } else if on_disk {
+                g.validated.insert(at);
+                books.stats.generator_validations_read += 1;
+                log::info!(
+                    "{}: native witness generator validated for compiled circuit {:032x} by this build before (read from the compiled-circuit directory)",
+                    key.0,
+                    at.1
+                );
                 (true, None)
             } else if g.validating.insert(at) {
                 (false, Some(ValidationClaim { path: self, at }))
@@ -174,14 +222,19 @@ impl WitnessPath {
             match outcome {
                 Ok(got) => match difference(witness, &got, spare) {
                     None => {
-                        let mut books = self.books.lock();
-                        books.generators.validated.insert(at);
-                        books.stats.generator_validated += 1;
+                        {
+                            let mut books = self.books.lock();
+                            books.generators.validated.insert(at);
+                            books.stats.generator_validated += 1;
+                        }
                         log::info!(
                             "{}: native witness generator validated for compiled circuit {:032x}",
                             key.0,
                             at.1
                         );
+                        if own {
+                            self.keep_validation(&at);
+                        }
                     }
                     Some(d) => self.refuse_generator(at, &format!("its witness differs from the gadgets': {d}")),
                 },
@@ -194,8 +247,20 @@ impl WitnessPath {
 
     /// Turns the generator off for the type and shape of a proof that failed verification,
     /// until restart. Returns whether it was on.
+    /// Its validations kept on disk are forgotten too.
     pub(crate) fn generator_off(&self, circuit_type: &'static str, shape: CircuitShape) -> bool {
-        self.books.lock().generators.off.insert((circuit_type, shape))
+        let key = (circuit_type, shape);
+        if let Some((path, _)) = self.validation_file(&key) {
+            match std::fs::remove_file(&path) {
+                Ok(()) => log::warn!(
+                    "{circuit_type}: kept generator validations forgotten ({})",
+                    path.display()
+                ),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => log::warn!("forgetting generator validations in {}: {e}", path.display()),
+            }
+        }
+        self.books.lock().generators.off.insert(key)
     }
 
     /// The generator's witness of `key` (into `buffers.pool` sized as the last witness, or
@@ -220,6 +285,41 @@ impl WitnessPath {
             self.set_hint(*key, WitnessHint::of_witness(&witness));
         }
         Ok(witness)
+    }
+
+    /// The file beside the compiled circuit's where validations of cuzk's own generators are
+    /// kept (`<circuit file>.validated`: a line per fingerprint and build); `None` without a
+    /// compiled-circuit directory or a build identity.
+    fn validation_file(&self, key: &Key) -> Option<(std::path::PathBuf, &'static str)> {
+        let dir = self.compiled.dir()?;
+        let name = crate::compiled::CompiledCircuits::file_name(key.0, key.1);
+        Some((dir.join(format!("{name}.validated")), build_identity()?))
+    }
+
+    /// Whether this build validated the generator for `at`'s compiled circuit before.
+    fn validation_on_disk(&self, at: &(Key, u128)) -> bool {
+        let Some((path, identity)) = self.validation_file(&at.0) else {
+            return false;
+        };
+        let line = validation_line(at.1, identity);
+        std::fs::read_to_string(path).is_ok_and(|text| text.lines().any(|l| l == line))
+    }
+
+    /// Keeps the validation of `at` for later processes of this build (a failure to write is
+    /// logged: the next process validates again).
+    fn keep_validation(&self, at: &(Key, u128)) {
+        use std::io::Write;
+        let Some((path, identity)) = self.validation_file(&at.0) else {
+            return;
+        };
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| writeln!(f, "{}", validation_line(at.1, identity)));
+        if let Err(e) = written {
+            log::warn!("keeping a generator validation in {}: {e}", path.display());
+        }
     }
 
     fn refuse_generator(&self, at: (Key, u128), why: &str) {
@@ -255,4 +355,43 @@ fn difference<C: Circuit<Scalar>>(expected: &Witness, got: &Witness, spare: C) -
         Ok(paths) => d.named(&paths).to_string(),
         Err(_) => d.to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compiled::CompiledCircuits;
+
+    #[test]
+    fn a_kept_validation_is_read_by_fingerprint_and_forgotten_when_the_generator_goes_off() {
+        let dir = std::env::temp_dir().join(format!("cuzk-validations-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = WitnessPath {
+            compiled: CompiledCircuits::with_dir(&dir),
+            ..WitnessPath::default()
+        };
+        let shape = CircuitShape {
+            inputs: 3,
+            aux: 10,
+            domain_size: 16,
+        };
+        let (a, b): (Key, Key) = (("circuit::A", shape), ("circuit::B", shape));
+        assert!(build_identity().is_some(), "the test binary has an identity");
+        assert!(!path.validation_on_disk(&(a, 7)));
+        path.keep_validation(&(a, 7));
+        path.keep_validation(&(a, 9));
+        assert!(path.validation_on_disk(&(a, 7)) && path.validation_on_disk(&(a, 9)));
+        assert!(!path.validation_on_disk(&(a, 8)), "another fingerprint");
+        assert!(!path.validation_on_disk(&(b, 7)), "another type");
+        // Memory only: nothing kept, nothing read.
+        let memory = WitnessPath::default();
+        memory.keep_validation(&(a, 7));
+        assert!(!memory.validation_on_disk(&(a, 7)));
+        // A failed verification turns the generator off and forgets its kept validations.
+        assert!(path.generator_off(a.0, a.1));
+        assert!(!path.validation_on_disk(&(a, 7)) && !path.validation_on_disk(&(a, 9)));
+        assert!(!path.generator_off(a.0, a.1), "off already");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
