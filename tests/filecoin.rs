@@ -190,6 +190,26 @@ fn winning_post_verifies_with_filecoin_proofs_and_rejects_other_randomness() {
     assert!(!api_post::verify_winning_post(&randomness, &out.proof, &wrong, prover_id()).unwrap_or(false));
 }
 
+/// A Winning PoSt of `vanilla` proved on `engine`, verified by filecoin-proofs.
+fn winning_verified_on(
+    engine: &Engine,
+    randomness: &[u8; 32],
+    vanilla: &[Vec<u8>],
+    public: &std::collections::BTreeMap<filecoin_proofs_api::SectorId, PublicReplicaInfo>,
+) {
+    let out = filecoin::submit_winning_post_with_vanilla(
+        WINNING,
+        randomness,
+        prover_id(),
+        vanilla,
+        Options::default().on(engine),
+    )
+    .unwrap()
+    .wait()
+    .expect("a verified proof");
+    assert!(api_post::verify_winning_post(randomness, &out.proof, public, prover_id()).unwrap());
+}
+
 /// A wrong compiled circuit (here put in the engine's cache by a test hook: one constraint off,
 /// the structure unchanged, so witnesses are accepted and the witness path makes wrong proofs)
 /// costs one retry by full synthesis, counted, and is dropped: the job still returns a proof
@@ -201,19 +221,7 @@ fn a_wrong_compiled_circuit_costs_one_retry_by_full_synthesis_and_is_dropped() {
     let randomness = [5u8; 32];
     let (vanilla, public) = winning_vanilla(&randomness);
     let engine = fresh_engine();
-    let prove = || {
-        let out = filecoin::submit_winning_post_with_vanilla(
-            WINNING,
-            &randomness,
-            prover_id(),
-            &vanilla,
-            Options::default().on(&engine),
-        )
-        .unwrap()
-        .wait()
-        .expect("a verified proof");
-        assert!(api_post::verify_winning_post(&randomness, &out.proof, &public, prover_id()).unwrap());
-    };
+    let prove = || winning_verified_on(&engine, &randomness, &vanilla, &public);
     filecoin::skew_next_compiled_circuit(&engine);
     prove();
     let stats = engine.stats();
@@ -350,20 +358,7 @@ fn parameters_kept_on_the_device_prove_and_leave_the_host() {
     .unwrap();
     let on_gpu = engine.devices().iter().all(Option::is_some);
     for round in 0..2 {
-        let out = filecoin::submit_winning_post_with_vanilla(
-            WINNING,
-            &randomness,
-            prover_id(),
-            &vanilla,
-            Options::default().on(&engine),
-        )
-        .unwrap()
-        .wait()
-        .unwrap();
-        assert!(
-            api_post::verify_winning_post(&randomness, &out.proof, &public, prover_id()).unwrap(),
-            "round {round}"
-        );
+        winning_verified_on(&engine, &randomness, &vanilla, &public);
         let held = filecoin::loaded_parameters(ParamsKind::PoSt(WINNING)).unwrap().unwrap();
         assert_eq!(
             held.has_host_copy(),
@@ -400,19 +395,7 @@ fn a_compiled_circuit_directory_outlives_the_engine() {
         })
         .unwrap()
     };
-    let prove = |engine: &Engine| {
-        let out = filecoin::submit_winning_post_with_vanilla(
-            WINNING,
-            &randomness,
-            prover_id(),
-            &vanilla,
-            Options::default().on(engine),
-        )
-        .unwrap()
-        .wait()
-        .unwrap();
-        assert!(api_post::verify_winning_post(&randomness, &out.proof, &public, prover_id()).unwrap());
-    };
+    let prove = |engine: &Engine| winning_verified_on(engine, &randomness, &vanilla, &public);
     let first = engine();
     prove(&first);
     let w = first.stats().witness;

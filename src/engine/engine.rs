@@ -317,8 +317,9 @@ impl Engine {
     /// charges nothing for them in its budget. Jobs then prove with either clone (same id).
     ///
     /// All or nothing: when a backend refuses (the CPU, a set that would be streamed, a lost
-    /// device), the backends that kept it already evict it again and the error says which
-    /// backend refused; `params` stays as it was (held, when it was held). A set kept this
+    /// device), the backends that kept it already evict it again (a copy they held before
+    /// goes too: the next proof there uploads it) and the error says which backend refused;
+    /// `params` stays as it was (held, when it was held). A set kept this
     /// way lives on the devices until [`remove_parameters`](Self::remove_parameters); a lost
     /// device loses it, and its jobs then fail with a clear error instead of falling back to
     /// the CPU — load the set again to prove with it elsewhere.
