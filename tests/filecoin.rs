@@ -384,17 +384,7 @@ fn a_compiled_circuit_directory_outlives_the_engine() {
     ensure_params(ParamsKind::PoSt(WINNING));
     let randomness = [7u8; 32];
     let (vanilla, public) = winning_vanilla(&randomness);
-    let dir = tmp_root().join(format!("compiled-dir-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let engine = || {
-        Engine::new(EngineConfig {
-            witness_path: true,
-            native_witness: false,
-            compiled_dir: Some(dir.clone()),
-            ..EngineConfig::default()
-        })
-        .unwrap()
-    };
+    let (dir, engine) = engines_over("compiled-dir", false);
     let prove = |engine: &Engine| winning_verified_on(engine, &randomness, &vanilla, &public);
     let first = engine();
     prove(&first);

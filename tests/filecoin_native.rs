@@ -256,17 +256,7 @@ fn a_failed_verification_turns_the_generator_off() {
 #[test]
 fn a_generator_validation_is_kept_across_restarts_of_the_same_build() {
     ensure_params(ParamsKind::PoSt(WINNING));
-    let dir = tmp_root().join(format!("validations-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let engine = || {
-        Engine::new(EngineConfig {
-            witness_path: true,
-            native_witness: true,
-            compiled_dir: Some(dir.clone()),
-            ..EngineConfig::default()
-        })
-        .unwrap()
-    };
+    let (dir, engine) = engines_over("validations", true);
     let randomness = [31u8; 32];
     let counts = |w: WitnessStats| {
         (

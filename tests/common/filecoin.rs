@@ -46,6 +46,25 @@ pub fn init() {
     });
 }
 
+/// A fresh directory under [`tmp_root`] named `what` and the process id (emptied first), and
+/// an engine maker over it: the witness path on, native generators `native`, compiled circuits
+/// kept in the directory (a second engine made is a restart).
+pub fn engines_over(what: &str, native: bool) -> (PathBuf, impl Fn() -> cuzk::engine::Engine) {
+    let dir = tmp_root().join(format!("{what}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let kept = dir.clone();
+    let make = move || {
+        cuzk::engine::Engine::new(cuzk::engine::EngineConfig {
+            witness_path: true,
+            native_witness: native,
+            compiled_dir: Some(kept.clone()),
+            ..cuzk::engine::EngineConfig::default()
+        })
+        .expect("an engine")
+    };
+    (dir, make)
+}
+
 pub fn prover_id() -> [u8; 32] {
     filecoin::prover_id_from_miner_id(MINER)
 }
