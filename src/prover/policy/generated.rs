@@ -176,8 +176,13 @@ impl WitnessPath {
             return self.synthesize(on, circuit, params, buffers);
         };
         let at = (key, compiled.fingerprint());
-        // cuzk's own generators: a validation this build kept beside the compiled circuit's file.
-        let on_disk = own && self.validation_on_disk(&at);
+        // cuzk's own generators: a validation this build kept beside the compiled circuit's file
+        // (read while the fingerprint is neither validated nor refused in this process).
+        let known = {
+            let books = self.books.lock();
+            books.generators.validated.contains(&at) || books.generators.refused.contains(&at)
+        };
+        let on_disk = own && !known && self.validation_on_disk(&at);
         let (validated, claim) = {
             let mut books = self.books.lock();
             let g = &mut books.generators;
