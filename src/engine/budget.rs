@@ -74,8 +74,9 @@
 //!
 //! ## Under pressure
 //! When a dispatch does not fit, the engine frees, in this order, until it does: idle pool
-//! buffers that no request of the pending partitions' sizes would reuse
-//! ([`PinnedPool::shrink_unreusable`](crate::PinnedPool::shrink_unreusable)); other idle pool
+//! buffers that no request of the pending partitions' sizes would reuse, largest first, as many
+//! bytes as the dispatch lacks
+//! ([`PinnedPool::shrink_unreusable_by`](crate::PinnedPool::shrink_unreusable_by)); other idle pool
 //! buffers, largest first; idle parameter sets (no pending or in-flight partition uses them),
 //! sets held by the engine alone first (dropping them frees their host copy), least recently
 //! used first, each with its own device copies

@@ -262,9 +262,10 @@ fn pending_requests(shared: &Shared, st: &State) -> Vec<usize> {
 /// idle pool bytes it would not reuse: one step of the eviction order (see
 /// [`budget`](super::budget)), the first that frees anything. Returns whether one did.
 fn make_room(shared: &Shared, st: &mut parking_lot::MutexGuard<'_, State>, excess: usize, other_idle: usize) -> bool {
-    // 1. Idle buffers that no pending partition's sizes would reuse.
+    // 1. Idle buffers that no pending partition's sizes would reuse, largest first, as many
+    //    bytes as are missing.
     let sizes = pending_requests(shared, st);
-    let freed = parking_lot::MutexGuard::unlocked(st, || shared.pool.shrink_unreusable(&sizes));
+    let freed = parking_lot::MutexGuard::unlocked(st, || shared.pool.shrink_unreusable_by(&sizes, excess));
     if freed > 0 {
         st.counters.evicted_pool_bytes += freed;
         log::debug!("engine: under pressure, freed {freed} idle pool bytes no pending size reuses");

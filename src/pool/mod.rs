@@ -380,18 +380,32 @@ impl PinnedPool {
     /// (page-rounded). Returns the number of bytes freed. With no requests every idle buffer
     /// goes.
     pub fn shrink_unreusable(&self, requests: &[usize]) -> usize {
+        self.shrink_unreusable_by(requests, usize::MAX)
+    }
+
+    /// As [`shrink_unreusable`](Self::shrink_unreusable), but largest first and only until
+    /// `bytes` are freed (the last buffer freed may take it past): the engine frees what a
+    /// dispatch lacks and keeps the other buffers for later partitions of their sizes.
+    pub fn shrink_unreusable_by(&self, requests: &[usize], bytes: usize) -> usize {
         let ranges: Vec<(usize, usize)> = requests.iter().filter_map(|&r| self.reuse_range(r)).collect();
         let mut state = self.inner.state.lock();
         let doomed: Vec<usize> = state
             .idle
             .keys()
+            .rev()
             .copied()
             .filter(|&cap| !ranges.iter().any(|&(lo, hi)| lo <= cap && cap <= hi))
             .collect();
         let mut blocks = Vec::new();
-        for cap in doomed {
+        let mut taken = 0usize;
+        'caps: for cap in doomed {
             while state.idle.contains_key(&cap) {
-                blocks.push(state.take_idle(cap));
+                if taken >= bytes {
+                    break 'caps;
+                }
+                let block = state.take_idle(cap);
+                taken = taken.saturating_add(block.capacity);
+                blocks.push(block);
             }
         }
         drop(state);
@@ -578,5 +592,32 @@ mod tests {
         assert_eq!(pool.idle_reusable_bytes(&[2 * page - 1]), 2 * page);
         assert_eq!(pool.shrink_unreusable(&[]), 2 * page);
         assert_eq!(pool.stats().bytes_idle, 0);
+    }
+
+    #[test]
+    fn unreusable_idle_buffers_go_largest_first_only_as_far_as_asked() {
+        let page = PAGE_SIZE;
+        // Idle: 1, 1, 5, 8 and 2 pages; requests of 2 pages reuse only the 2-page one (factor 1).
+        let pool = idle_pool(1.0, &[page, page, 5 * page, 8 * page, 2 * page]);
+        assert_eq!(
+            pool.shrink_unreusable_by(&[2 * page], 3 * page),
+            8 * page,
+            "the largest alone"
+        );
+        assert_eq!(pool.stats().idle_buffers, 4);
+        assert_eq!(
+            pool.shrink_unreusable_by(&[2 * page], 6 * page),
+            6 * page,
+            "5, then one of 1"
+        );
+        assert_eq!(pool.shrink_unreusable_by(&[2 * page], 0), 0, "nothing asked");
+        let stats = pool.stats();
+        assert_eq!((stats.bytes_idle, stats.idle_buffers), (3 * page, 2));
+        assert_eq!(
+            pool.shrink_unreusable_by(&[2 * page], usize::MAX),
+            page,
+            "the rest but the reusable one"
+        );
+        assert_eq!(pool.stats().bytes_idle, 2 * page);
     }
 }
