@@ -55,7 +55,8 @@ pub struct Args {
     pub params_on_device: Option<bool>,
     /// A directory to keep the compiled circuits in across restarts (GiBs each at 32 GiB):
     /// the first proof of a kind after a restart reads its circuit instead of recording it by
-    /// a full synthesis (minutes at 32 GiB). Default: none, memory only.
+    /// a full synthesis (minutes at 32 GiB), and the native witness generators' validations by
+    /// the same build are kept there too. Default: none, memory only.
     #[arg(long, env = "CUZK_DAEMON_COMPILED_DIR")]
     pub compiled_dir: Option<PathBuf>,
     /// Seconds running proofs may take to finish after SIGTERM/SIGINT before they are
