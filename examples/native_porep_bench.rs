@@ -52,16 +52,8 @@ struct Args {
     /// Challenges in the partition (production: 18).
     #[arg(long, default_value_t = 18, value_parser = support::at_least_one)]
     challenges: usize,
-    /// Timed runs of each generator path, after one warm-up.
-    #[arg(long, default_value_t = 3, value_parser = support::at_least_one)]
-    runs: usize,
-    /// Also time full synthesis (needs ~0.75 GiB of host memory a challenge).
-    #[arg(long)]
-    full: bool,
-    /// Only run the generator into a `WitnessCs` this many times on one thread, and exit (for
-    /// `perf record`: no gadgets, no comparison).
-    #[arg(long, value_name = "N")]
-    profile: Option<usize>,
+    #[command(flatten)]
+    common: support::GeneratorRuns,
 }
 
 struct Inputs {
@@ -126,10 +118,7 @@ fn main() {
         params: stacked::small_params::<Tree>(),
     };
     let one = or_fail(rayon::ThreadPoolBuilder::new().num_threads(1).build());
-    if let Some(n) = args.profile {
-        let t = Instant::now();
-        one.install(|| (0..n).for_each(|_| drop(std::hint::black_box(generated(&inputs)))));
-        eprintln!("{n} generated witnesses in {:.1} ms", ms(t.elapsed()));
+    if args.common.profiled(&one, || generated(&inputs)) {
         return;
     }
     let four = or_fail(rayon::ThreadPoolBuilder::new().num_threads(4).build());
@@ -149,11 +138,14 @@ fn main() {
             fail(&format!("the generated witness differs from WitnessCs's:\n{d}"));
         }
     }
-    let full = args.full.then(|| support::full_synthesis(&one, circuit(&inputs)));
+    let full = args
+        .common
+        .full
+        .then(|| support::full_synthesis(&one, circuit(&inputs)));
     eprintln!("the generator ...");
-    let native = one.install(|| median_ms_of(args.runs, || generated(&inputs)));
+    let native = one.install(|| median_ms_of(args.common.runs, || generated(&inputs)));
     let counted = one.install(|| {
-        median_ms_of(args.runs, || {
+        median_ms_of(args.common.runs, || {
             let mut c = CountSink::default();
             stacked_witness::<Tree, Sha256Hasher>(
                 &inputs.partition.0,
@@ -164,8 +156,8 @@ fn main() {
             )
         })
     });
-    let native_four = four.install(|| median_ms_of(args.runs, || generated_parallel(&inputs, 4)));
-    let native_all = median_ms_of(args.runs, || generated_parallel(&inputs, all));
+    let native_four = four.install(|| median_ms_of(args.common.runs, || generated_parallel(&inputs, 4)));
+    let native_all = median_ms_of(args.common.runs, || generated_parallel(&inputs, all));
 
     let c = args.challenges;
     println!(
@@ -196,5 +188,5 @@ fn main() {
         );
     }
     println!();
-    support::generator_bench_footer(expected.byte_size(), full, args.runs);
+    support::generator_bench_footer(expected.byte_size(), full, args.common.runs);
 }

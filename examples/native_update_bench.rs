@@ -41,15 +41,8 @@ struct Args {
     /// The sector size: 8MiB, 16MiB, 512MiB, 32GiB or 64GiB (or bytes).
     #[arg(long, default_value = "32GiB", value_parser = support::parse_bytes)]
     sector_size: u64,
-    /// Timed runs of each generator path, after one warm-up.
-    #[arg(long, default_value_t = 3, value_parser = support::at_least_one)]
-    runs: usize,
-    /// Also time full synthesis (a 32 GiB partition needs ~10 GiB).
-    #[arg(long)]
-    full: bool,
-    /// Only run the generator this many times on one thread, and exit.
-    #[arg(long, value_name = "N")]
-    profile: Option<usize>,
+    #[command(flatten)]
+    common: support::GeneratorRuns,
 }
 
 fn or_fail<T, E: std::fmt::Display>(r: Result<T, E>) -> T {
@@ -69,10 +62,7 @@ fn main() {
     let one = or_fail(rayon::ThreadPoolBuilder::new().num_threads(1).build());
     let four = or_fail(rayon::ThreadPoolBuilder::new().num_threads(4).build());
     let all = rayon::current_num_threads();
-    if let Some(n) = args.profile {
-        let t = Instant::now();
-        one.install(|| (0..n).for_each(|_| drop(std::hint::black_box(generated(&circuit, 1)))));
-        eprintln!("{n} generated witnesses in {:.1} ms", ms(t.elapsed()));
+    if args.common.profiled(&one, || generated(&circuit, 1)) {
         return;
     }
 
@@ -86,11 +76,11 @@ fn main() {
             fail(&format!("the generated witness differs from WitnessCs's:\n{d}"));
         }
     }
-    let full = args.full.then(|| support::full_synthesis(&one, circuit.clone()));
+    let full = args.common.full.then(|| support::full_synthesis(&one, circuit.clone()));
     eprintln!("the generator ...");
-    let native = one.install(|| median_ms_of(args.runs, || generated(&circuit, 1)));
-    let native_four = four.install(|| median_ms_of(args.runs, || generated(&circuit, 4)));
-    let native_all = median_ms_of(args.runs, || generated(&circuit, all));
+    let native = one.install(|| median_ms_of(args.common.runs, || generated(&circuit, 1)));
+    let native_four = four.install(|| median_ms_of(args.common.runs, || generated(&circuit, 4)));
+    let native_all = median_ms_of(args.common.runs, || generated(&circuit, all));
 
     let pp = circuit.public_params();
     println!(
@@ -119,5 +109,5 @@ fn main() {
         println!("| {what} | {threads} | {:.3} | {:.1}x |", t / 1e3, gadget / t);
     }
     println!();
-    support::generator_bench_footer(expected.byte_size(), full, args.runs);
+    support::generator_bench_footer(expected.byte_size(), full, args.common.runs);
 }

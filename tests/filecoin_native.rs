@@ -267,14 +267,18 @@ fn a_generator_validation_is_kept_across_restarts_of_the_same_build() {
             w.generator_validations_read,
         )
     };
-    let records = || -> Vec<String> {
+    // The one `.validated` file of the directory.
+    let validated = || {
         let files: Vec<_> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().path())
             .filter(|p| p.extension().is_some_and(|e| e == "validated"))
             .collect();
         assert_eq!(files.len(), 1, "{files:?}");
-        std::fs::read_to_string(&files[0])
+        files[0].clone()
+    };
+    let records = || -> Vec<String> {
+        std::fs::read_to_string(validated())
             .unwrap()
             .lines()
             .map(str::to_string)
@@ -300,14 +304,9 @@ fn a_generator_validation_is_kept_across_restarts_of_the_same_build() {
     assert_eq!(records(), kept, "nothing added");
 
     // Another build's record only: validated again by the gadgets, and this build's added.
-    let path = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "validated"))
-        .unwrap();
     let other = kept[0].replacen(" cuzk-", " cuzk-another-build-", 1);
     assert_ne!(other, kept[0]);
-    std::fs::write(&path, format!("{other}\n")).unwrap();
+    std::fs::write(validated(), format!("{other}\n")).unwrap();
     let rebuilt = engine();
     prove(&rebuilt, WINNING, &randomness, None);
     assert_eq!(counts(rebuilt.stats().witness), (0, 1, 0, 1, 0));

@@ -1,5 +1,6 @@
 //! Helpers shared by the examples: the logger, the parameter cache, the machine's description.
-//! (Each example parses its own command line with clap.)
+//! (Each example parses its own command line with clap; the generator benches share
+//! [`GeneratorRuns`].)
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -164,4 +165,34 @@ pub fn generator_bench_footer(compact_bytes: usize, full: Option<(f64, usize)>, 
     println!(
         "WitnessCs and full synthesis once; the generator median of {runs} runs after one warm-up; the generated witness equals WitnessCs's value for value"
     );
+}
+
+/// The flags the native generator benches share (`#[command(flatten)]`).
+#[derive(clap::Args)]
+pub struct GeneratorRuns {
+    /// Timed runs of each generator path, after one warm-up.
+    #[arg(long, default_value_t = 3, value_parser = at_least_one)]
+    pub runs: usize,
+    /// Also time full synthesis (host memory: ~0.75 GiB a PoRep challenge, ~10 GiB a 32 GiB
+    /// SnapDeals partition).
+    #[arg(long)]
+    pub full: bool,
+    /// Only run the generator into a `WitnessCs` this many times on one thread, and exit (for
+    /// `perf record`: no gadgets, no comparison).
+    #[arg(long, value_name = "N")]
+    pub profile: Option<usize>,
+}
+
+impl GeneratorRuns {
+    /// With `--profile N`: `generate` N times on `one` (a one-thread pool), timed on stderr;
+    /// returns whether it ran (the bench then exits).
+    pub fn profiled<T>(&self, one: &rayon::ThreadPool, generate: impl Fn() -> T + Sync) -> bool {
+        let Some(n) = self.profile else {
+            return false;
+        };
+        let t = Instant::now();
+        one.install(|| (0..n).for_each(|_| drop(std::hint::black_box(generate()))));
+        eprintln!("{n} generated witnesses in {:.1} ms", ms(t.elapsed()));
+        true
+    }
 }

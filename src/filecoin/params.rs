@@ -99,6 +99,8 @@ pub(crate) fn update_path_for<Tree: 'static + MerkleTreeTrait<Hasher = filecoin_
 /// Parameters loaded from one file, with their prepared verifying key.
 #[derive(Debug)]
 pub(crate) struct Loaded {
+    /// The file, which keys this module's cache.
+    pub(crate) path: PathBuf,
     pub(crate) params: Parameters,
     pub(crate) pvk: PreparedVerifyingKey,
 }
@@ -189,7 +191,11 @@ pub(crate) fn load(path: &Path) -> Result<(Arc<Loaded>, Duration)> {
     };
     let params = Parameters::load(path, PointCheck::OnCurve).map_err(wrap)?;
     let pvk = PreparedVerifyingKey::new(params.vk());
-    let loaded = Arc::new(Loaded { params, pvk });
+    let loaded = Arc::new(Loaded {
+        path: path.to_path_buf(),
+        params,
+        pvk,
+    });
     *slot = Some(loaded.clone());
     Ok((loaded, start.elapsed()))
 }
@@ -216,30 +222,26 @@ pub(crate) fn placed(loaded: Arc<Loaded>, engine: &crate::engine::Engine) -> Arc
     {
         return loaded;
     }
-    // The slot that holds this set; its lock (held through the upload) makes concurrent first
-    // proofs upload once. A slot being loaded is waited for, with the map's lock released.
-    let slots: Vec<Slot> = cache()
+    // Its slot's lock, held through the upload, makes concurrent first proofs upload once.
+    let slot = cache()
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .values()
-        .cloned()
-        .collect();
-    for slot in slots {
-        let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
-        match slot.as_ref() {
-            Some(held) if held.params.id() == id && !held.params.has_host_copy() => return held.clone(),
-            Some(held) if held.params.id() == id => return keep(&mut slot, loaded, engine),
-            _ => {}
-        }
+        .get(&loaded.path)
+        .cloned();
+    let Some(slot) = slot else {
+        return loaded; // evicted meanwhile: this job keeps its own copy
+    };
+    let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
+    match slot.as_ref() {
+        Some(held) if held.params.id() != id => return loaded, // evicted and loaded again
+        Some(held) if !held.params.has_host_copy() => return held.clone(),
+        Some(_) => {}
+        None => return loaded,
     }
-    loaded // evicted meanwhile: this job keeps its own copy
-}
-
-fn keep(slot: &mut Option<Arc<Loaded>>, loaded: Arc<Loaded>, engine: &crate::engine::Engine) -> Arc<Loaded> {
-    let id = loaded.params.id();
     match engine.keep_parameters_on_device(&loaded.params) {
         Ok(params) => {
             let kept = Arc::new(Loaded {
+                path: loaded.path.clone(),
                 params,
                 pvk: loaded.pvk.clone(),
             });
@@ -252,7 +254,6 @@ fn keep(slot: &mut Option<Arc<Loaded>>, loaded: Arc<Loaded>, engine: &crate::eng
         }
         Err(e) => {
             log::warn!("filecoin: parameters {id} stay in host memory: {e}");
-            let tried = (engine as *const crate::engine::Engine as usize, id);
             refused().lock().unwrap_or_else(|p| p.into_inner()).push(tried);
             loaded
         }
