@@ -119,7 +119,7 @@ pub(super) fn dispatcher(shared: Arc<Shared>, synth: Arc<rayon::ThreadPool>) {
                 let mut deferred = Deferred::default();
                 state.fail_job(id, err, now, &mut deferred);
                 drop(st);
-                deferred.run();
+                deferred.run(&shared.backend_provers);
                 st = shared.state.lock();
                 continue;
             }

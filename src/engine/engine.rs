@@ -398,6 +398,46 @@ impl Engine {
         true
     }
 
+    /// [`remove_parameters`](Self::remove_parameters), or, while jobs of the engine use the set,
+    /// a removal when the last of them ends (its backends then evict their copies: a set kept
+    /// on the devices by [`keep_parameters_on_device`](Self::keep_parameters_on_device) does
+    /// not stay there for good). Returns true when the set was removed now; false when it
+    /// goes later, or when the engine does not hold it.
+    pub fn remove_parameters_when_idle(&self, params: &Parameters) -> bool {
+        if self.remove_parameters(params) {
+            return true;
+        }
+        let mut st = self.shared.state.lock();
+        // Checked under the lock: its last job may have ended since remove_parameters looked.
+        if st.params_users(params.id()) == 0 {
+            drop(st);
+            return self.remove_parameters(params);
+        }
+        if st.params.remove_when_idle(params.id()) {
+            log::info!(
+                "engine: parameters {} removed once the jobs using them end",
+                params.id()
+            );
+        }
+        false
+    }
+
+    /// The set `id` when the engine holds it (with or without its host copy).
+    pub(crate) fn held_parameters(&self, id: u64) -> Option<Parameters> {
+        self.shared.state.lock().params.get(id).map(|e| e.params.clone())
+    }
+
+    /// The set `id` when the engine keeps it on its devices without its host copy
+    /// ([`keep_parameters_on_device`](Self::keep_parameters_on_device)): the clone to prove
+    /// with on this engine, which no other engine can prove with.
+    pub(crate) fn kept_on_device(&self, id: u64) -> Option<Parameters> {
+        let st = self.shared.state.lock();
+        st.params
+            .get(id)
+            .filter(|e| !e.params.has_host_copy() && !e.remove_when_idle)
+            .map(|e| e.params.clone())
+    }
+
     /// The engine's pool.
     pub fn pool(&self) -> &PinnedPool {
         &self.shared.pool

@@ -17,6 +17,9 @@ pub(super) struct ParamEntry {
     pub(super) last_use: u64,
     /// When that was.
     pub(super) last_used: Instant,
+    /// Removal was asked while jobs used it: it goes when the last of them ends
+    /// ([`Engine::remove_parameters_when_idle`](super::Engine::remove_parameters_when_idle)).
+    pub(super) remove_when_idle: bool,
 }
 
 /// The parameter sets the engine holds, with their use clock and residency marks. It knows
@@ -74,6 +77,7 @@ impl ParamCache {
                 host_bytes,
                 last_use: clock,
                 last_used: Instant::now(),
+                remove_when_idle: false,
             },
         );
     }
@@ -90,6 +94,11 @@ impl ParamCache {
     /// Set `id`, when held.
     pub(super) fn get(&self, id: u64) -> Option<&ParamEntry> {
         self.entries.get(&id)
+    }
+
+    /// Marks set `id` for removal once no job uses it. Returns false when it is not held.
+    pub(super) fn remove_when_idle(&mut self, id: u64) -> bool {
+        self.entries.get_mut(&id).map(|e| e.remove_when_idle = true).is_some()
     }
 
     /// The sets held, by id, in no particular order.

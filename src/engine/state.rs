@@ -175,10 +175,19 @@ pub(super) struct State {
 pub(super) struct Deferred {
     pub(super) progressed: Vec<(Arc<JobShared>, usize, usize)>,
     pub(super) finished: Vec<(Arc<JobShared>, Result<Vec<Proof>>, usize)>,
+    /// Parameter sets removed as their last job ended: the backends evict their copies.
+    pub(super) removed: Vec<Parameters>,
 }
 
 impl Deferred {
-    pub(super) fn run(self) {
+    /// Evicts the removed sets from `provers` (the engine's backends) and wakes the jobs' waiters.
+    pub(super) fn run(self, provers: &[crate::Prover]) {
+        for params in &self.removed {
+            for prover in provers {
+                prover.evict_params(params);
+            }
+            log::info!("engine: parameters {} removed (their last job ended)", params.id());
+        }
         for (job, done, failed) in self.progressed {
             job.note_done(done, failed);
         }
@@ -301,7 +310,7 @@ impl Shared {
         drop(st);
         self.dispatch_cv.notify_all();
         self.gpu_cv.notify_all();
-        deferred.run();
+        deferred.run(&self.backend_provers);
     }
 }
 
@@ -322,7 +331,7 @@ impl Canceller for Shared {
         }
         drop(st);
         self.dispatch_cv.notify_all();
-        deferred.run();
+        deferred.run(&self.backend_provers);
         running
     }
 
@@ -408,6 +417,12 @@ impl State {
             );
             let slots = std::mem::take(&mut self.evaluation);
             self.budget.release(slots.bytes());
+        }
+        let pid = job.params.id();
+        if self.params.get(pid).is_some_and(|e| e.remove_when_idle) && self.params_users(pid) == 0 {
+            if let Some(entry) = self.drop_params(pid) {
+                deferred.removed.push(entry.params);
+            }
         }
         let wall = job.submitted.elapsed();
         let result = match job.error.take() {

@@ -131,7 +131,7 @@ pub(super) fn synthesize(shared: &Shared, work: Dispatched) {
     // Every GPU worker looks again: one may be holding for this partition (see
     // `gpu_worker`), and the one notify_one would wake could be that one.
     shared.gpu_cv.notify_all();
-    deferred.run();
+    deferred.run(&shared.backend_provers);
 }
 
 /// GPU worker `worker`'s thread: proves the ready partitions with `prover`, highest priority
@@ -281,7 +281,7 @@ pub(super) fn gpu_worker(shared: &Shared, worker: usize, prover: Prover) {
         // Before the job's waiter wakes (see `synthesize`).
         drop(params);
         shared.dispatch_cv.notify_all();
-        deferred.run();
+        deferred.run(&shared.backend_provers);
     }
 }
 
@@ -306,6 +306,6 @@ fn retire(shared: &Shared, st: &mut parking_lot::MutexGuard<'_, State>, worker: 
     }
     parking_lot::MutexGuard::unlocked(st, || {
         shared.dispatch_cv.notify_all();
-        deferred.run();
+        deferred.run(&shared.backend_provers);
     });
 }

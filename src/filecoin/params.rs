@@ -105,16 +105,57 @@ pub(crate) struct Loaded {
     pub(crate) pvk: PreparedVerifyingKey,
 }
 
-type Slot = Arc<Mutex<Option<Arc<Loaded>>>>;
+/// What the cache holds of one file.
+#[derive(Default)]
+struct Held {
+    /// The set with its host copy, which any engine may prove with.
+    host: Option<Arc<Loaded>>,
+    /// The set kept on an engine's GPUs without its host copy
+    /// ([`EngineConfig::params_on_device`](crate::engine::EngineConfig::params_on_device)),
+    /// one per engine that keeps it: each is that engine's alone, since no other engine (nor
+    /// the CPU) can prove with it.
+    on_device: Vec<Arc<Loaded>>,
+    /// The ids of every set loaded from the file (engines may hold any of them).
+    loaded: Vec<u64>,
+}
+
+impl Held {
+    /// The set `engine` keeps on its GPUs, when it keeps one. Sets no engine holds any more
+    /// (their engine dropped or removed them) are forgotten on the way.
+    fn kept_by(&mut self, engine: &crate::engine::Engine) -> Option<Arc<Loaded>> {
+        // Only this cache's clone left: no engine, and no job, holds the set any more.
+        self.on_device.retain(|l| l.params.host_copy_holders() > 1);
+        self.on_device
+            .iter()
+            .find(|l| engine.kept_on_device(l.params.id()).is_some())
+            .cloned()
+    }
+}
+
+type Slot = Arc<Mutex<Held>>;
 
 fn cache() -> &'static Mutex<HashMap<PathBuf, Slot>> {
     static CACHE: OnceLock<Mutex<HashMap<PathBuf, Slot>>> = OnceLock::new();
     CACHE.get_or_init(Default::default)
 }
 
+fn slot(path: &Path) -> Slot {
+    cache()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .entry(path.to_path_buf())
+        .or_default()
+        .clone()
+}
+
+fn lock(slot: &Slot) -> std::sync::MutexGuard<'_, Held> {
+    slot.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Forgets every parameter set this module loaded (memory is freed once no proof in flight
 /// holds them; a GPU-resident copy stays until the backend evicts it, see
-/// [`Prover::evict_resident`](crate::Prover::evict_resident)).
+/// [`Prover::evict_resident`](crate::Prover::evict_resident), and a set an engine keeps on its
+/// GPUs until [`Engine::remove_parameters`](crate::engine::Engine::remove_parameters)).
 pub fn clear_parameter_cache() {
     cache().lock().unwrap_or_else(|p| p.into_inner()).clear();
 }
@@ -125,7 +166,7 @@ pub fn clear_parameter_cache() {
 /// # Errors
 /// As a proof's: [`Error::FilecoinParams`] naming a missing or bad file.
 pub fn preload_parameters(kind: ParamsKind) -> Result<Duration> {
-    load(&parameter_path(kind)?).map(|(_, took)| took)
+    load(&parameter_path(kind)?, None).map(|(_, took)| took)
 }
 
 /// The host bytes of the parameters of `kind` when they are loaded, `None` when not.
@@ -138,32 +179,60 @@ pub fn parameters_loaded(kind: ParamsKind) -> Result<Option<usize>> {
 
 /// The parameters of `kind` when they are loaded (a handle sharing the loaded set: its
 /// [`Parameters::id`](crate::Parameters::id) names it in [`EngineStats::params`](crate::engine::EngineStats::params)),
-/// `None` when not.
+/// `None` when not: the set the process-wide engine keeps on its GPUs when it keeps one, else
+/// the set with its host copy, else a set another engine keeps on its GPUs (without its host
+/// copy: only that engine proves with it).
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for a sector size no registered proof names.
 pub fn loaded_parameters(kind: ParamsKind) -> Result<Option<crate::Parameters>> {
     let path = parameter_path(kind)?;
     let slot = cache().lock().unwrap_or_else(|p| p.into_inner()).get(&path).cloned();
-    let loaded = slot.and_then(|slot| slot.lock().unwrap_or_else(|p| p.into_inner()).clone());
+    let Some(slot) = slot else { return Ok(None) };
+    let mut held = lock(&slot);
+    let process_wide = super::engine_started().then(super::engine).and_then(Result::ok);
+    let loaded = process_wide
+        .and_then(|e| held.kept_by(e))
+        .or_else(|| held.host.clone())
+        .or_else(|| held.on_device.first().cloned());
     Ok(loaded.map(|l| l.params.clone()))
 }
 
-/// Forgets the parameters of `kind` (as [`clear_parameter_cache`] does all of them) and drops
-/// them from `engine` when it holds them. Returns their host bytes when they were loaded.
+/// Forgets the parameters of `kind` (as [`clear_parameter_cache`] does all of them) and, with
+/// `engine`, drops every set of the file that engine holds: its host copy, and the set it keeps
+/// on its GPUs, which leaves them now or, while proofs of the engine use it, when the last of
+/// them ends ([`Engine::remove_parameters_when_idle`](crate::engine::Engine::remove_parameters_when_idle)).
+/// Sets other engines keep on their GPUs stay theirs. Returns the bytes forgotten when
+/// anything was loaded: host bytes of the host copies, device bytes of kept sets.
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for a sector size no registered proof names.
 pub fn evict_parameters(kind: ParamsKind, engine: Option<&crate::engine::Engine>) -> Result<Option<usize>> {
     let path = parameter_path(kind)?;
-    let slot = cache().lock().unwrap_or_else(|p| p.into_inner()).remove(&path);
-    let loaded = slot.and_then(|slot| slot.lock().unwrap_or_else(|p| p.into_inner()).take());
-    Ok(loaded.map(|l| {
-        if let Some(engine) = engine {
-            engine.remove_parameters(&l.params);
-        }
-        l.params.host_bytes()
-    }))
+    let slot = cache().lock().unwrap_or_else(|p| p.into_inner()).get(&path).cloned();
+    let Some(slot) = slot else { return Ok(None) };
+    let mut held = lock(&slot);
+    let host = held.host.take();
+    let mut freed = host.as_ref().map(|h| h.params.host_bytes());
+    let Some(engine) = engine else { return Ok(freed) };
+    if let Some(kept) = held.kept_by(engine) {
+        held.on_device.retain(|l| !Arc::ptr_eq(l, &kept));
+    }
+    for &id in &held.loaded {
+        let Some(params) = engine.held_parameters(id) else {
+            continue;
+        };
+        engine.remove_parameters_when_idle(&params);
+        let bytes = if !params.has_host_copy() {
+            params.device_bytes()
+        } else if host.as_ref().is_some_and(|h| h.params.id() == id) {
+            0 // counted above
+        } else {
+            params.host_bytes()
+        };
+        freed = Some(freed.unwrap_or(0) + bytes);
+    }
+    Ok(freed)
 }
 
 const HOW_TO_GET: &str = "Filecoin parameter files come from the network's trusted setup: fetch them \
@@ -171,16 +240,19 @@ const HOW_TO_GET: &str = "Filecoin parameter files come from the network's trust
      FIL_PROOFS_PARAMETER_CACHE names (default /var/tmp/filecoin-proof-parameters/); cuzk never \
      generates them. A truncated file (an interrupted download) must be deleted and fetched again";
 
-/// The parameters in `path`, loaded on first use and kept for the life of the process
-/// (concurrent callers of one path wait for one load). Returns the time spent loading
-/// (zero when they were already loaded).
-pub(crate) fn load(path: &Path) -> Result<(Arc<Loaded>, Duration)> {
-    let slot = {
-        let mut map = cache().lock().unwrap_or_else(|p| p.into_inner());
-        map.entry(path.to_path_buf()).or_default().clone()
-    };
-    let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(loaded) = slot.as_ref() {
+/// The parameters in `path` for a proof on `engine` (`None`: the process-wide engine, when it
+/// has started): the set that engine keeps on its GPUs when it keeps one, else the set with
+/// its host copy, loaded on first use and kept for the life of the process (concurrent
+/// callers of one path wait for one load). Returns the time spent loading (zero when they
+/// were already loaded).
+pub(crate) fn load(path: &Path, engine: Option<&crate::engine::Engine>) -> Result<(Arc<Loaded>, Duration)> {
+    let engine = engine.or_else(|| super::engine_started().then(super::engine).and_then(Result::ok));
+    let slot = slot(path);
+    let mut held = lock(&slot);
+    if let Some(kept) = engine.and_then(|e| held.kept_by(e)) {
+        return Ok((kept, Duration::ZERO));
+    }
+    if let Some(loaded) = held.host.as_ref() {
         return Ok((loaded.clone(), Duration::ZERO));
     }
     let start = Instant::now();
@@ -196,7 +268,8 @@ pub(crate) fn load(path: &Path) -> Result<(Arc<Loaded>, Duration)> {
         params,
         pvk,
     });
-    *slot = Some(loaded.clone());
+    held.loaded.push(loaded.params.id());
+    held.host = Some(loaded.clone());
     Ok((loaded, start.elapsed()))
 }
 
@@ -208,10 +281,12 @@ fn refused() -> &'static Mutex<Vec<(usize, u64)>> {
 }
 
 /// `loaded` as `engine` wants it held ([`EngineConfig::params_on_device`](crate::engine::EngineConfig::params_on_device)):
-/// with that off, or for a set without its host copy already, as it is; else kept on the
-/// engine's GPUs ([`Engine::keep_parameters_on_device`](crate::engine::Engine::keep_parameters_on_device))
-/// and replaced in this module's cache by the set without its host copy, which is returned —
-/// the host copy leaves memory once the jobs that hold it end. A refusal (the CPU, a GPU that
+/// with that off, or for a set without its host copy already (the engine's own: [`load`]
+/// hands no engine another's), as it is; else kept on the engine's GPUs
+/// ([`Engine::keep_parameters_on_device`](crate::engine::Engine::keep_parameters_on_device)),
+/// and the set without its host copy, which is returned, is held in this module's cache as
+/// that engine's alone. The host copy leaves the cache (and memory, once the jobs that hold it
+/// end): another engine proving the kind loads the file again. A refusal (the CPU, a GPU that
 /// streams the set) is logged at warn once per set and leaves it as it was.
 pub(crate) fn placed(loaded: Arc<Loaded>, engine: &crate::engine::Engine) -> Arc<Loaded> {
     let id = loaded.params.id();
@@ -222,21 +297,11 @@ pub(crate) fn placed(loaded: Arc<Loaded>, engine: &crate::engine::Engine) -> Arc
     {
         return loaded;
     }
-    // Its slot's lock, held through the upload, makes concurrent first proofs upload once.
-    let slot = cache()
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get(&loaded.path)
-        .cloned();
-    let Some(slot) = slot else {
-        return loaded; // evicted meanwhile: this job keeps its own copy
-    };
-    let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
-    match slot.as_ref() {
-        Some(held) if held.params.id() != id => return loaded, // evicted and loaded again
-        Some(held) if !held.params.has_host_copy() => return held.clone(),
-        Some(_) => {}
-        None => return loaded,
+    // The slot's lock, held through the upload, makes concurrent first proofs upload once.
+    let slot = slot(&loaded.path);
+    let mut held = lock(&slot);
+    if let Some(kept) = held.kept_by(engine) {
+        return kept; // an earlier job of this engine kept it meanwhile
     }
     match engine.keep_parameters_on_device(&loaded.params) {
         Ok(params) => {
@@ -249,7 +314,10 @@ pub(crate) fn placed(loaded: Arc<Loaded>, engine: &crate::engine::Engine) -> Arc
                 "filecoin: parameters {id} kept on the GPU(s); their host copy ({} MiB) is released once the proofs holding it end",
                 loaded.params.host_bytes() >> 20
             );
-            *slot = Some(kept.clone());
+            held.on_device.push(kept.clone());
+            if held.host.as_ref().is_some_and(|h| h.params.id() == id) {
+                held.host = None;
+            }
             kept
         }
         Err(e) => {
@@ -267,7 +335,7 @@ mod tests {
     #[test]
     fn a_missing_file_is_named_with_how_to_get_it() {
         let path = std::env::temp_dir().join("cuzk-no-such-dir/v28-nothing.params");
-        let err = load(&path).unwrap_err();
+        let err = load(&path, None).unwrap_err();
         assert!(matches!(err, Error::FilecoinParams { .. }), "{err}");
         let msg = err.to_string();
         assert!(msg.contains("v28-nothing.params"), "{msg}");
@@ -298,7 +366,7 @@ mod tests {
         let mut bytes = Vec::new();
         vk.write(&mut bytes).unwrap();
         std::fs::write(&path, &bytes).unwrap();
-        let err = load(&path).unwrap_err();
+        let err = load(&path, None).unwrap_err();
         let msg = err.to_string();
         assert!(
             msg.contains("v28-truncated.params") && msg.contains("truncated"),
@@ -309,7 +377,7 @@ mod tests {
             "{err:?}"
         );
         // Not cached as a failure: the same call fails the same way again.
-        assert!(load(&path).is_err());
+        assert!(load(&path, None).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

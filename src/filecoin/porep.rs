@@ -203,7 +203,7 @@ fn submit_typed<Tree: 'static + MerkleTreeTrait>(
             .map_err(|e| fil_err("PoRep public parameters", e))?;
 
     let path = params::seal_path_for::<Tree>(porep_config)?;
-    let (loaded, params_load) = params::load(&path)?;
+    let (loaded, params_load) = params::load(&path, options.engine)?;
     let report = Report {
         params_load,
         ..Report::default()

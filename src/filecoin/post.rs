@@ -349,7 +349,7 @@ fn post_inner<Tree: 'static + MerkleTreeTrait>(
     })?;
 
     let path = params::post_path_for::<Tree>(config)?;
-    let (loaded, params_load) = params::load(&path)?;
+    let (loaded, params_load) = params::load(&path, options.engine)?;
     let report = Report {
         params_load,
         ..Report::default()

@@ -183,7 +183,7 @@ fn update_inner<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     .map_err(|e| fil_err("update public parameters", e))?;
 
     let path = params::update_path_for::<Tree>(porep_config)?;
-    let (loaded, params_load) = params::load(&path)?;
+    let (loaded, params_load) = params::load(&path, options.engine)?;
     let report = Report {
         params_load,
         ..Report::default()
