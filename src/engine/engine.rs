@@ -6,8 +6,6 @@ use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use blstrs::Scalar;
-use ff::Field;
 use parking_lot::{Condvar, Mutex};
 
 use super::budget::{assignment_bytes, partition_bytes, pool_requests, Budget};
@@ -423,6 +421,7 @@ impl Engine {
     }
 
     /// The set `id` when the engine holds it (with or without its host copy).
+    #[cfg_attr(not(feature = "filecoin"), allow(dead_code))]
     pub(crate) fn held_parameters(&self, id: u64) -> Option<Parameters> {
         self.shared.state.lock().params.get(id).map(|e| e.params.clone())
     }
@@ -430,6 +429,7 @@ impl Engine {
     /// The set `id` when the engine keeps it on its devices without its host copy
     /// ([`keep_parameters_on_device`](Self::keep_parameters_on_device)): the clone to prove
     /// with on this engine, which no other engine can prove with.
+    #[cfg_attr(not(feature = "filecoin"), allow(dead_code))]
     pub(crate) fn kept_on_device(&self, id: u64) -> Option<Parameters> {
         let st = self.shared.state.lock();
         st.params
@@ -605,12 +605,7 @@ impl Shared {
             },
         };
         let (r, s) = match randomness {
-            Randomness::OsRng => {
-                let mut rng = rand_core::OsRng;
-                let r = (0..n).map(|_| Scalar::random(&mut rng)).collect();
-                let s = (0..n).map(|_| Scalar::random(&mut rng)).collect();
-                (r, s)
-            }
+            Randomness::OsRng => crate::prover::draw_randomness(n, &mut rand_core::OsRng),
             Randomness::Given { r, s } => (r, s),
         };
         let invalid = if n == 0 {

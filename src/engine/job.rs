@@ -6,7 +6,6 @@ use std::sync::{Arc, Weak};
 
 use bellpepper_core::Circuit;
 use blstrs::Scalar;
-use ff::Field;
 use parking_lot::{Condvar, Mutex};
 use rand_core::RngCore;
 
@@ -222,9 +221,7 @@ impl Job {
     /// r and s drawn now from `rng`, all the r first, then all the s (as [`Prover::prove`]
     /// and bellperson draw them).
     pub fn with_rng<R: RngCore>(mut self, rng: &mut R) -> Self {
-        let n = self.partitions.len();
-        let r = (0..n).map(|_| Scalar::random(&mut *rng)).collect();
-        let s = (0..n).map(|_| Scalar::random(&mut *rng)).collect();
+        let (r, s) = crate::prover::draw_randomness(self.partitions.len(), rng);
         self.randomness = Randomness::Given { r, s };
         self
     }

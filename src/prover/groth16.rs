@@ -14,6 +14,16 @@ use crate::error::{Error, Result};
 use crate::params::Parameters;
 use crate::proof::Proof;
 
+/// r and s for `n` proofs drawn from `rng`: all the r first, then all the s — bellperson's
+/// order, so that the same generator gives bellperson's proof bytes. Every path that draws
+/// them (the prover, the engine, the Filecoin jobs, the C ABI) draws them here.
+pub fn draw_randomness<R: rand_core::RngCore + ?Sized>(n: usize, rng: &mut R) -> (Vec<Scalar>, Vec<Scalar>) {
+    use ff::Field;
+    let r = (0..n).map(|_| Scalar::random(&mut *rng)).collect();
+    let s = (0..n).map(|_| Scalar::random(&mut *rng)).collect();
+    (r, s)
+}
+
 /// Checks that a batch has proofs to make, and one r and one s for each.
 pub(crate) fn check_batch(n: usize, r: &[Scalar], s: &[Scalar]) -> Result<()> {
     if n == 0 {

@@ -32,6 +32,7 @@ pub(crate) use backend::with_cpu_fallback;
 pub use backend::{Backend, Commitments, DeviceStatus};
 pub use choice::BackendChoice;
 pub(crate) use groth16::check_assignment;
+pub use groth16::draw_randomness;
 pub use policy::WitnessStats;
 pub(crate) use policy::{native_witness_default, witness_path_default, Generator, Synthesis, WitnessEstimate};
 pub use prover::{prove, prove_with_randomness, Prover};

@@ -8,7 +8,6 @@ use std::time::Instant;
 
 use bellpepper_core::Circuit;
 use blstrs::Scalar;
-use ff::Field;
 use rand_core::RngCore;
 use rayon::prelude::*;
 
@@ -330,8 +329,7 @@ impl Prover {
         C: Circuit<Scalar> + Send,
         R: RngCore,
     {
-        let r: Vec<Scalar> = (0..circuits.len()).map(|_| Scalar::random(&mut *rng)).collect();
-        let s: Vec<Scalar> = (0..circuits.len()).map(|_| Scalar::random(&mut *rng)).collect();
+        let (r, s) = super::draw_randomness(circuits.len(), rng);
         self.prove_with_randomness(circuits, params, &r, &s)
     }
 
