@@ -35,7 +35,12 @@
 //!   witness-path policy, the CPU backend and (feature `cuda`) the CUDA backend.
 //! - [`engine`]: synthesis overlapped with GPU proving under one memory budget.
 //! - `filecoin` (feature `filecoin`): Filecoin's PoRep C2, SnapDeals and PoSt proofs.
-//! - [`ffi`]: the C ABI (`include/cuzk.h`).
+//! - [`ffi`]: the C ABI (`include/cuzk.h`), a front door.
+//! - `daemon` (feature `daemon`): `cuzk-daemon`, Curio's proving protocol (`cuzk.v1`) over
+//!   gRPC on the Filecoin layer, the other front door.
+//!
+//! Neither front door imports the other, nothing below them imports them, and the modules
+//! import each other without a circle (`tests/layering.rs` reads the code and fails otherwise).
 
 #![warn(missing_docs)]
 
