@@ -3,10 +3,11 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::budget::{params_hint, partition_bytes, pool_requests, synthesis_bytes, witness_partition_bytes, Budget};
-use super::state::{Deferred, Dispatched, Shared, State};
+use super::shared::Shared;
+use super::state::{Admitted, Deferred, State};
 use super::worker::synthesize;
 use crate::assignment::CapacityHint;
 use crate::compiled::CompiledCircuit;
@@ -106,15 +107,7 @@ pub(super) fn dispatcher(shared: Arc<Shared>, synth: Arc<rayon::ThreadPool>) {
             timeout: shared.budget_timeout,
         };
         match admit(&state.budget, &request) {
-            Admission::Go => {
-                let reserved = state.budget.try_reserve_beside(need, other_idle);
-                debug_assert!(reserved, "admit said it fits");
-                // The room for the slots' growth was part of the admission.
-                state.grow_evaluation(slots);
-                if circuit.is_some() {
-                    state.witnesses_in_flight += 1;
-                }
-            }
+            Admission::Go => {}
             Admission::Fail(err) => {
                 let mut deferred = Deferred::default();
                 state.fail_job(id, err, now, &mut deferred);
@@ -124,17 +117,11 @@ pub(super) fn dispatcher(shared: Arc<Shared>, synth: Arc<rayon::ThreadPool>) {
                 continue;
             }
             Admission::Wait { excess, remaining } => {
-                let job = state.jobs.get_mut(&id).expect("head job exists");
-                job.blocked_since.get_or_insert_with(Instant::now);
+                state.note_blocked(id);
                 if make_room(&shared, &mut st, excess, other_idle) {
                     continue;
                 }
-                if let Some(job) = st.jobs.get_mut(&id) {
-                    if !job.budget_waited {
-                        job.budget_waited = true;
-                        st.counters.budget_waits += 1;
-                    }
-                }
+                st.note_budget_wait(id);
                 log::debug!(
                     "engine: job {id} waits for budget room: {need} bytes needed, {} of {} reserved, {other_idle} idle in the pool",
                     st.budget.reserved(),
@@ -144,33 +131,17 @@ pub(super) fn dispatcher(shared: Arc<Shared>, synth: Arc<rayon::ThreadPool>) {
                 continue;
             }
         }
-        let job = state.jobs.get_mut(&id).expect("head job exists");
-        job.blocked_since = None;
-        job.budget_waited = false;
-        let next = job.pending.pop_front().expect("front checked above");
-        let params = job.params.clone();
-        state.params.touch(params.id());
-        state.in_synthesis += 1;
-        state.synthesis_reserved += synth_bytes;
-        state.synthesis_requests.push(requests);
-        let index = next.index;
-        let for_synthesis = shared.clone();
-        let work = Dispatched {
-            id,
-            partition: next,
-            params,
-            reserved: need,
+        let admitted = Admitted {
+            need,
             synth_bytes,
             requests,
             urgent,
             witness: circuit.is_some(),
         };
+        let work = state.start_synthesis(id, admitted, other_idle, slots, now, shared.pool.stats().waits);
+        let index = work.partition.index;
+        let for_synthesis = shared.clone();
         if urgent {
-            if state.urgent_in_synthesis == 0 {
-                state.urgent_pool_waits = shared.pool.stats().waits;
-            }
-            state.urgent_in_synthesis += 1;
-            state.counters.urgent_dispatched += 1;
             log::info!(
                 "engine: urgent job {id} partition {index} dispatched past the pacer ({need} bytes reserved, {} in synthesis)",
                 state.in_synthesis
@@ -193,7 +164,6 @@ pub(super) fn dispatcher(shared: Arc<Shared>, synth: Arc<rayon::ThreadPool>) {
                 }
             }
         } else {
-            state.pacer.on_dispatch(now);
             log::debug!(
                 "engine: job {id} partition {index} dispatched ({need} bytes reserved, {synth_bytes} of them for its synthesis, {} in synthesis)",
                 state.in_synthesis
@@ -267,7 +237,7 @@ fn make_room(shared: &Shared, st: &mut parking_lot::MutexGuard<'_, State>, exces
     let sizes = pending_requests(shared, st);
     let freed = parking_lot::MutexGuard::unlocked(st, || shared.pool.shrink_unreusable_by(&sizes, excess));
     if freed > 0 {
-        st.counters.evicted_pool_bytes += freed;
+        st.note_pool_evicted(freed);
         log::debug!("engine: under pressure, freed {freed} idle pool bytes no pending size reuses");
         return true;
     }
@@ -277,7 +247,7 @@ fn make_room(shared: &Shared, st: &mut parking_lot::MutexGuard<'_, State>, exces
         let target = idle.saturating_sub(excess.min(other_idle));
         let freed = parking_lot::MutexGuard::unlocked(st, || shared.pool.shrink(target));
         if freed > 0 {
-            st.counters.evicted_pool_bytes += freed;
+            st.note_pool_evicted(freed);
             log::debug!("engine: under pressure, freed {freed} idle pool bytes (largest first)");
             return true;
         }
@@ -286,10 +256,9 @@ fn make_room(shared: &Shared, st: &mut parking_lot::MutexGuard<'_, State>, exces
     let Some(pid) = st.eviction_candidate() else {
         return false;
     };
-    let Some(entry) = st.drop_params(pid) else {
+    let Some(entry) = st.evict_params_for_room(pid) else {
         return false;
     };
-    st.counters.evicted_params += 1;
     let freed = parking_lot::MutexGuard::unlocked(st, || {
         for prover in &shared.backend_provers {
             prover.evict_params(&entry.params);
@@ -303,7 +272,7 @@ fn make_room(shared: &Shared, st: &mut parking_lot::MutexGuard<'_, State>, exces
             0
         }
     });
-    st.counters.evicted_params_host_bytes += freed;
+    st.note_params_host_freed(freed);
     log::info!("engine: under pressure, evicted idle parameters {pid} ({freed} host bytes freed)");
     true
 }

@@ -1,20 +1,21 @@
 //! The public [`Engine`]: built from an [`EngineConfig`], it takes [`Job`]s, reports
 //! [`EngineStats`], and stops its threads when dropped.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Weak};
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::budget::{assignment_bytes, partition_bytes, pool_requests, Budget};
+use super::budget::{partition_bytes, pool_requests, Budget};
 use super::config::{EngineBackend, EngineConfig};
 use super::dispatch::dispatcher;
-use super::job::{Canceller, Job, JobHandle, JobShared, Partition, PartitionKind, Randomness};
+use super::job::{Job, JobHandle};
 use super::pacer::{Pacer, PacerMode};
 use super::param_cache::ParamCache;
-use super::state::{secs, Counters, JobEntry, Pending, Ready, Shared, State, WorkerBooks};
+use super::shared::Shared;
+use super::state::{secs, Counters, State, WorkerBooks};
 use super::stats::{EngineStats, ParamSetStats, WorkerStats};
 use super::worker::gpu_worker;
 use crate::assignment::{CapacityHint, CapacityHints, ProvingAssignment};
@@ -23,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::params::Parameters;
 use crate::pool::{PinnedPool, PoolConfig, PoolStats, WhenFull};
 use crate::proof::Proof;
-use crate::prover::{Prover, Synthesis};
+use crate::prover::Prover;
 
 /// The proving engine: see the [module docs](crate::engine).
 pub struct Engine {
@@ -42,19 +43,6 @@ impl std::fmt::Debug for Engine {
             .field("pool", &self.shared.pool)
             .finish()
     }
-}
-
-/// The bytes of the first partition synthesized already that, with its parameter set's host
-/// bytes, is larger than a budget of `limit` — the test a circuit's partition meets at its
-/// dispatch; `None` when every one fits.
-fn oversized_partition(partitions: &[Partition], params: &Parameters, limit: usize) -> Option<usize> {
-    partitions.iter().find_map(|p| match &p.kind {
-        PartitionKind::Synthesized(a) => {
-            let need = assignment_bytes(a).saturating_add(params.host_bytes());
-            (need > limit).then_some(need)
-        }
-        PartitionKind::Circuit { .. } => None,
-    })
 }
 
 fn spawn_error(what: &str, e: impl std::fmt::Display) -> Error {
@@ -579,126 +567,5 @@ impl Drop for Engine {
                 log::error!("engine: a thread panicked while shutting down");
             }
         }
-    }
-}
-
-impl Shared {
-    /// [`Engine::submit`] (also a handle's resubmission: Filecoin's verification retry).
-    pub(super) fn submit(self: &Arc<Self>, job: Job) -> JobHandle {
-        let Job {
-            params,
-            partitions,
-            priority,
-            randomness,
-            label,
-        } = job;
-        let n = partitions.len();
-        let mut st = self.state.lock();
-        let id = st.next_id;
-        st.next_id += 1;
-        let shared_job = JobShared::new(id, n);
-        let handle = JobHandle {
-            shared: shared_job.clone(),
-            engine: {
-                let weak: Weak<dyn Canceller> = Arc::downgrade(self) as Weak<Shared>;
-                weak
-            },
-        };
-        let (r, s) = match randomness {
-            Randomness::OsRng => crate::prover::draw_randomness(n, &mut rand_core::OsRng),
-            Randomness::Given { r, s } => (r, s),
-        };
-        let invalid = if n == 0 {
-            Some(Error::InvalidArgument("empty job: nothing to prove".into()))
-        } else if r.len() != n || s.len() != n {
-            Some(Error::InvalidArgument(format!(
-                "{n} partitions need {n} values of r and of s; found {} and {}",
-                r.len(),
-                s.len()
-            )))
-        } else if let Some(requested) = oversized_partition(&partitions, &params, st.budget.limit()) {
-            // The circuit path refuses such a partition at its dispatch; one synthesized
-            // already is refused here, before its bytes are counted, so the budget's limit
-            // holds for both.
-            Some(Error::BudgetExhausted {
-                requested,
-                reserved: st.budget.reserved(),
-                limit: st.budget.limit(),
-                waited: Duration::ZERO,
-            })
-        } else if st.shutdown {
-            Some(Error::Cancelled("the engine shut down".into()))
-        } else if st.live_workers == 0 {
-            Some(Error::NoGpu("every GPU worker's backend of this engine is lost".into()))
-        } else {
-            None
-        };
-        if let Some(e) = invalid {
-            drop(st);
-            log::info!("engine: job {id} '{label}' refused: {e}");
-            shared_job.finish(Err(e), 0);
-            return handle;
-        }
-        let mut entry = JobEntry {
-            shared: shared_job,
-            priority,
-            label,
-            params: params.clone(),
-            r,
-            s,
-            pending: VecDeque::new(),
-            proofs: vec![None; n],
-            done: 0,
-            outstanding: n,
-            error: None,
-            submitted: Instant::now(),
-            synthesis_time: Duration::ZERO,
-            gpu_time: Duration::ZERO,
-            unproved: 0,
-            blocked_since: None,
-            budget_waited: false,
-        };
-        st.hold_params(&params);
-        let mut presynthesized = 0;
-        for (index, p) in partitions.into_iter().enumerate() {
-            match p.kind {
-                PartitionKind::Circuit {
-                    circuit_type,
-                    synthesize,
-                } => entry.pending.push_back(Pending {
-                    index,
-                    circuit_type,
-                    synthesize,
-                }),
-                PartitionKind::Synthesized(assignment) => {
-                    let reserved = assignment_bytes(&assignment);
-                    st.budget.force_reserve(reserved);
-                    st.ready.push(Ready {
-                        job: id,
-                        index,
-                        priority,
-                        work: Synthesis::Full(assignment),
-                        params: params.clone(),
-                        r: entry.r[index],
-                        s: entry.s[index],
-                        reserved,
-                        paced: false,
-                    });
-                    presynthesized += 1;
-                }
-            }
-        }
-        log::info!(
-            "engine: job {id} '{}' submitted: {n} partitions ({presynthesized} synthesized already) of domain 2^{}, priority {priority}",
-            entry.label,
-            params.domain_size().trailing_zeros()
-        );
-        st.jobs.insert(id, entry);
-        drop(st);
-        self.dispatch_cv.notify_all();
-        if presynthesized > 0 {
-            self.gpu_cv.notify_all();
-        }
-        handle
     }
 }

@@ -35,6 +35,7 @@ mod engine;
 pub mod job;
 pub mod pacer;
 mod param_cache;
+mod shared;
 mod state;
 mod stats;
 mod worker;

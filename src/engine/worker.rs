@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use blstrs::Scalar;
 
 use super::budget::synthesis_held_bytes;
-use super::state::{ema, unless_panic, Deferred, Dispatched, Pending, Ready, Shared, State};
-use crate::error::Error;
+use super::shared::{unless_panic, Shared};
+use super::state::{Deferred, Dispatched, Pending, Ready, State};
 use crate::prover::{Prover, Synthesis};
 
 /// How often a GPU worker holding for an urgent synthesis checks whether the pool has a
@@ -38,15 +38,7 @@ pub(super) fn synthesize(shared: &Shared, work: Dispatched) {
     let mut deferred = Deferred::default();
     let mut st = shared.state.lock();
     let now = shared.now();
-    st.in_synthesis -= 1;
-    if urgent {
-        st.urgent_in_synthesis -= 1;
-    }
-    st.synthesis_reserved -= synth_bytes;
-    if let Some(i) = st.synthesis_requests.iter().position(|r| *r == requests) {
-        st.synthesis_requests.swap_remove(i);
-    }
-    st.synthesis_ema = ema(st.synthesis_ema, elapsed);
+    st.end_synthesis(urgent, synth_bytes, &requests, elapsed);
     // A recording (or a file loaded) during this synthesis: its bytes enter the budget.
     shared.charge_compiled(&mut st);
     let alive = st.jobs.get(&id).is_some_and(|j| j.error.is_none()) && !st.shutdown;
@@ -61,7 +53,7 @@ pub(super) fn synthesize(shared: &Shared, work: Dispatched) {
                 (Synthesis::Witness { circuit, .. }, was) => {
                     if !was {
                         // Dispatched for full synthesis before its compiled circuit existed.
-                        st.witnesses_in_flight += 1;
+                        st.witness_entered();
                     }
                     // Its proof's host evaluation, when the slots lack it (dispatched before
                     // its compiled circuit existed, or the circuit refused on a device
@@ -76,53 +68,19 @@ pub(super) fn synthesize(shared: &Shared, work: Dispatched) {
                 Synthesis::Full(_) => "in full",
                 Synthesis::Witness { .. } => "witness-only",
             };
-            if !urgent {
-                st.pacer.on_synthesis_done(now, elapsed);
-            }
-            let job = st.jobs.get_mut(&id).expect("alive job exists");
-            job.synthesis_time += elapsed;
-            let item = Ready {
-                job: id,
-                index,
-                priority: job.priority,
-                params,
-                r: job.r[index],
-                s: job.s[index],
-                work,
-                reserved,
-                paced: !urgent,
-            };
             log::debug!(
                 "engine: job {id} partition {index} synthesized {path} in {:.1} ms ({held} bytes)",
                 elapsed.as_secs_f64() * 1e3
             );
-            st.ready.push(item);
+            st.synthesized(id, index, params, work, reserved, urgent, elapsed, now);
         }
         unproved => {
-            // Synthesized for a job that failed (or an engine shutting down), or failed.
-            if witness {
-                st.witness_left();
-            }
-            leftover = Some(params);
-            if !urgent {
-                st.pacer.on_synthesis_failed(now);
-            }
-            // A synthesized partition is dropped here: its buffers go back before the budget
+            // Synthesized for a job that failed (or an engine shutting down), or failed. A
+            // synthesized partition is dropped here: its buffers go back before the budget
             // says they are free.
+            leftover = Some(params);
             let failure = unproved.err();
-            st.budget.release(reserved);
-            match &failure {
-                None => st.counters.dropped += 1,
-                Some(e) => {
-                    st.counters.failed += 1;
-                    log::info!("engine: job {id} partition {index} failed in synthesis: {e}");
-                }
-            }
-            st.note_unproved(id, &mut deferred);
-            if let Some(e) = failure {
-                st.fail_job(id, e, now, &mut deferred);
-            }
-            st.partition_left(id, &mut deferred);
+            st.synthesis_unproved(id, index, witness, urgent, reserved, failure, now, &mut deferred);
         }
     }
     drop(st);
@@ -159,7 +117,7 @@ pub(super) fn gpu_worker(shared: &Shared, worker: usize, prover: Prover) {
                     break st.ready.swap_remove(i);
                 }
                 if shared.pool_contended(&st) {
-                    st.counters.gpu_holds_released += 1;
+                    st.note_gpu_hold(true);
                     log::info!(
                         "engine: GPU worker {worker} stops holding for an urgent synthesis: a pool checkout waits for room, proving ready work frees it"
                     );
@@ -167,7 +125,7 @@ pub(super) fn gpu_worker(shared: &Shared, worker: usize, prover: Prover) {
                 }
                 if !held {
                     held = true;
-                    st.counters.gpu_holds += 1;
+                    st.note_gpu_hold(false);
                     log::debug!("engine: GPU worker {worker} holds for an urgent partition in synthesis");
                 }
                 // The pool does not wake this worker when a checkout starts waiting: look
@@ -182,11 +140,6 @@ pub(super) fn gpu_worker(shared: &Shared, worker: usize, prover: Prover) {
             st.gpu_waiting -= 1;
         };
         let now = shared.now();
-        if item.paced {
-            st.pacer.on_gpu_start(now);
-        }
-        st.on_gpu += 1;
-        st.workers[worker].since = Some(Instant::now());
         // The pool sizes its proof gives back or checks out: a/b/c, or what the witness's
         // evaluation takes.
         let abc = match &item.work {
@@ -202,7 +155,7 @@ pub(super) fn gpu_worker(shared: &Shared, worker: usize, prover: Prover) {
             let slots = shared.evaluation_need(&st, circuit, st.witnesses_in_flight);
             st.grow_evaluation(slots);
         }
-        st.gpu_requests.push(abc);
+        st.start_proof(worker, item.paced, abc, now);
         let backend = st.workers[worker].backend;
         let epoch = st.params.epochs()[backend];
         drop(st);
@@ -229,54 +182,35 @@ pub(super) fn gpu_worker(shared: &Shared, worker: usize, prover: Prover) {
         let mut deferred = Deferred::default();
         let mut st = shared.state.lock();
         let now = shared.now();
-        st.on_gpu -= 1;
-        if let Some(i) = st.gpu_requests.iter().position(|r| *r == abc) {
-            st.gpu_requests.swap_remove(i);
-        }
-        st.pacer.on_gpu_done(now, elapsed);
-        st.gpu_ema = ema(st.gpu_ema, elapsed);
-        let books = &mut st.workers[worker];
-        books.busy += elapsed;
-        books.since = None;
-        books.partitions += 1;
-        st.budget.release(reserved);
-        if witness {
-            st.witness_left();
-        }
-        st.params.touch(params.id());
-        if result.is_ok() {
-            st.params.mark_resident(backend, params.id(), epoch);
-        }
-        let alive = st.jobs.get(&id).is_some_and(|j| j.error.is_none());
+        let on = (backend, epoch);
+        st.end_proof(
+            worker,
+            &abc,
+            reserved,
+            witness,
+            params.id(),
+            on,
+            result.is_ok(),
+            elapsed,
+            now,
+        );
         match result {
-            Ok((mut proofs, _)) if alive => {
-                st.counters.done += 1;
-                let job = st.jobs.get_mut(&id).expect("alive job exists");
-                job.gpu_time += elapsed;
-                job.proofs[index] = proofs.pop();
-                job.done += 1;
-                deferred.progressed.push((job.shared.clone(), job.done, job.unproved));
+            Ok((mut proofs, _)) => {
                 log::debug!(
                     "engine: job {id} partition {index} proved on {} in {:.1} ms",
                     prover.backend_name(),
                     elapsed.as_secs_f64() * 1e3
                 );
-            }
-            Ok(_) => {
-                st.counters.dropped += 1;
-                st.note_unproved(id, &mut deferred);
+                st.proved(id, index, proofs.pop(), elapsed, &mut deferred);
             }
             Err(e) => {
-                st.counters.failed += 1;
-                st.note_unproved(id, &mut deferred);
                 log::info!(
                     "engine: job {id} partition {index} failed on {}: {e}",
                     prover.backend_name()
                 );
-                st.fail_job(id, e, now, &mut deferred);
+                st.proof_failed(id, e, now, &mut deferred);
             }
         }
-        st.partition_left(id, &mut deferred);
         drop(st);
         // Before the job's waiter wakes (see `synthesize`).
         drop(params);
@@ -292,17 +226,9 @@ fn retire(shared: &Shared, st: &mut parking_lot::MutexGuard<'_, State>, worker: 
         "engine: GPU worker {worker} stops: its {} backend is lost",
         prover.backend_name()
     );
-    st.workers[worker].lost = true;
-    st.live_workers -= 1;
-    if st.live_workers > 0 {
-        return;
-    }
     let mut deferred = Deferred::default();
-    let now = shared.now();
-    let ids: Vec<u64> = st.jobs.keys().copied().collect();
-    for id in ids {
-        let err = Error::NoGpu("every GPU worker's backend of this engine is lost".into());
-        st.fail_job(id, err, now, &mut deferred);
+    if st.retire_worker(worker, shared.now(), &mut deferred) {
+        return;
     }
     parking_lot::MutexGuard::unlocked(st, || {
         shared.dispatch_cv.notify_all();

@@ -1,26 +1,26 @@
-//! The engine's shared state: the jobs and their partitions in each stage, the counters,
-//! the workers' books, and the bookkeeping that moves a partition along and finishes a job;
-//! [`Shared`], what the engine's threads share, with how cancellation and shutdown end work.
+//! The engine's state, behind [`Shared`](super::shared::Shared)'s lock: the jobs and their
+//! partitions in each stage, the counters, the workers' books — and every change to them, each
+//! a named method (a job taken in, a partition dispatched, synthesized, proved or dropped, a job
+//! finished), so that the dispatcher and the workers only call them.
 
 use std::collections::{HashMap, VecDeque};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
-use parking_lot::{Condvar, Mutex};
 
-use super::budget::{requests_bytes, Budget};
-use super::job::{Canceller, JobShared, SynthesizeFn};
+mod walk;
+
+pub(super) use walk::Admitted;
+
+use super::budget::{assignment_bytes, Budget};
+use super::job::{JobShared, Partition, PartitionKind, SynthesizeFn};
 use super::pacer::Pacer;
 use super::param_cache::{ParamCache, ParamEntry};
-use crate::assignment::CapacityHints;
-use crate::compiled::CompiledCircuit;
-use crate::error::{panic_message, Error, Result};
+use crate::error::{Error, Result};
 use crate::params::Parameters;
-use crate::pool::PinnedPool;
 use crate::proof::Proof;
-use crate::prover::{Prover, Synthesis};
+use crate::prover::Synthesis;
 
 /// Smoothing factor of the engine's moving averages of synthesis and GPU time (the pacer
 /// keeps its own EMA of GPU time with its own factor).
@@ -137,7 +137,7 @@ pub(super) struct State {
     /// Of `in_synthesis`, partitions of urgent jobs (dispatched past the pacer).
     pub(super) urgent_in_synthesis: usize,
     /// The pool's `waits` when the urgent syntheses in flight began (see
-    /// [`Shared::pool_contended`]).
+    /// [`Shared::pool_contended`](super::shared::Shared::pool_contended)).
     pub(super) urgent_pool_waits: u64,
     /// GPU workers waiting on `gpu_cv` (idle, or holding for an urgent partition).
     pub(super) gpu_waiting: usize,
@@ -169,6 +169,17 @@ pub(super) struct State {
     pub(super) witnesses_in_flight: usize,
 }
 
+/// A job as [`State::add_job`] takes it in: checked by [`State::refusal`], r and s drawn.
+pub(super) struct NewJob {
+    pub(super) shared: Arc<JobShared>,
+    pub(super) params: Parameters,
+    pub(super) partitions: Vec<Partition>,
+    pub(super) priority: i32,
+    pub(super) label: String,
+    pub(super) r: Vec<Scalar>,
+    pub(super) s: Vec<Scalar>,
+}
+
 /// Notifications to make once the engine's lock is released (callbacks may call back into
 /// the engine).
 #[derive(Default)]
@@ -197,27 +208,6 @@ impl Deferred {
     }
 }
 
-pub(super) struct Shared {
-    pub(super) state: Mutex<State>,
-    /// Wakes the dispatcher: a submission, a synthesis or proof done, budget released, shutdown.
-    pub(super) dispatch_cv: Condvar,
-    /// Wakes GPU workers: a partition ready, shutdown.
-    pub(super) gpu_cv: Condvar,
-    pub(super) start: Instant,
-    pub(super) pool: PinnedPool,
-    /// Synthesizes (never proves): the pool and the hints every GPU worker's prover shares.
-    pub(super) synth_prover: Prover,
-    pub(super) hints: CapacityHints,
-    pub(super) reuse_factor: f64,
-    pub(super) budget_timeout: Duration,
-    pub(super) synthesis_workers: usize,
-    pub(super) synthesis_per_constraint: usize,
-    /// One prover per backend (for preparing and evicting parameters).
-    pub(super) backend_provers: Vec<Prover>,
-    /// [`EngineConfig::urgent_priority`](super::EngineConfig::urgent_priority).
-    pub(super) urgent_priority: Option<i32>,
-}
-
 pub(super) fn ema(old: Option<f64>, sample: Duration) -> Option<f64> {
     let x = sample.as_secs_f64();
     Some(old.map_or(x, |e| EMA_ALPHA * x + (1.0 - EMA_ALPHA) * e))
@@ -225,135 +215,6 @@ pub(super) fn ema(old: Option<f64>, sample: Duration) -> Option<f64> {
 
 pub(super) fn secs(x: Option<f64>) -> Option<Duration> {
     x.and_then(|s| Duration::try_from_secs_f64(s).ok())
-}
-
-/// Runs `f` on a worker thread, a panic in it becoming [`Error::Panicked`] (`what` failed):
-/// the partition fails, the worker goes on.
-pub(super) fn unless_panic<T>(what: impl FnOnce() -> String, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    catch_unwind(AssertUnwindSafe(f))
-        .unwrap_or_else(|p| Err(Error::Panicked(format!("{}: {}", what(), panic_message(&*p)))))
-}
-
-impl Shared {
-    pub(super) fn now(&self) -> Duration {
-        self.start.elapsed()
-    }
-
-    /// Whether a pool checkout has waited for room since the urgent syntheses in flight began.
-    /// Then a GPU worker no longer holds for them: the bytes an urgent synthesis that grew past
-    /// its reservation waits for may be held by ready lower-priority partitions, which only a
-    /// proof frees (a checkout of another synthesis makes this true too: the hold is then
-    /// given up early, never a stall).
-    pub(super) fn pool_contended(&self, st: &State) -> bool {
-        self.pool.stats().waits > st.urgent_pool_waits
-    }
-
-    /// Whether a job of `priority` is urgent.
-    pub(super) fn is_urgent(&self, priority: i32) -> bool {
-        self.urgent_priority.is_some_and(|u| priority >= u)
-    }
-
-    /// The pool checkouts (bytes) proving one witness of `circuit` takes on the engine's
-    /// backend that takes the most (a witness partition may go to any GPU worker).
-    pub(super) fn witness_proof_requests(&self, circuit: &CompiledCircuit) -> [usize; 4] {
-        self.backend_provers
-            .iter()
-            .map(|p| p.witness_pool_requests(circuit))
-            .max_by_key(|r| r.iter().fold(0usize, |a, &b| a.saturating_add(b)))
-            .unwrap_or_default()
-    }
-
-    /// The evaluation slots `witnesses` witness partitions in flight need for `circuit` (see
-    /// [`budget`](super::budget)): one per partition that could be on a GPU at once — at most
-    /// one per live GPU worker — each holding the checkouts of one proof on the backend that
-    /// takes the most (nothing where every backend evaluates a, b, c on the device). Slots
-    /// only grow while the engine has jobs.
-    pub(super) fn evaluation_need(&self, st: &State, circuit: &CompiledCircuit, witnesses: usize) -> EvaluationSlots {
-        let requests = self.witness_proof_requests(circuit);
-        let bytes = requests_bytes(&requests, self.reuse_factor);
-        let have = &st.evaluation;
-        if bytes == 0 {
-            return have.clone();
-        }
-        let (set_bytes, set_requests) = if bytes > have.set_bytes {
-            (bytes, requests)
-        } else {
-            (have.set_bytes, have.set_requests)
-        };
-        EvaluationSlots {
-            slots: have.slots.max(witnesses.min(st.live_workers.max(1))),
-            set_bytes,
-            set_requests,
-        }
-    }
-
-    /// Charges the budget for the compiled circuits the engine's prover holds now (recorded or
-    /// loaded by a synthesis), each once: the charge follows the cache's bytes.
-    pub(super) fn charge_compiled(&self, st: &mut State) {
-        let now = self.synth_prover.compiled_circuits().byte_size();
-        if now != st.compiled_charged {
-            st.compiled_charged = st.budget.adjust(st.compiled_charged, now);
-        }
-    }
-
-    pub(super) fn shutdown(&self) {
-        let mut deferred = Deferred::default();
-        let mut st = self.state.lock();
-        st.shutdown = true;
-        let now = self.now();
-        let ids: Vec<u64> = st.jobs.keys().copied().collect();
-        for id in ids {
-            st.fail_job(id, Error::Cancelled("the engine shut down".into()), now, &mut deferred);
-            // Partitions still in synthesis or on a GPU come back to a job that is gone.
-            st.finalize(id, &mut deferred);
-        }
-        drop(st);
-        self.dispatch_cv.notify_all();
-        self.gpu_cv.notify_all();
-        deferred.run(&self.backend_provers);
-    }
-}
-
-impl Canceller for Shared {
-    fn cancel(&self, id: u64) -> bool {
-        let mut deferred = Deferred::default();
-        let mut st = self.state.lock();
-        let running = st.jobs.get(&id).is_some_and(|j| j.error.is_none());
-        if running {
-            let now = self.now();
-            log::info!("engine: job {id} cancelled");
-            st.fail_job(
-                id,
-                Error::Cancelled(format!("job {id} cancelled by its handle")),
-                now,
-                &mut deferred,
-            );
-        }
-        drop(st);
-        self.dispatch_cv.notify_all();
-        deferred.run(&self.backend_provers);
-        running
-    }
-
-    fn resubmit(self: Arc<Self>, job: crate::engine::Job) -> crate::engine::JobHandle {
-        self.submit(job)
-    }
-
-    fn unverified(&self, circuit_type: &'static str, params: &Parameters, partitions: usize) -> bool {
-        let shape = crate::compiled::CircuitShape::of_params(params);
-        let dropped = self.synth_prover.compiled_circuits().remove(circuit_type, shape);
-        if self.synth_prover.generator_off(circuit_type, shape) {
-            log::warn!("engine: the native witness generator of {circuit_type} is off until restart");
-        }
-        let mut st = self.state.lock();
-        st.counters.verification_retries += partitions as u64;
-        self.charge_compiled(&mut st);
-        log::warn!(
-            "engine: {partitions} partition(s) of {circuit_type} failed verification: retried in full{}",
-            if dropped { ", its compiled circuit dropped" } else { "" }
-        );
-        dropped
-    }
 }
 
 /// The host-evaluation slots the budget holds for witness proofs: `slots` sets of the
@@ -385,6 +246,12 @@ impl State {
             );
             self.evaluation = slots;
         }
+    }
+
+    /// A partition dispatched for full synthesis came out witness-only (its compiled circuit
+    /// appeared meanwhile): one more witness partition in flight.
+    pub(super) fn witness_entered(&mut self) {
+        self.witnesses_in_flight += 1;
     }
 
     /// A witness partition left the engine (proved, failed or dropped).
@@ -552,5 +419,113 @@ impl State {
             .filter(|(_, j)| j.error.is_none() && !j.pending.is_empty())
             .max_by_key(|(&id, j)| (j.priority, std::cmp::Reverse(id)))
             .map(|(&id, _)| id)
+    }
+    /// The next job id.
+    pub(super) fn next_job_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    /// Why a job of `n` partitions with `r`, `s` cannot be taken (`oversized`: the bytes of a
+    /// synthesized partition larger than the budget's limit), or `None`.
+    pub(super) fn refusal(&self, n: usize, r: &[Scalar], s: &[Scalar], oversized: Option<usize>) -> Option<Error> {
+        if n == 0 {
+            Some(Error::InvalidArgument("empty job: nothing to prove".into()))
+        } else if r.len() != n || s.len() != n {
+            Some(Error::InvalidArgument(format!(
+                "{n} partitions need {n} values of r and of s; found {} and {}",
+                r.len(),
+                s.len()
+            )))
+        } else if let Some(requested) = oversized {
+            // The circuit path refuses such a partition at its dispatch; one synthesized
+            // already is refused here, before its bytes are counted, so the budget's limit
+            // holds for both.
+            Some(Error::BudgetExhausted {
+                requested,
+                reserved: self.budget.reserved(),
+                limit: self.budget.limit(),
+                waited: Duration::ZERO,
+            })
+        } else if self.shutdown {
+            Some(Error::Cancelled("the engine shut down".into()))
+        } else if self.live_workers == 0 {
+            Some(Error::NoGpu("every GPU worker's backend of this engine is lost".into()))
+        } else {
+            None
+        }
+    }
+
+    /// Takes job `id` in: holds its parameters, queues its circuit partitions for dispatch and
+    /// its synthesized ones (charged now) for the GPU workers. Returns how many were
+    /// synthesized already.
+    pub(super) fn add_job(&mut self, id: u64, job: NewJob) -> usize {
+        let NewJob {
+            shared,
+            params,
+            partitions,
+            priority,
+            label,
+            r,
+            s,
+        } = job;
+        let n = partitions.len();
+        let mut entry = JobEntry {
+            shared,
+            priority,
+            label,
+            params: params.clone(),
+            r,
+            s,
+            pending: VecDeque::new(),
+            proofs: vec![None; n],
+            done: 0,
+            outstanding: n,
+            error: None,
+            submitted: Instant::now(),
+            synthesis_time: Duration::ZERO,
+            gpu_time: Duration::ZERO,
+            unproved: 0,
+            blocked_since: None,
+            budget_waited: false,
+        };
+        self.hold_params(&params);
+        let mut presynthesized = 0;
+        for (index, p) in partitions.into_iter().enumerate() {
+            match p.kind {
+                PartitionKind::Circuit {
+                    circuit_type,
+                    synthesize,
+                } => entry.pending.push_back(Pending {
+                    index,
+                    circuit_type,
+                    synthesize,
+                }),
+                PartitionKind::Synthesized(assignment) => {
+                    let reserved = assignment_bytes(&assignment);
+                    self.budget.force_reserve(reserved);
+                    self.ready.push(Ready {
+                        job: id,
+                        index,
+                        priority,
+                        work: Synthesis::Full(assignment),
+                        params: params.clone(),
+                        r: entry.r[index],
+                        s: entry.s[index],
+                        reserved,
+                        paced: false,
+                    });
+                    presynthesized += 1;
+                }
+            }
+        }
+        log::info!(
+            "engine: job {id} '{}' submitted: {n} partitions ({presynthesized} synthesized already) of domain 2^{}, priority {priority}",
+            entry.label,
+            params.domain_size().trailing_zeros()
+        );
+        self.jobs.insert(id, entry);
+        presynthesized
     }
 }
