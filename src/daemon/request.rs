@@ -5,12 +5,7 @@
 use base64::Engine as _;
 
 use super::proto::{Priority, ProofKind as WireKind, SubmitProofRequest};
-use crate::filecoin::{
-    self, Options, ProofJob, ProofKind, RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof,
-};
-
-/// The sector sizes a registered proof names, in the order of the `abi` numbering.
-const SIZES: [&str; 5] = ["2KiB", "8MiB", "512MiB", "32GiB", "64GiB"];
+use crate::filecoin::{self, Options, ProofJob, ProofKind, RegisteredPoStProof, RegisteredUpdateProof};
 
 /// A request's work, checked: everything a `filecoin::submit_*` call takes. `miner` is the
 /// miner's actor id (the prover id is made from it), `vanilla` the vanilla proofs as Curio
@@ -120,7 +115,11 @@ pub fn decode(req: SubmitProofRequest) -> std::result::Result<Work, Refusal> {
         WireKind::Unspecified => return Err("proof_kind: missing (PROOF_KIND_UNSPECIFIED)".into()),
         WireKind::PorepSealCommit => seal_commit(req)?,
         WireKind::SnapDealsUpdate => {
-            let proof = registered(req.registered_proof, "abi.RegisteredUpdateProof", update_proof)?;
+            let proof = registered(
+                req.registered_proof,
+                "abi.RegisteredUpdateProof",
+                filecoin::update_proof_from_abi,
+            )?;
             size_matches(req.sector_size, u64::from(proof.sector_size()))?;
             SnapDeals {
                 proof,
@@ -134,7 +133,11 @@ pub fn decode(req: SubmitProofRequest) -> std::result::Result<Work, Refusal> {
         }
         WireKind::WindowPostPartition | WireKind::WinningPost => {
             let winning = kind == WireKind::WinningPost;
-            let proof = registered(req.registered_proof, "abi.RegisteredPoStProof", post_proof)?;
+            let proof = registered(
+                req.registered_proof,
+                "abi.RegisteredPoStProof",
+                filecoin::post_proof_from_abi,
+            )?;
             if proof.typ() == filecoin_proofs::PoStType::Winning && !winning {
                 return Err(format!(
                     "registered_proof: {} is a Winning PoSt proof, not a Window one",
@@ -188,7 +191,11 @@ struct C1Wrapper {
 }
 
 fn seal_commit(req: SubmitProofRequest) -> std::result::Result<Work, Refusal> {
-    let proof = registered(req.registered_proof, "abi.RegisteredSealProof", seal_proof)?;
+    let proof = registered(
+        req.registered_proof,
+        "abi.RegisteredSealProof",
+        filecoin::seal_proof_from_abi,
+    )?;
     size_matches(req.sector_size, u64::from(proof.sector_size()))?;
     if req.vanilla_proof.is_empty() {
         return Err("vanilla_proof: missing (the C1 wrapper JSON)".into());
@@ -248,92 +255,6 @@ fn commitment(b: &[u8], field: &str) -> std::result::Result<[u8; 32], Refusal> {
         .map_err(|_| format!("{field}: {} bytes, expected a raw 32-byte commitment", b.len()))
 }
 
-/// `abi.RegisteredSealProof`: the five sizes of V1, V1_1, V1_1 with synthetic PoRep, and
-/// V1_2 non-interactive, each block in [`SIZES`] order.
-fn seal_proof(v: u64) -> Option<RegisteredSealProof> {
-    use RegisteredSealProof as S;
-    let blocks: [[S; 5]; 4] = [
-        [
-            S::StackedDrg2KiBV1,
-            S::StackedDrg8MiBV1,
-            S::StackedDrg512MiBV1,
-            S::StackedDrg32GiBV1,
-            S::StackedDrg64GiBV1,
-        ],
-        [
-            S::StackedDrg2KiBV1_1,
-            S::StackedDrg8MiBV1_1,
-            S::StackedDrg512MiBV1_1,
-            S::StackedDrg32GiBV1_1,
-            S::StackedDrg64GiBV1_1,
-        ],
-        [
-            S::StackedDrg2KiBV1_1_Feat_SyntheticPoRep,
-            S::StackedDrg8MiBV1_1_Feat_SyntheticPoRep,
-            S::StackedDrg512MiBV1_1_Feat_SyntheticPoRep,
-            S::StackedDrg32GiBV1_1_Feat_SyntheticPoRep,
-            S::StackedDrg64GiBV1_1_Feat_SyntheticPoRep,
-        ],
-        [
-            S::StackedDrg2KiBV1_2_Feat_NonInteractivePoRep,
-            S::StackedDrg8MiBV1_2_Feat_NonInteractivePoRep,
-            S::StackedDrg512MiBV1_2_Feat_NonInteractivePoRep,
-            S::StackedDrg32GiBV1_2_Feat_NonInteractivePoRep,
-            S::StackedDrg64GiBV1_2_Feat_NonInteractivePoRep,
-        ],
-    ];
-    by_block(&blocks, v)
-}
-
-/// `abi.RegisteredPoStProof`: Winning V1, Window V1, Window V1_2 (each block in [`SIZES`] order).
-fn post_proof(v: u64) -> Option<RegisteredPoStProof> {
-    use RegisteredPoStProof as P;
-    let blocks: [[P; 5]; 3] = [
-        [
-            P::StackedDrgWinning2KiBV1,
-            P::StackedDrgWinning8MiBV1,
-            P::StackedDrgWinning512MiBV1,
-            P::StackedDrgWinning32GiBV1,
-            P::StackedDrgWinning64GiBV1,
-        ],
-        [
-            P::StackedDrgWindow2KiBV1,
-            P::StackedDrgWindow8MiBV1,
-            P::StackedDrgWindow512MiBV1,
-            P::StackedDrgWindow32GiBV1,
-            P::StackedDrgWindow64GiBV1,
-        ],
-        [
-            P::StackedDrgWindow2KiBV1_2,
-            P::StackedDrgWindow8MiBV1_2,
-            P::StackedDrgWindow512MiBV1_2,
-            P::StackedDrgWindow32GiBV1_2,
-            P::StackedDrgWindow64GiBV1_2,
-        ],
-    ];
-    by_block(&blocks, v)
-}
-
-/// `abi.RegisteredUpdateProof`: the five sizes of V1.
-fn update_proof(v: u64) -> Option<RegisteredUpdateProof> {
-    use RegisteredUpdateProof as U;
-    by_block(
-        &[[
-            U::StackedDrg2KiBV1,
-            U::StackedDrg8MiBV1,
-            U::StackedDrg512MiBV1,
-            U::StackedDrg32GiBV1,
-            U::StackedDrg64GiBV1,
-        ]],
-        v,
-    )
-}
-
-fn by_block<T: Copy, const B: usize>(blocks: &[[T; 5]; B], v: u64) -> Option<T> {
-    let v = usize::try_from(v).ok()?;
-    blocks.get(v / SIZES.len()).map(|b| b[v % SIZES.len()])
-}
-
 /// A circuit id as Curio names parameter sets (`porep-32g`, `wpost-2k`, `winning-512m`,
 /// `snap-64g`) as the Filecoin layer's parameter kind.
 pub fn circuit(id: &str) -> std::result::Result<filecoin::ParamsKind, Refusal> {
@@ -344,10 +265,10 @@ pub fn circuit(id: &str) -> std::result::Result<filecoin::ParamsKind, Refusal> {
         .position(|s| *s == size)
         .ok_or_else(bad)? as u64;
     let kind = match what {
-        "porep" => filecoin::ParamsKind::Seal(seal_proof(5 + i).ok_or_else(bad)?),
-        "winning" => filecoin::ParamsKind::PoSt(post_proof(i).ok_or_else(bad)?),
-        "wpost" => filecoin::ParamsKind::PoSt(post_proof(10 + i).ok_or_else(bad)?),
-        "snap" => filecoin::ParamsKind::Update(update_proof(i).ok_or_else(bad)?),
+        "porep" => filecoin::ParamsKind::Seal(filecoin::seal_proof_from_abi(5 + i).ok_or_else(bad)?),
+        "winning" => filecoin::ParamsKind::PoSt(filecoin::post_proof_from_abi(i).ok_or_else(bad)?),
+        "wpost" => filecoin::ParamsKind::PoSt(filecoin::post_proof_from_abi(10 + i).ok_or_else(bad)?),
+        "snap" => filecoin::ParamsKind::Update(filecoin::update_proof_from_abi(i).ok_or_else(bad)?),
         _ => return Err(bad()),
     };
     Ok(kind)
@@ -367,17 +288,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn abi_numbers_name_the_proofs_curio_means() {
-        assert_eq!(seal_proof(3), Some(RegisteredSealProof::StackedDrg32GiBV1));
-        assert_eq!(seal_proof(8), Some(RegisteredSealProof::StackedDrg32GiBV1_1));
-        assert_eq!(seal_proof(20), None);
-        assert_eq!(post_proof(0), Some(RegisteredPoStProof::StackedDrgWinning2KiBV1));
-        assert_eq!(post_proof(5), Some(RegisteredPoStProof::StackedDrgWindow2KiBV1));
-        assert_eq!(post_proof(13), Some(RegisteredPoStProof::StackedDrgWindow32GiBV1_2));
-        assert_eq!(post_proof(15), None);
-        assert_eq!(update_proof(4), Some(RegisteredUpdateProof::StackedDrg64GiBV1));
-        assert_eq!(update_proof(5), None);
-        assert!(circuit("porep-32g").is_ok() && circuit("snap-2k").is_ok());
+    fn circuit_ids_name_the_parameter_sets_curio_means() {
+        use filecoin::{ParamsKind, RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
+        assert_eq!(
+            circuit("porep-32g").unwrap(),
+            ParamsKind::Seal(RegisteredSealProof::StackedDrg32GiBV1_1)
+        );
+        assert_eq!(
+            circuit("wpost-2k").unwrap(),
+            ParamsKind::PoSt(RegisteredPoStProof::StackedDrgWindow2KiBV1_2)
+        );
+        assert_eq!(
+            circuit("winning-64g").unwrap(),
+            ParamsKind::PoSt(RegisteredPoStProof::StackedDrgWinning64GiBV1)
+        );
+        assert_eq!(
+            circuit("snap-512m").unwrap(),
+            ParamsKind::Update(RegisteredUpdateProof::StackedDrg512MiBV1)
+        );
         assert!(circuit("porep-33g").unwrap_err().contains("circuit_id"));
         assert_eq!(circuit_ids().count(), 20);
     }

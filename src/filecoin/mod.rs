@@ -46,6 +46,7 @@ pub mod native;
 mod params;
 mod porep;
 mod post;
+mod registered;
 mod update;
 
 use std::time::Duration;
@@ -74,6 +75,7 @@ pub use self::post::{
     submit_window_post_with_vanilla, submit_winning_post_with_vanilla,
 };
 pub use self::post::{window_post_partitions_max, ADDRESSED_SECTORS_MAX, MAX_PARTITIONS_PER_DEADLINE};
+pub use self::registered::{post_proof_from_abi, seal_proof_from_abi, update_proof_from_abi, SECTOR_SIZES};
 pub use self::update::{
     generate_empty_sector_update_proof_with_vanilla, generate_update_proof_with_vanilla,
     submit_empty_sector_update_proof_with_vanilla, submit_update_proof_with_vanilla,

@@ -77,52 +77,20 @@ pub(super) fn unsupported<T>() -> AbiResult<T> {
 
 #[cfg(feature = "filecoin")]
 fn post_type(v: u64) -> AbiResult<crate::filecoin::RegisteredPoStProof> {
-    use crate::filecoin::RegisteredPoStProof::*;
-    const ALL: [crate::filecoin::RegisteredPoStProof; 15] = [
-        StackedDrgWinning2KiBV1,
-        StackedDrgWinning8MiBV1,
-        StackedDrgWinning512MiBV1,
-        StackedDrgWinning32GiBV1,
-        StackedDrgWinning64GiBV1,
-        StackedDrgWindow2KiBV1,
-        StackedDrgWindow8MiBV1,
-        StackedDrgWindow512MiBV1,
-        StackedDrgWindow32GiBV1,
-        StackedDrgWindow64GiBV1,
-        StackedDrgWindow2KiBV1_2,
-        StackedDrgWindow8MiBV1_2,
-        StackedDrgWindow512MiBV1_2,
-        StackedDrgWindow32GiBV1_2,
-        StackedDrgWindow64GiBV1_2,
-    ];
-    usize::try_from(v)
-        .ok()
-        .and_then(|i| ALL.get(i).copied())
-        .ok_or_else(|| {
-            AbiError::invalid(format!(
-                "{v} is not a registered PoSt proof (abi.RegisteredPoStProof 0..=14)"
-            ))
-        })
+    crate::filecoin::post_proof_from_abi(v).ok_or_else(|| {
+        AbiError::invalid(format!(
+            "{v} is not a registered PoSt proof (abi.RegisteredPoStProof 0..=14)"
+        ))
+    })
 }
 
 #[cfg(feature = "filecoin")]
 fn update_type(v: u64) -> AbiResult<crate::filecoin::RegisteredUpdateProof> {
-    use crate::filecoin::RegisteredUpdateProof::*;
-    const ALL: [crate::filecoin::RegisteredUpdateProof; 5] = [
-        StackedDrg2KiBV1,
-        StackedDrg8MiBV1,
-        StackedDrg512MiBV1,
-        StackedDrg32GiBV1,
-        StackedDrg64GiBV1,
-    ];
-    usize::try_from(v)
-        .ok()
-        .and_then(|i| ALL.get(i).copied())
-        .ok_or_else(|| {
-            AbiError::invalid(format!(
-                "{v} is not a registered update proof (abi.RegisteredUpdateProof 0..=4)"
-            ))
-        })
+    crate::filecoin::update_proof_from_abi(v).ok_or_else(|| {
+        AbiError::invalid(format!(
+            "{v} is not a registered update proof (abi.RegisteredUpdateProof 0..=4)"
+        ))
+    })
 }
 
 /// The engine and priority every proof call takes first: `engine` NULL for the process-wide
