@@ -435,16 +435,32 @@ impl Backend for KeeperBackend {
     }
 }
 
-/// An engine proving on a [`KeeperBackend`] with `params_on_device`.
-fn keeping_engine(keeper: &std::sync::Arc<KeeperBackend>) -> Engine {
-    Engine::new(EngineConfig {
+/// An engine proving on a [`KeeperBackend`] with `params_on_device`, after its first Winning
+/// PoSt (of `randomness`, whose vanilla proofs and public replicas it returns too) kept the set
+/// on the backend.
+fn keeping_engine(
+    randomness: &[u8; 32],
+) -> (
+    std::sync::Arc<KeeperBackend>,
+    Engine,
+    Vec<Vec<u8>>,
+    std::collections::BTreeMap<filecoin_proofs_api::SectorId, PublicReplicaInfo>,
+) {
+    ensure_params(ParamsKind::PoSt(WINNING));
+    let (vanilla, public) = winning_vanilla(randomness);
+    let keeper = std::sync::Arc::new(KeeperBackend::default());
+    let engine = Engine::new(EngineConfig {
         params_on_device: true,
         synthesis_workers: 1,
         backends: vec![EngineBackend::Custom(keeper.clone())],
         pool_allocator: Some(Box::new(HeapAllocator)),
         ..EngineConfig::default()
     })
-    .unwrap()
+    .unwrap();
+    winning_verified_on(&engine, randomness, &vanilla, &public);
+    assert_eq!(keeper.kept(), 1, "the first proof keeps the set on the backend");
+    assert_eq!(engine.stats().params_host_bytes, 0, "held without its host copy");
+    (keeper, engine, vanilla, public)
 }
 
 /// A set one engine keeps on its GPUs without the host copy is that engine's alone: another
@@ -453,15 +469,8 @@ fn keeping_engine(keeper: &std::sync::Arc<KeeperBackend>) -> Engine {
 /// uploading twice. Evicting with the keeping engine frees its "device" copy.
 #[test]
 fn a_set_kept_on_one_engines_gpus_is_that_engines_alone() {
-    ensure_params(ParamsKind::PoSt(WINNING));
     let randomness = [8u8; 32];
-    let (vanilla, public) = winning_vanilla(&randomness);
-    let keeper = std::sync::Arc::new(KeeperBackend::default());
-    let keeping = keeping_engine(&keeper);
-    winning_verified_on(&keeping, &randomness, &vanilla, &public);
-    assert_eq!(keeper.kept(), 1, "the first proof keeps the set on the backend");
-    assert_eq!(keeping.stats().params_host_bytes, 0, "held without its host copy");
-
+    let (keeper, keeping, vanilla, public) = keeping_engine(&randomness);
     let other = fresh_engine();
     winning_verified_on(&other, &randomness, &vanilla, &public);
     assert!(
@@ -488,14 +497,8 @@ fn a_set_kept_on_one_engines_gpus_is_that_engines_alone() {
 /// then the set leaves the backend (it does not stay on the device for good).
 #[test]
 fn a_kept_set_evicted_while_a_proof_holds_it_leaves_the_device_when_the_proof_ends() {
-    ensure_params(ParamsKind::PoSt(WINNING));
     let randomness = [10u8; 32];
-    let (vanilla, public) = winning_vanilla(&randomness);
-    let keeper = std::sync::Arc::new(KeeperBackend::default());
-    let engine = keeping_engine(&keeper);
-    winning_verified_on(&engine, &randomness, &vanilla, &public);
-    assert_eq!(keeper.kept(), 1);
-
+    let (keeper, engine, vanilla, public) = keeping_engine(&randomness);
     keeper.hold(true);
     let job = filecoin::submit_winning_post_with_vanilla(
         WINNING,
@@ -692,45 +695,13 @@ fn single_partition_window_posts_merge_into_a_window_post_filecoin_proofs_verifi
 // ---------------------------------------------------------------------------------------------
 // Jobs: submit, progress, cancel, on an engine of the test's
 
-/// The CPU backend, every proof held until the gate opens.
-struct GatedBackend {
-    open: std::sync::Mutex<bool>,
-    cv: std::sync::Condvar,
-}
-
-impl Backend for GatedBackend {
-    fn name(&self) -> &'static str {
-        "gated-cpu"
-    }
-
-    fn commitments(
-        &self,
-        a: &mut ProvingAssignment,
-        params: &Parameters,
-        t: &mut Timings,
-    ) -> cuzk::Result<Commitments> {
-        let open = self.open.lock().unwrap();
-        let (open, _) = self
-            .cv
-            .wait_timeout_while(open, std::time::Duration::from_secs(120), |open| !*open)
-            .unwrap();
-        if !*open {
-            return Err(Error::InvalidArgument("gate never opened".into()));
-        }
-        drop(open);
-        CpuBackend.commitments(a, params, t)
-    }
-}
-
 #[test]
 fn a_submitted_winning_post_can_be_watched_cancelled_and_proved() {
     ensure_params(ParamsKind::PoSt(WINNING));
     let randomness = [17u8; 32];
     let (vanilla, public) = winning_vanilla(&randomness);
-    let gate = std::sync::Arc::new(GatedBackend {
-        open: std::sync::Mutex::new(false),
-        cv: std::sync::Condvar::new(),
-    });
+    let gate = std::sync::Arc::new(KeeperBackend::default());
+    gate.hold(true);
     let engine = Engine::new(EngineConfig {
         synthesis_workers: 1,
         pacer: PacerMode::BoundedQueue { depth: 4 },
@@ -755,17 +726,14 @@ fn a_submitted_winning_post_can_be_watched_cancelled_and_proved() {
     let p = job.progress();
     assert_eq!((p.done, p.total, p.finished), (0, 1, false));
     assert!(job.cancel());
-    {
-        *gate.open.lock().unwrap() = true;
-        gate.cv.notify_all();
-    }
+    gate.hold(false);
     let err = job.wait().unwrap_err();
     assert!(matches!(err, Error::Cancelled(_)), "{err}");
     // Submitted again, at a priority of the caller's: proved and verified.
     let job = submit(Some(7));
     let out = job.wait().unwrap();
     assert_eq!(out.report.priority, 7);
-    assert_eq!(out.report.backend, "gated-cpu");
+    assert_eq!(out.report.backend, "keeper-cpu");
     assert!(api_post::verify_winning_post(&randomness, &out.proof, &public, prover_id()).unwrap());
     let stats = engine.stats();
     assert_eq!((stats.jobs_done, stats.jobs_failed), (1, 1), "{stats:#?}");

@@ -3,33 +3,15 @@
 //! byte 1 the call (and a partition index); the rest is cut into vanilla proofs.
 #![no_main]
 
-use cuzk::filecoin::RegisteredPoStProof as P;
 use libfuzzer_sys::fuzz_target;
 
 include!("common_filecoin.rs");
 
-const TYPES: [P; 15] = [
-    P::StackedDrgWinning2KiBV1,
-    P::StackedDrgWinning8MiBV1,
-    P::StackedDrgWinning512MiBV1,
-    P::StackedDrgWinning32GiBV1,
-    P::StackedDrgWinning64GiBV1,
-    P::StackedDrgWindow2KiBV1,
-    P::StackedDrgWindow8MiBV1,
-    P::StackedDrgWindow512MiBV1,
-    P::StackedDrgWindow32GiBV1,
-    P::StackedDrgWindow64GiBV1,
-    P::StackedDrgWindow2KiBV1_2,
-    P::StackedDrgWindow8MiBV1_2,
-    P::StackedDrgWindow512MiBV1_2,
-    P::StackedDrgWindow32GiBV1_2,
-    P::StackedDrgWindow64GiBV1_2,
-];
-
 fuzz_target!(|data: &[u8]| {
     no_parameters();
     let [t, call, rest @ ..] = data else { return };
-    let proof_type = TYPES[usize::from(*t) % TYPES.len()];
+    // The 15 abi.RegisteredPoStProof numbers, as the front doors decode them.
+    let proof_type = cuzk::filecoin::post_proof_from_abi(u64::from(*t) % 15).expect("0..=14 are registered");
     let vanilla = pieces(rest);
     let randomness = [3u8; 32];
     let prover_id = [0u8; 32];
