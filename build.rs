@@ -4,7 +4,7 @@
 //!
 //! Environment:
 //! - `NVCC`: the nvcc to use (default: `nvcc` on PATH, then `$CUDA_PATH/bin/nvcc`);
-//! - `CUZK_CUDA_ARCHS`: comma- or space-separated SM versions (default `80,86,89,90`); SASS is
+//! - `CUZK_CUDA_ARCHS`: comma- or space-separated SM versions (default `80,86,89,90,100,120`); SASS is
 //!   built for each and PTX for the last, so newer GPUs can JIT.
 
 fn main() {
@@ -89,7 +89,7 @@ mod cuda {
             env::var("DEP_BLST_BINDINGS").unwrap_or_else(|_| fail("DEP_BLST_BINDINGS is not set (blst dependency)"));
         println!("cargo:rerun-if-env-changed=CUZK_CUDA_ARCHS");
         let archs: Vec<String> = env::var("CUZK_CUDA_ARCHS")
-            .unwrap_or_else(|_| "80,86,89,90".into())
+            .unwrap_or_else(|_| "80,86,89,90,100,120".into())
             .split([',', ' '])
             .filter(|s| !s.is_empty())
             .map(|s| s.trim_start_matches("sm_").to_string())
