@@ -28,10 +28,26 @@ pub(crate) struct Args {
     /// porep).
     #[arg(long, value_name = "N", default_value_t = 18, value_parser = support::at_least_one)]
     pub(crate) challenges: usize,
-    /// The small PoRep sector's size (`2KiB`, `16KiB`, `128KiB`, ... or bytes): 8 subtrees of
-    /// 8^k leaves each, k ≥ 1 (2 KiB is the smallest; --kind porep).
-    #[arg(long, value_name = "BYTES", default_value = "2KiB", value_parser = parse_sector_size)]
-    pub(crate) sector_size: u64,
+    /// The PoRep sector's size, whose tree depths the partitions have (`2KiB`, `16KiB`,
+    /// `128KiB`, ..., `32GiB`, or bytes): 8 subtrees of 8^k leaves each, k ≥ 1 (2 KiB is the
+    /// smallest). Default 32 GiB, production's shape from random vanilla proofs; with
+    /// --replicate 2 KiB (at most 1 GiB). 16 KiB is the shape of the bench's rows before the
+    /// real shape (112,055,993 constraints at 11 layers and 18 challenges). --kind porep.
+    #[arg(long, value_name = "BYTES", value_parser = parse_sector_size)]
+    pub(crate) sector_size: Option<u64>,
+    /// Build the PoRep partitions from a sector of --sector-size replicated here
+    /// (storage-proofs-porep's replication and vanilla proofs: the bench's circuits before the
+    /// real shape) instead of random vanilla proofs of its shape. --kind porep.
+    #[arg(long)]
+    pub(crate) replicate: bool,
+    /// Check the two PoRep builders at --sector-size (default 2 KiB; a small shape: it
+    /// replicates, synthesizes in full and proves on the CPU), then exit: the replicated
+    /// sector's vanilla proofs through both builders give the same a, b, c, aux and the same
+    /// proof bytes (same r, s), and a random sector's partition has the replicated one's
+    /// compiled fingerprint (the same A, B, C); the native generator's witness equals the
+    /// gadgets' for both. Exit 1 on a difference.
+    #[arg(long, conflicts_with_all = ["replicate", "shape_only", "count_only", "streams"])]
+    pub(crate) check_builders: bool,
     /// A stream of sectors, repeatable (run in order): `native|witness|full[@LIMIT_GIB]:SECTORS`,
     /// e.g. `native:3` (the witness path, each partition's witness by the native generator once
     /// validated), `witness:3` (by the gadgets), `witness@24:2` (CUDA device
@@ -59,10 +75,16 @@ pub(crate) struct Args {
     /// stream (none records in its stream).
     #[arg(long)]
     pub(crate) record_shape: bool,
-    /// Count partition 0 (constraints, inputs, aux, domain: nothing stored) and time one
-    /// witness-only synthesis of it, then exit: no parameters, no engine.
+    /// Count partition 0 (constraints, inputs, aux, domain: nothing stored), time one
+    /// witness-only synthesis of it and its native generator (the two witnesses compared value
+    /// for value; exit 1 when they differ), then exit: no parameters, no engine.
     #[arg(long)]
     pub(crate) shape_only: bool,
+    /// Count partition 0 — constraints, inputs, aux, the A and B densities and the matrices'
+    /// non-zero terms, hence the parameters' and the compiled circuit's host bytes — and exit:
+    /// nothing synthesized or stored (seconds a million constraints, little memory).
+    #[arg(long, conflicts_with = "shape_only")]
+    pub(crate) count_only: bool,
     /// Prove on the CPU backend (a smoke test; no GPU needed).
     #[arg(long)]
     pub(crate) cpu: bool,
@@ -104,10 +126,23 @@ pub(crate) struct Args {
     pub(crate) out: Option<PathBuf>,
 }
 
+impl Args {
+    /// The PoRep sector's size: --sector-size, or 32 GiB (2 KiB with --replicate or
+    /// --check-builders).
+    pub(crate) fn porep_sector_size(&self) -> u64 {
+        self.sector_size.unwrap_or(if self.replicate || self.check_builders {
+            2 << 10
+        } else {
+            32 << 30
+        })
+    }
+}
+
 /// The sectors' proof.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Kind {
-    /// PoRep C2: storage-proofs-porep's `StackedCircuit` over a small replicated sector.
+    /// PoRep C2: storage-proofs-porep's `StackedCircuit` from random vanilla proofs of a
+    /// sector size's shape (32 GiB's by default), or a small replicated sector's.
     Porep,
     /// SnapDeals: storage-proofs-update's `EmptySectorUpdateCircuit` of a sector size's
     /// production shape, its witness fabricated (`snap`).

@@ -1,4 +1,5 @@
-//! The partitions' circuits: PoRep C2's `StackedCircuit` over a small replicated sector or a
+//! The partitions' circuits: PoRep C2's `StackedCircuit` from a sector's vanilla proofs
+//! (random ones of a size's production shape, or a small replicated sector's: `vanilla`) or a
 //! SnapDeals partition of production's shape (`snap`), a wrapper that times each synthesis,
 //! the Winning-PoSt stand-in, and the r, s every stream proves with.
 
@@ -10,20 +11,18 @@ use cuzk::filecoin::native::porep::stacked_witness_parallel;
 use cuzk::testing::Synthetic;
 use cuzk::{Circuit, ConstraintSystem, SynthesisError, WitnessCs};
 use ff::{Field, PrimeField};
-use filecoin_hashers::Hasher;
 use rand::{Rng, SeedableRng};
-use storage_proofs_core::api_version::ApiVersion;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::merkle::get_base_tree_count;
 use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_porep::stacked::{
-    self, Challenges, PrivateInputs, PublicInputs, SetupParams, StackedCircuit, StackedCompound, StackedDrg,
-    TemporaryAuxCache, EXP_DEGREE,
+    self, PrivateInputs, PublicInputs, StackedCircuit, StackedCompound, StackedDrg, TemporaryAuxCache,
 };
 
 use crate::args::Args;
 use crate::ok;
 use crate::snap::SnapCircuit;
+use crate::vanilla::{random_sector, setup, PorepSector, TreeDomain};
 
 /// The 32 GiB sector's tree: Poseidon, arity 8-8-0 (filecoin-proofs' `SectorShape32GiB`).
 pub(crate) type Tree = filecoin_proofs::SectorShape32GiB;
@@ -73,11 +72,56 @@ impl Circuit<Scalar> for Timed {
 /// (`SnapCircuit::generate`).
 pub(crate) type Generator = Arc<dyn Fn(&mut WitnessCs, usize) -> cuzk::Result<()> + Send + Sync>;
 
-/// Replicates a `sector_size` sector of random data and returns its partitions' C2 circuits
-/// (storage-proofs-porep's setup, replication and vanilla proofs; `StackedCompound::circuit`),
-/// each with its native witness generator (`filecoin::native::porep`, from the same inputs).
-pub(crate) fn porep_circuits(args: &Args, partitions: usize) -> Vec<(Porep, Generator)> {
-    let nodes = (args.sector_size / 32) as usize;
+/// Each partition's C2 circuit (`StackedCompound::circuit`, as filecoin-proofs builds C2's)
+/// with its native witness generator (`filecoin::native::porep`, from the same inputs).
+pub(crate) fn porep_partitions(sector: PorepSector) -> Vec<(Porep, Generator)> {
+    let PorepSector {
+        pub_inputs,
+        pp,
+        partitions,
+    } = sector;
+    let shared = Arc::new((pub_inputs, pp));
+    partitions
+        .into_iter()
+        .enumerate()
+        .map(|(k, proofs)| {
+            let (pub_inputs, pp) = &*shared;
+            let circuit = ok(
+                "StackedCompound::circuit",
+                <StackedCompound<Tree, Piece> as CompoundProof<'_, _, _>>::circuit(
+                    pub_inputs,
+                    (),
+                    &proofs,
+                    pp,
+                    Some(k),
+                ),
+            );
+            let shared = shared.clone();
+            let generate: Generator = Arc::new(move |cs: &mut WitnessCs, threads: usize| {
+                let (pub_in, pp) = &*shared;
+                stacked_witness_parallel::<Tree, Piece>(pub_in, &proofs, pp, Some(k), threads, cs)
+            });
+            (circuit, generate)
+        })
+        .collect()
+}
+
+/// The PoRep sector `args` asks for: random vanilla proofs of `--sector-size`'s shape
+/// (`vanilla::random_sector`), or with `--replicate` those of a sector replicated here.
+pub(crate) fn porep_sector(args: &Args, partitions: usize) -> PorepSector {
+    let bytes = args.porep_sector_size();
+    if args.replicate {
+        replicated_sector(args, bytes, partitions)
+    } else {
+        random_sector(bytes, args.layers, args.challenges, partitions)
+    }
+}
+
+/// Replicates a `sector_size` sector of random data and returns its public inputs,
+/// parameters and partitions' vanilla proofs (storage-proofs-porep's setup, replication and
+/// `prove_all_partitions`): the bench's circuits before the real shape (`--replicate`).
+pub(crate) fn replicated_sector(args: &Args, sector_size: u64, partitions: usize) -> PorepSector {
+    let nodes = (sector_size / 32) as usize;
     assert_eq!(nodes % get_base_tree_count::<Tree>(), 0);
     let _ = std::fs::remove_dir_all(&args.scratch);
     ok("scratch", std::fs::create_dir_all(&args.scratch));
@@ -98,17 +142,10 @@ pub(crate) fn porep_circuits(args: &Args, partitions: usize) -> Vec<(Porep, Gene
     // SAFETY: the file is this process's scratch file, mapped once, not resized while mapped.
     let mut mapped = ok("mapping the replica", unsafe { memmap2::MmapMut::map_mut(&file) });
 
-    let setup = SetupParams {
-        nodes,
-        degree: storage_proofs_core::drgraph::BASE_DEGREE,
-        expansion_degree: EXP_DEGREE,
-        porep_id: [5; 32],
-        challenges: Challenges::new_interactive(args.challenges),
-        num_layers: args.layers,
-        api_version: ApiVersion::V1_2_0,
-        api_features: vec![],
-    };
-    let pp = ok("PoRep setup", StackedDrg::<Tree, Piece>::setup(&setup));
+    let pp = ok(
+        "PoRep setup",
+        StackedDrg::<Tree, Piece>::setup(&setup(nodes, args.layers, args.challenges)),
+    );
     let replica_domain = replica_id.into();
     let (labels, _) = ok(
         "replicate_phase1",
@@ -127,13 +164,12 @@ pub(crate) fn porep_circuits(args: &Args, partitions: usize) -> Vec<(Porep, Gene
     );
     drop(mapped);
     let seed: [u8; 32] = rng.gen();
-    let pub_inputs =
-        PublicInputs::<<<Tree as storage_proofs_core::merkle::MerkleTreeTrait>::Hasher as Hasher>::Domain, _> {
-            replica_id: replica_domain,
-            seed: Some(seed),
-            tau: Some(tau),
-            k: None,
-        };
+    let pub_inputs = PublicInputs::<TreeDomain, _> {
+        replica_id: replica_domain,
+        seed: Some(seed),
+        tau: Some(tau),
+        k: None,
+    };
     let t_aux = ok(
         "TemporaryAuxCache",
         TemporaryAuxCache::<Tree, Piece>::new(&t_aux, replica_path, false),
@@ -143,33 +179,14 @@ pub(crate) fn porep_circuits(args: &Args, partitions: usize) -> Vec<(Porep, Gene
         "vanilla proofs",
         StackedDrg::<Tree, Piece>::prove_all_partitions(&pp, &pub_inputs, &priv_inputs, partitions),
     );
-    let shared = Arc::new((pub_inputs.clone(), pp.clone()));
-    let circuits = vanilla
-        .into_iter()
-        .enumerate()
-        .map(|(k, proofs)| {
-            let circuit = ok(
-                "StackedCompound::circuit",
-                <StackedCompound<Tree, Piece> as CompoundProof<'_, _, _>>::circuit(
-                    &pub_inputs,
-                    (),
-                    &proofs,
-                    &pp,
-                    Some(k),
-                ),
-            );
-            let shared = shared.clone();
-            let generate: Generator = Arc::new(move |cs: &mut WitnessCs, threads: usize| {
-                let (pub_in, pp) = &*shared;
-                stacked_witness_parallel::<Tree, Piece>(pub_in, &proofs, pp, Some(k), threads, cs)
-            });
-            (circuit, generate)
-        })
-        .collect();
     drop(priv_inputs);
     let _ = stacked::clear_cache_dir(&cache);
     let _ = std::fs::remove_dir_all(&args.scratch);
-    circuits
+    PorepSector {
+        pub_inputs,
+        pp,
+        partitions: vanilla,
+    }
 }
 
 /// `partitions` SnapDeals partition circuits of a `sector_bytes` sector's production shape:

@@ -41,7 +41,7 @@ pub(crate) struct Gpus {
 
 impl Gpus {
     pub(crate) fn new(args: &Args) -> Self {
-        if args.cpu || args.shape_only {
+        if args.cpu || args.shape_only || args.count_only || args.check_builders {
             return Self {
                 #[cfg(feature = "cuda")]
                 list: Vec::new(),

@@ -63,11 +63,36 @@
 //!   the bench also checks that each stream's proofs equal the first stream's (exit 1 if not).
 //!
 //! ## On the H200 host (one GPU, 16 cores, 128 GiB; 600 s a command)
-//! Two commands, sized by the estimate below to end before 600 s; every line is out as it
-//! happens, so a command cut short still leaves every finished sector and stream:
+//! **The real PoRep shape** (the default since the random vanilla proofs: 32 GiB's tree
+//! depths, 130,278,869 constraints a partition, domain 2^27). Counted here (`--count-only`,
+//! exact, 58 s on one core): parameters **44.12 GiB** (39.51 at the 16 KiB shape), a full
+//! partition reserves 15.91 GiB (15.36), the compiled circuit ~7.0 GiB (6.87 of matrices and
+//! densities; 5.89 at 16 KiB, where 6.04 GiB were recorded). The host memory, scaled from the
+//! 16 KiB rows by those: before the streams, the shape's full synthesis with recording (~16 GiB
+//! of a, b, c and aux, ~7 GiB recorded) held while the parameters are made, **~70 GiB**;
+//! streams with native witnesses ~55 GiB resident and ~68 GiB under 24 GiB (the host
+//! evaluation slot: a, b, c and aux, ~16 GiB), ~11 GiB with `--params-on-device`; all within the
+//! budget's cap (~111 GiB). The time, scaled from the 16 KiB rows (× 1.16 the synthesis, × 1.12
+//! the parameters, a proof ~1.35 s resident and ~3.2 s streamed): ~235 s before the first
+//! stream, each native stream ~15 s of engine and ~50 s of validation, native:4 ~55 s,
+//! native@24:2 ~65 s: **~490 s** for
 //!
-//!     cargo run --release --features cuda,filecoin --example sector_bench -- --layers 11 --challenges 18 --sector-size 16KiB --devices 0 --record-shape --stream witness:3 --stream witness@24:2 --out OUT
-//!     cargo run --release --features cuda,filecoin --example sector_bench -- --layers 11 --challenges 18 --sector-size 16KiB --devices 0 --partitions-per-sector 2 --stream full:2 --out OUT
+//!     cargo run --release --features cuda,filecoin --example sector_bench -- --layers 11 --challenges 18 --devices 0 --record-shape --synthesis-workers 4 --stream native:4 --stream native@24:2 --out OUT
+//!
+//! (should it run past 600 s, one stream a command: `--stream native:4`, then `--stream
+//! native@24:2`). With the gadgets' witnesses (~45–52 s a witness-only synthesis, 16 at once),
+//! one stream a command: `--record-shape --stream witness:3`, then `--record-shape --stream
+//! witness@24:2`. The 16 KiB shape of the rows before (112,055,993 constraints): add
+//! `--sector-size 16KiB` (its structure from random vanilla proofs) or `--replicate
+//! --sector-size 16KiB` (the same circuits as then, a replicated sector's).
+//!
+//! **The 16 KiB shape** (`--replicate --sector-size 16KiB`, the commands of the rows before the
+//! real shape; then without `--replicate`, which was the only way). Two commands, sized by the
+//! estimate below to end before 600 s; every line is out as it happens, so a command cut short
+//! still leaves every finished sector and stream:
+//!
+//!     cargo run --release --features cuda,filecoin --example sector_bench -- --layers 11 --challenges 18 --replicate --sector-size 16KiB --devices 0 --record-shape --stream witness:3 --stream witness@24:2 --out OUT
+//!     cargo run --release --features cuda,filecoin --example sector_bench -- --layers 11 --challenges 18 --replicate --sector-size 16KiB --devices 0 --partitions-per-sector 2 --stream full:2 --out OUT
 //!
 //! The estimate (measured: the shape's full synthesis ~92 s, random parameters ~165 s, a 2^27
 //! proof 1.44 s resident and 2.76 s streamed under 24 GiB, parameters ~75 GiB; assumed: a
@@ -127,29 +152,64 @@
 //! finish for a finer look.
 //!
 //! The CPU smoke test (any machine): `cargo run --release --features filecoin --example
-//! sector_bench -- --layers 2 --challenges 1 --partitions-per-sector 2 --cpu --stream witness:2
-//! --stream full:1 --out /tmp/sb`; SnapDeals: `-- --kind snap --snap-sector-size 2KiB
-//! --partitions-per-sector 2 --cpu --stream witness:2 --stream full:1 --out /tmp/sb-snap`. A
-//! shape alone: `--kind snap --shape-only` counts partition 0 (constraints, inputs, aux,
-//! domain; nothing stored) and times one witness-only synthesis (no parameters, no engine, no
-//! GPU). Other uses: `--devices 0,1` (two GPUs), `--layers 2
+//! sector_bench -- --sector-size 2KiB --layers 2 --challenges 1 --partitions-per-sector 2 --cpu
+//! --stream witness:2 --stream full:1 --out /tmp/sb` (`--record-shape --stream native:2`: the
+//! native generator; `--replicate`: a replicated sector's partitions); SnapDeals: `-- --kind
+//! snap --snap-sector-size 2KiB --partitions-per-sector 2 --cpu --stream witness:2 --stream
+//! full:1 --out /tmp/sb-snap`. A shape alone: `--shape-only` counts partition 0 (constraints,
+//! inputs, aux, domain; nothing stored) and times one witness-only synthesis (no parameters,
+//! no engine, no GPU); `--count-only` counts it with its densities and non-zero terms and
+//! prints the host bytes they make (the parameters', a full partition's, the compiled
+//! circuit's), without the synthesis: `--count-only` alone is the real PoRep partition's
+//! (130,278,869 constraints). The builders checked against each other: `--check-builders
+//! --layers 2 --challenges 1 --partitions-per-sector 2` (see "The circuits"). Other uses: `--devices 0,1` (two GPUs), `--layers 2
 //! --challenges 2 --partitions-per-sector 2 --compare-cpu 2 --stream witness:1` (the GPU's bytes
 //! against the CPU's, small shape).
 //!
 //! ## The circuits
-//! Real 32 GiB sectors cannot be sealed here, so the partitions are storage-proofs-porep's own
-//! `StackedCircuit` of production's shape over a small tree: `stacked::SetupParams` with
-//! `--layers` (11 for 32 GiB; the crate accepts only 2 or 11) and `--challenges` per partition
-//! (18 for 32 GiB: filecoin-proofs' 176 interactive PoRep challenges over 10 partitions, rounded
-//! up), the 32 GiB tree arity (`SectorShape32GiB`: 8-8-0, Poseidon; SHA-256 for the data tree),
-//! a sector of `--sector-size` random bytes replicated (`replicate_phase1`, `replicate_phase2`),
-//! its vanilla proofs made (`prove_all_partitions`) and each partition's circuit built by
-//! `StackedCompound::circuit`, as filecoin-proofs builds C2's. The tree is shallower than a
-//! 32 GiB one, so a partition has fewer constraints: 112,055,993 at 11 layers, 18 challenges and
-//! 16 KiB (the smallest filecoin-proofs sector of this arity; 2 KiB, the default, also works:
-//! 8 leaves per subtree), against 130,278,869 for a real 32 GiB partition. The bench prints its
-//! count. A "sector" is `--partitions-per-sector` (10, as a 32 GiB C2) such partitions; every
-//! sector proves the same partitions (same vanilla proofs, synthesized anew each time).
+//! Each PoRep partition is storage-proofs-porep's own `StackedCircuit`, built by
+//! `StackedCompound::circuit` from the sector's public inputs and the partition's vanilla
+//! proofs, as filecoin-proofs builds C2's, with `--layers` (11 for 32 GiB; the crate accepts only
+//! 2 or 11), `--challenges` per partition (18 for 32 GiB: filecoin-proofs' 176 interactive PoRep
+//! challenges over 10 partitions, rounded up) and the 32 GiB tree arity (`SectorShape32GiB`:
+//! 8-8-0, Poseidon; SHA-256 for the data tree). Real 32 GiB sectors cannot be sealed here, so the
+//! vanilla proofs are (`vanilla.rs`):
+//!
+//! - **random, of `--sector-size`'s production shape** (the default; 32 GiB by default):
+//!   `random_sector` gives every challenge production's lengths — a TreeD path of log2(nodes)
+//!   levels, TreeC and TreeR paths of the base levels of arity 8 and the sub level, columns of
+//!   `--layers` rows for the node and its 6 + 8 parents — every position its node's, every value
+//!   random, as `native_porep_bench` does (the constraints are not satisfied; with random
+//!   parameters the proofs do not verify anyway). `StackedCompound::circuit` reads only the
+//!   public inputs and the vanilla proofs, and the circuit's structure only their lengths, so at
+//!   32 GiB this is the real partition: **130,278,869 constraints** (328 of them the input
+//!   constraints), 130,169,893 aux, domain 2^27 (`--count-only`). Made in a fraction of a
+//!   second at any size.
+//! - **a replicated sector's** (`--replicate`; how the bench built them before, at most 1 GiB):
+//!   a sector of `--sector-size` random bytes (default 2 KiB then) replicated
+//!   (`replicate_phase1`, `replicate_phase2`) and its vanilla proofs made
+//!   (`prove_all_partitions`). Its tree is shallower than a 32 GiB one: 112,055,993 constraints
+//!   at 11 layers, 18 challenges and 16 KiB (the rows before the real shape; the smallest
+//!   filecoin-proofs sector of this arity; 2 KiB also works: 8 leaves per subtree).
+//!
+//! **Both builders, checked** (`--check-builders`, a small shape on the CPU: `check.rs`): the
+//! replicated sector's vanilla proofs built into partitions with the replicated sector's
+//! parameters and with parameters from setup alone (the random builder's) give the same a, b, c,
+//! inputs and aux and byte-identical CPU proofs (same random parameters, same r, s); a random
+//! sector's partition 0 and the replicated one's record the same compiled circuit (fingerprint:
+//! identical A, B, C and densities); the native generator's witness equals the gadgets' for
+//! both; and `--count-only`'s parameter bytes are those of the parameters made. So where the two
+//! builders give the same circuit (the same vanilla proofs) the proofs are the same bytes, and at
+//! the same size they give the same structure: the random 16 KiB partition is the old rows'
+//! circuit with other witness values. Run on the dev machine (2 threads): 2 KiB, 2 layers, 1
+//! challenge, 2 partitions (1,344,268 constraints) in 67 s; 2 KiB, 11 layers, 1 challenge, 1
+//! partition (6,081,250 constraints) in 151 s: all identical.
+//!
+//! The bench prints the partition's count. A "sector" is `--partitions-per-sector` (10, as a
+//! 32 GiB C2) such partitions; every sector proves the same partitions (same vanilla proofs,
+//! synthesized anew each time). Each partition has its native witness generator
+//! (`filecoin::native::porep::stacked_witness_parallel` over the same public inputs and vanilla
+//! proofs), which `--stream native:N` gives the engine.
 //!
 //! **SnapDeals** (`--kind snap`): a small real sector would not give production's shape (the
 //! SHA-256 TreeD paths, as deep as the sector, carry most of the constraints), so each
@@ -232,6 +292,7 @@
 //! after the engine's urgent jobs) are in docs/HISTORY.md.
 
 mod args;
+mod check;
 mod circuits;
 mod gpus;
 mod memory;
@@ -241,6 +302,7 @@ mod snap;
 mod stream;
 #[path = "../support/mod.rs"]
 mod support;
+mod vanilla;
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -252,17 +314,20 @@ use cuzk::{BackendChoice, CompiledCircuit, Proof, Prover};
 
 use args::{Args, Kind, StreamSpec};
 use circuits::{
-    porep_circuits, randomness, snap_circuits, snap_partition_count, winning_circuit, Generator, SectorCircuit, Timed,
+    porep_partitions, porep_sector, randomness, snap_circuits, snap_partition_count, winning_circuit, Generator,
+    SectorCircuit, Timed,
 };
 use gpus::Gpus;
 use memory::{host_memory, rss, trim_heap, Sampler};
 use report::{gib, secs, summary_event, Out, StreamResult};
-use shape::shape_only;
+use shape::{count_only, shape_only};
 use stream::Bench;
 use support::{fail, machine};
 
 /// A real 32 GiB PoRep C2 partition's constraints (measured on the H200 host, issue 23).
 const REAL_32GIB_CONSTRAINTS: usize = 130_278_869;
+/// The largest sector `--replicate` replicates (its labels and trees are built here).
+const MOST_REPLICATED: u64 = 1 << 30;
 
 /// The default budget's cap: this share of the host's memory (less the bench's constant).
 const HOST_SHARE: f64 = 0.9;
@@ -306,6 +371,17 @@ fn main() {
             fail("--compare-cpu proves on the CPU with the parameters' host copy, which --params-on-device releases");
         }
     }
+    if args.kind == Kind::Porep && (args.replicate || args.check_builders) && args.porep_sector_size() > MOST_REPLICATED
+    {
+        fail(&format!(
+            "--sector-size {}: --replicate and --check-builders replicate the sector here, at most 1 GiB; without \
+             them the partitions have the size's shape from random vanilla proofs",
+            args.porep_sector_size()
+        ));
+    }
+    if args.check_builders && args.kind != Kind::Porep {
+        fail("--check-builders checks the PoRep builders (--kind porep)");
+    }
     let pps = args.partitions_per_sector.unwrap_or(match args.kind {
         Kind::Porep => 10,
         Kind::Snap => snap_partition_count(args.snap_sector_size),
@@ -322,12 +398,22 @@ fn main() {
         args.kind.name(),
         if args.shape_only {
             "shape only".to_string()
+        } else if args.count_only {
+            "count only".to_string()
+        } else if args.check_builders {
+            "the PoRep builders checked".to_string()
         } else {
             streams.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")
         }
     ));
     out.line(&format!("command: `{}`", command.join(" ")));
     out.line(&format!("machine: {}", machine()));
+    if args.check_builders {
+        if !check::check_builders(&args, pps, &mut out) {
+            std::process::exit(1);
+        }
+        return;
+    }
 
     // The circuits: storage-proofs-porep's setup, replication, vanilla proofs; or SnapDeals'
     // of production's shape.
@@ -335,10 +421,15 @@ fn main() {
     let generators: Vec<Option<Generator>>;
     let circuits: Vec<SectorCircuit> = match args.kind {
         Kind::Porep => {
-            let circuits = porep_circuits(&args, pps);
+            let circuits = porep_partitions(porep_sector(&args, pps));
             eprintln!(
-                "replicated a {} B sector ({} layers, {} challenges per partition) and built {pps} partition circuits in {:.2} s",
-                args.sector_size,
+                "{} a {} B sector ({} layers, {} challenges per partition) and built {pps} partition circuits in {:.2} s",
+                if args.replicate {
+                    "replicated"
+                } else {
+                    "made random vanilla proofs of"
+                },
+                args.porep_sector_size(),
                 args.layers,
                 args.challenges,
                 secs(t.elapsed())
@@ -367,7 +458,11 @@ fn main() {
         }
     };
     if args.shape_only {
-        shape_only(&circuits[0], &mut out);
+        shape_only(&circuits[0], generators[0].as_ref(), &mut out);
+        return;
+    }
+    if args.count_only {
+        count_only(&circuits[0], &mut out);
         return;
     }
     let baseline = rss();
@@ -446,9 +541,16 @@ fn main() {
     };
     let described = match &circuits[0] {
         SectorCircuit::Porep(_) => format!(
-            "PoRep C2 shape: {} layers, {} challenges per partition, 8-8-0 tree over {} B ({constraints} constraints a \
-             partition, {inputs} inputs, {aux} aux; a real 32 GiB partition has {REAL_32GIB_CONSTRAINTS} constraints)",
-            args.layers, args.challenges, args.sector_size,
+            "PoRep C2 shape: {} layers, {} challenges per partition, 8-8-0 tree over {} B, {} ({constraints} constraints \
+             a partition, {inputs} inputs, {aux} aux; a real 32 GiB partition has {REAL_32GIB_CONSTRAINTS} constraints)",
+            args.layers,
+            args.challenges,
+            args.porep_sector_size(),
+            if args.replicate {
+                "replicated here"
+            } else {
+                "random vanilla proofs"
+            },
         ),
         SectorCircuit::Snap(c) => {
             let p = c.public_params();
