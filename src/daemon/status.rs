@@ -269,7 +269,7 @@ pub fn metrics(status: &GetStatusResponse, jobs: &Jobs, engine: Option<&EngineVi
     for (name, help, v) in gauges {
         m.one(name, "gauge", help, v);
     }
-    let counters: [(&str, &str, u64); 6] = [
+    let counters: [(&str, &str, u64); 9] = [
         (
             "cuzk_engine_jobs_done_total",
             "Engine jobs whose proofs all came back.",
@@ -299,6 +299,21 @@ pub fn metrics(status: &GetStatusResponse, jobs: &Jobs, engine: Option<&EngineVi
             "cuzk_engine_urgent_dispatched_total",
             "Urgent (Winning PoSt) partitions dispatched.",
             s.urgent_dispatched,
+        ),
+        (
+            "cuzk_witness_generated_total",
+            "Partitions whose witness a native generator wrote.",
+            s.witness.generated,
+        ),
+        (
+            "cuzk_witness_generator_refused_total",
+            "Native generators turned off for a compiled circuit (a wrong witness).",
+            s.witness.generator_refused,
+        ),
+        (
+            "cuzk_witness_generator_input_errors_total",
+            "Partitions failed because a native generator refused their input (a malformed request); the generator stays on.",
+            s.witness.generator_input_errors,
         ),
     ];
     for (name, help, v) in counters {

@@ -70,8 +70,13 @@ pub struct WitnessStats {
     /// `generator_validated`; no gadget synthesis was needed).
     pub generator_validations_read: u64,
     /// Native generators turned off for a compiled circuit: their witness differed from the
-    /// gadgets' at validation, or they failed. Its witnesses are computed by the gadgets.
+    /// gadgets' at validation (or they failed there while the gadgets did not), or a validated
+    /// one wrote a witness that does not fit the circuit. Its witnesses are computed by the
+    /// gadgets.
     pub generator_refused: u64,
+    /// Partitions whose validated generator refused their input (a malformed vanilla proof):
+    /// each failed its job with the generator's error; the generator stays on.
+    pub generator_input_errors: u64,
     /// Circuits synthesized in full: the recording ones, the fallbacks, those that started
     /// while their type and shape was being recorded, and every one with the path off.
     pub full: u64,

@@ -22,9 +22,11 @@
 //! 3. Validated: the generator writes the witness (on every thread of the current rayon pool:
 //!    the engine's synthesis threads, never more; one thread outside a pool), checked against
 //!    the compiled circuit's type and input and aux counts (a generator makes no constraint
-//!    and no structure trace: validation stands for them). A generator that fails is turned
-//!    off for the fingerprint and the partition goes by the gadgets: the circuit is not
-//!    consumed by a generator.
+//!    and no structure trace: validation stands for them). A witness that does not fit the
+//!    compiled circuit turns the generator off for the fingerprint and the partition goes by
+//!    the gadgets (the circuit is not consumed by a generator). A generator that refuses its
+//!    input (a malformed vanilla proof) fails that partition alone with its error, counted
+//!    ([`WitnessStats::generator_input_errors`]): one bad request never turns a generator off.
 //!
 //! A Filecoin proof that fails verification turns the generator off for its type and shape
 //! until restart ([`WitnessPath::generator_off`]), beside its retry by full synthesis.
@@ -214,7 +216,18 @@ impl WitnessPath {
                         witness,
                     });
                 }
-                Err(e) => self.refuse_generator(at, &format!("it failed: {e}")),
+                // Its witness does not fit the compiled circuit: the generator is wrong.
+                Err(e @ Error::WitnessMismatch(_)) => self.refuse_generator(at, &format!("it failed: {e}")),
+                // Its input was refused (a malformed vanilla proof, say): this partition fails,
+                // and the generator, validated, stays on for every other one.
+                Err(e) => {
+                    self.count(|s| s.generator_input_errors += 1);
+                    log::warn!(
+                        "{}: native witness generator refused a partition's input (the partition fails; the generator stays on): {e}",
+                        key.0
+                    );
+                    return Err(e);
+                }
             }
         }
         let Some(claim) = claim else {
