@@ -83,6 +83,13 @@ impl Partition {
     ///
     /// A validation holds for the process (cuzk's own generators' are also kept across
     /// restarts beside the compiled circuits' files, tied to the build: `compiled_dir`).
+    ///
+    /// **The engine does not verify the proofs** (the Filecoin entry points do, and prove a
+    /// failed one again by full synthesis): a generator that validates and later writes a
+    /// wrong witness for some input gives a proof that does not verify. A caller that brings
+    /// its own generator verifies each proof ([`verify_proof`](crate::verify_proof)) and, on a
+    /// failure, proves that partition again as [`Partition::circuit`] (and may stop using the
+    /// generator).
     pub fn with_generator<C, G>(circuit: C, generate: G) -> Self
     where
         C: Circuit<Scalar> + Clone + Send + 'static,
