@@ -14,6 +14,31 @@ fn main() {
     cuda::build();
     #[cfg(feature = "daemon")]
     daemon_proto();
+    #[cfg(feature = "filecoin")]
+    native_generator_digest();
+}
+
+/// The `filecoin` feature: the digest kept validations of cuzk's own native witness generators
+/// are tied to (`CUZK_GENERATOR_DIGEST`): cuzk's version, the generators' sources and the
+/// mirrored crates' resolved versions (`src/filecoin/native/digest.rs`), watched for changes.
+#[cfg(feature = "filecoin")]
+#[path = "src/filecoin/native/digest.rs"]
+mod generator_digest;
+
+#[cfg(feature = "filecoin")]
+fn native_generator_digest() {
+    let root = std::path::PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let version = std::env::var("CARGO_PKG_VERSION").expect("cargo sets CARGO_PKG_VERSION");
+    let (digest, read) = generator_digest::of_package(&root, &version)
+        .unwrap_or_else(|e| panic!("the native generators' digest: reading their sources: {e}"));
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join(generator_digest::SOURCE_DIR).display()
+    );
+    for path in read {
+        println!("cargo:rerun-if-changed={}", path.display());
+    }
+    println!("cargo:rustc-env=CUZK_GENERATOR_DIGEST={digest}");
 }
 
 /// The `daemon` feature: Curio's `cuzk.v1` protocol compiled from proto/ by protox (pure Rust,

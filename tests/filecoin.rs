@@ -16,9 +16,10 @@
 //! generator (`CompoundProof::groth_params` with an rng) — test parameters, never for
 //! production. Later runs (and later CI steps of one run) reuse them.
 //!
-//! Run: `cargo test --release --features filecoin --test filecoin` (PoSt and the argument
-//! checks); `-- --ignored` adds PoRep C2 and SnapDeals, whose 2 KiB circuits (millions of
-//! constraints, SHA-256 inside) take tens of minutes to make parameters for on 2 cores.
+//! Run: `cargo test --release --features filecoin,fault-injection --test filecoin` (PoSt and
+//! the argument checks; `fault-injection` for the test of a wrong compiled circuit);
+//! `-- --ignored` adds PoRep C2 and SnapDeals, whose 2 KiB circuits (millions of constraints,
+//! SHA-256 inside) take tens of minutes to make parameters for on 2 cores.
 
 #![cfg(feature = "filecoin")]
 
@@ -215,6 +216,8 @@ fn winning_verified_on(
 /// costs one retry by full synthesis, counted, and is dropped: the job still returns a proof
 /// filecoin-proofs verifies, and the next proofs (recording the circuit again, then by the
 /// witness path) are right. Before, the job failed, and so would every later one of its type.
+/// (The hook is the `fault-injection` feature's.)
+#[cfg(feature = "fault-injection")]
 #[test]
 fn a_wrong_compiled_circuit_costs_one_retry_by_full_synthesis_and_is_dropped() {
     ensure_params(ParamsKind::PoSt(WINNING));

@@ -3,15 +3,20 @@
 //! filecoin-proofs' verifiers. Per engine: the first proof records the compiled circuit (full synthesis), the
 //! first partition after it validates the generator against the gadgets, and from then
 //! on the partitions' witnesses are generated (`WitnessStats::generated`) — the same bytes as
-//! with generators off, with the same r and s. A wrong generator (a test hook) is caught at
-//! validation and turned off; a proof that fails verification turns the generator off too.
+//! with generators off, with the same r and s. Generators gone wrong (the `fault-injection`
+//! feature's hooks): a wrong one is caught at validation and turned off; one that goes wrong
+//! after its validation costs one retry by full synthesis and is turned off; a proof that fails
+//! verification turns the generator off too; a malformed request fails its job alone and
+//! leaves the generator on. Kept validations are read across restarts of the same generators.
 //!
-//! Run: `cargo test --release --features filecoin --test filecoin_native` (and `-- --ignored`
-//! for PoRep C2 and SnapDeals, which need their 2 KiB parameters).
+//! Run: `cargo test --release --features filecoin,fault-injection --test filecoin_native` (and
+//! `-- --ignored` for PoRep C2 and SnapDeals, which need their 2 KiB parameters).
 
 #![cfg(feature = "filecoin")]
 
 use cuzk::engine::{Engine, EngineConfig};
+#[cfg(feature = "fault-injection")]
+use cuzk::filecoin::NativeWitnessFault;
 use cuzk::filecoin::{self, Options, ParamsKind, RegisteredPoStProof};
 use cuzk::WitnessStats;
 use filecoin_proofs_api::post as api_post;
@@ -193,13 +198,14 @@ fn update_witnesses_are_generated_after_validation_with_the_same_bytes() {
 /// A generator whose witness is one value off (the counts right, so only the comparison with
 /// the gadgets can tell) is refused at validation, counted, and off for the compiled circuit:
 /// every proof is still right, and no partition is generated after.
+#[cfg(feature = "fault-injection")]
 #[test]
 fn a_wrong_generator_is_caught_at_validation_and_turned_off() {
     ensure_params(ParamsKind::PoSt(WINNING));
     let randomness = [23u8; 32];
     let on = engine(true);
     prove(&on, WINNING, &randomness, None);
-    filecoin::skew_next_native_witness(&on);
+    filecoin::fault_next_native_witness(&on, NativeWitnessFault::Skewed);
     prove(&on, WINNING, &randomness, None);
     let stats = on.stats().witness;
     assert_eq!(
@@ -223,6 +229,7 @@ fn a_wrong_generator_is_caught_at_validation_and_turned_off() {
 /// A proof that fails verification (here a wrong compiled circuit, put in the engine's cache
 /// by a test hook) is proved again by full synthesis and turns the generator of its type and
 /// shape off until restart: the compiled circuit recorded again is used by the gadgets only.
+#[cfg(feature = "fault-injection")]
 #[test]
 fn a_failed_verification_turns_the_generator_off() {
     ensure_params(ParamsKind::PoSt(WINNING));
@@ -249,12 +256,120 @@ fn a_failed_verification_turns_the_generator_off() {
     assert_eq!(on.stats().verification_retries, 1);
 }
 
-/// With a compiled-circuit directory, the validation of cuzk's own generator is kept beside the
-/// circuit's file: a second engine over the directory (a restart of the same build) generates
-/// its first Winning PoSt at once, no gadget synthesis; a record made by another build is not
-/// trusted (the generator is validated again, and that build's record added).
+/// A generator that goes wrong after its validation (here its witness one value off from the
+/// third proof on, the counts right: nothing before the proof can tell) makes a proof that
+/// fails verification: the job still returns a proof filecoin-proofs verifies, made again by
+/// full synthesis (one retry, counted), and the generator is off for its type and shape — the
+/// compiled circuit, dropped with it, is recorded again and then used by the gadgets only.
+#[cfg(feature = "fault-injection")]
 #[test]
-fn a_generator_validation_is_kept_across_restarts_of_the_same_build() {
+fn a_generator_gone_wrong_after_validation_costs_one_retry_and_is_turned_off() {
+    ensure_params(ParamsKind::PoSt(WINNING));
+    let randomness = [26u8; 32];
+    let on = engine(true);
+    prove(&on, WINNING, &randomness, None); // records
+    prove(&on, WINNING, &randomness, None); // validates
+    prove(&on, WINNING, &randomness, None); // generated
+    let before = on.stats().witness;
+    assert_eq!(
+        (before.recorded, before.generator_validated, before.generated),
+        (1, 1, 1),
+        "{before:?}"
+    );
+    filecoin::fault_next_native_witness(&on, NativeWitnessFault::Skewed);
+    prove(&on, WINNING, &randomness, None); // generated wrong: verified only after its retry
+    let wrong = on.stats();
+    assert_eq!(wrong.verification_retries, 1, "{wrong:#?}");
+    assert_eq!(wrong.compiled_circuits, 0, "the compiled circuit dropped");
+    assert_eq!(
+        (wrong.witness.generated, wrong.witness.generator_refused),
+        (2, 0),
+        "the wrong witness was the generator's, used as validated: {:?}",
+        wrong.witness
+    );
+    prove(&on, WINNING, &randomness, None); // records again
+    prove(&on, WINNING, &randomness, None);
+    let after = on.stats();
+    assert_eq!(after.witness.recorded, 2, "{:?}", after.witness);
+    assert_eq!(
+        (after.witness.generated, after.witness.witness),
+        (2, before.witness + 1),
+        "the generator stays off, the gadgets write the witness: {:?}",
+        after.witness
+    );
+    assert_eq!(after.verification_retries, 1, "no retry after");
+}
+
+/// A malformed request (the fault hook makes the partition's inputs what a malformed vanilla
+/// proof makes them: the generator refuses them, the circuit cannot be built from them; or of
+/// another shape than the compiled circuit's: the generator's witness one value short) fails its
+/// job alone with the generator's error, counted as an input error: the generator stays on, the
+/// type and shape on the witness path, and the next request is generated as before.
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_malformed_request_fails_its_job_alone_and_the_generator_stays_on() {
+    ensure_params(ParamsKind::PoSt(WINNING));
+    let randomness = [25u8; 32];
+    let on = engine(true);
+    prove(&on, WINNING, &randomness, None); // records
+    prove(&on, WINNING, &randomness, None); // validates
+    let validated = on.stats().witness;
+    assert_eq!(
+        (validated.generator_validated, validated.generated),
+        (1, 0),
+        "{validated:?}"
+    );
+    let (vanilla, _) = winning_vanilla(&randomness);
+    let fails = |fault| {
+        filecoin::fault_next_native_witness(&on, fault);
+        filecoin::submit_winning_post_with_vanilla(
+            WINNING,
+            &randomness,
+            prover_id(),
+            &vanilla,
+            Options::default().on(&on),
+        )
+        .unwrap()
+        .wait()
+        .expect_err("a malformed request fails")
+    };
+    let malformed = fails(NativeWitnessFault::Malformed);
+    assert!(
+        matches!(&malformed, cuzk::Error::InvalidArgument(m) if m.contains("partition 0 is malformed")),
+        "the generator's own error: {malformed}"
+    );
+    let short = fails(NativeWitnessFault::Short);
+    assert!(
+        matches!(&short, cuzk::Error::WitnessMismatch(m) if m.contains("another shape")),
+        "the generator's witness does not fit: {short}"
+    );
+    let after = on.stats().witness;
+    assert_eq!(
+        after,
+        WitnessStats {
+            generator_input_errors: 2,
+            ..validated
+        },
+        "counted as input errors, nothing turned off, no gadget run: {after:?}"
+    );
+    prove(&on, WINNING, &randomness, None);
+    let next = on.stats().witness;
+    assert_eq!(
+        next,
+        WitnessStats { generated: 1, ..after },
+        "the generator stays on: {next:?}"
+    );
+    let stats = on.stats();
+    assert_eq!((stats.jobs_failed, stats.verification_retries), (2, 0), "{stats:#?}");
+}
+
+/// With a compiled-circuit directory, the validation of cuzk's own generator is kept beside the
+/// circuit's file, under the generators' digest: a second engine over the directory (a restart
+/// with the same generators) generates its first Winning PoSt at once, no gadget synthesis; a
+/// record made with other generators (another digest) is not trusted (the generator is
+/// validated again, and this digest's record added).
+#[test]
+fn a_generator_validation_is_kept_across_restarts_of_the_same_generators() {
     ensure_params(ParamsKind::PoSt(WINNING));
     let (dir, engine) = engines_over("validations", true);
     let randomness = [31u8; 32];
@@ -303,8 +418,10 @@ fn a_generator_validation_is_kept_across_restarts_of_the_same_build() {
     drop(restarted);
     assert_eq!(records(), kept, "nothing added");
 
-    // Another build's record only: validated again by the gadgets, and this build's added.
-    let other = kept[0].replacen(" cuzk-", " cuzk-another-build-", 1);
+    // Other generators' record only: validated again by the gadgets, and this digest's added.
+    let (fingerprint, digest) = kept[0].split_once(" generators-").expect("a fingerprint and a digest");
+    assert_eq!(digest.len(), 32, "{}", kept[0]);
+    let other = format!("{fingerprint} generators-{}", "0".repeat(32));
     assert_ne!(other, kept[0]);
     std::fs::write(validated(), format!("{other}\n")).unwrap();
     let rebuilt = engine();

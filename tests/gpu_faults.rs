@@ -7,7 +7,7 @@
 //! pool can unpin, unmap and reuse them at once (no copy still reads them); device memory
 //! returns to its baseline; and the next proof gives the CPU's bytes. A sticky error marks the
 //! device lost: `Auto`'s policy goes on on the CPU, a GPU-only prover fails fast.
-#![cfg(feature = "fault-injection")]
+#![cfg(all(feature = "cuda", feature = "fault-injection"))]
 
 mod common;
 

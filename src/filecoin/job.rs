@@ -2,7 +2,6 @@
 //! [`ProofJob`] a `submit_*` call returns (wait, cancel, progress), whose proofs are checked
 //! against the parameters' verifying key before they are handed out.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -16,7 +15,7 @@ use storage_proofs_core::proof::ProofScheme;
 
 use super::params::Loaded;
 use super::{fil_err, guard, Output, Report};
-use crate::compiled::{CompiledCircuit, WitnessCs};
+use crate::compiled::WitnessCs;
 use crate::engine::{Engine, Job, JobHandle, Partition, Progress, ProgressCallback};
 use crate::error::{Error, Result};
 use crate::params::Parameters;
@@ -388,9 +387,16 @@ where
             })
         })
         .collect::<Result<Vec<_>>>()?;
+    // Test hooks: a wrong compiled circuit, native witness generators gone wrong.
+    #[cfg(feature = "fault-injection")]
+    let (skew_compiled, native_fault) = fault::take(engine);
     let shared = Arc::new((pub_in.clone(), vanilla_proofs, pub_params.clone()));
     let for_build = shared.clone();
     let build = Arc::new(move |k: usize| {
+        #[cfg(feature = "fault-injection")]
+        if native_fault == Some(fault::NativeWitnessFault::Malformed) {
+            return Err(fault::malformed(k));
+        }
         let (pub_in, vanilla_proofs, pub_params) = &*for_build;
         let what = || format!("building the circuit of partition {k}");
         guard(&what, || {
@@ -408,16 +414,10 @@ where
         partition,
         build: build.clone(),
     };
-    let this = engine as *const Engine as usize;
-    if SKEW_NEXT
-        .compare_exchange(this, 0, Ordering::SeqCst, Ordering::SeqCst)
-        .is_ok()
-    {
-        skew_compiled(engine, lazy(0))?;
+    #[cfg(feature = "fault-injection")]
+    if skew_compiled {
+        fault::skew_compiled(engine, lazy(0))?;
     }
-    let skew_generator = SKEW_GENERATOR_NEXT
-        .compare_exchange(this, 0, Ordering::SeqCst, Ordering::SeqCst)
-        .is_ok();
     let partitions = (0..n)
         .map(|k| match native {
             Some(generate) => {
@@ -427,7 +427,11 @@ where
                     let what = || format!("the native witness of partition {k}");
                     let run =
                         |cs: &mut WitnessCs| generate(pub_in, &vanilla_proofs[k], pub_params, Some(k), threads, cs);
-                    guard(&what, || if skew_generator { skewed(cs, run) } else { run(cs) })
+                    #[cfg(feature = "fault-injection")]
+                    if let Some(f) = native_fault {
+                        return guard(&what, || fault::generate(f, k, cs, run));
+                    }
+                    guard(&what, || run(cs))
                 };
                 Partition::with_own_generator(lazy(k), generate)
             }
@@ -477,60 +481,142 @@ where
     })
 }
 
-/// The engine (its address) whose next Filecoin job gets a wrong compiled circuit; 0: none.
-static SKEW_NEXT: AtomicUsize = AtomicUsize::new(0);
+/// Test hooks (feature `fault-injection`, as the GPU's fault points; absent from normal
+/// builds): the next Filecoin job submitted to an engine gets a wrong compiled circuit, or native
+/// witness generators gone wrong in a chosen way.
+#[cfg(feature = "fault-injection")]
+mod fault {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
 
-/// Test hook: the next Filecoin job submitted to `engine` first puts in its cache a wrong
-/// compiled circuit of its type (one of its constants off by one, the structure unchanged, so
-/// its witnesses are accepted): its witness-path proofs fail verification.
-#[doc(hidden)]
-pub fn skew_next_compiled_circuit(engine: &Engine) {
-    SKEW_NEXT.store(engine as *const Engine as usize, Ordering::SeqCst);
-}
+    use bellpepper_core::{Circuit, ConstraintSystem};
+    use blstrs::Scalar;
+    use ff::Field;
 
-/// Records `circuit` with one of its constants off by one and puts it in `engine`'s cache.
-fn skew_compiled<C: Circuit<Scalar>>(engine: &Engine, circuit: C) -> Result<()> {
-    let (_, compiled) = CompiledCircuit::record(circuit, None, None)?;
-    let CompiledCircuit {
-        circuit_type, mut r1cs, ..
-    } = compiled;
-    let constant = r1cs
-        .constants
-        .first_mut()
-        .ok_or_else(|| Error::InvalidArgument("no constant to skew".into()))?;
-    *constant += Scalar::ONE;
-    let skewed = CompiledCircuit::from_recording(&circuit_type, r1cs);
-    engine.prover().compiled_circuits().insert(Arc::new(skewed))
-}
+    use crate::compiled::{CompiledCircuit, Witness, WitnessCs};
+    use crate::engine::Engine;
+    use crate::error::{Error, Result};
 
-/// The engine (its address) whose next Filecoin job's native witness generators are wrong;
-/// 0: none.
-static SKEW_GENERATOR_NEXT: AtomicUsize = AtomicUsize::new(0);
-
-/// Test hook: the next Filecoin job with native witness generators submitted to `engine` gets
-/// wrong ones (one aux value in the middle off by one, the counts right): their validation
-/// against the gadgets must catch it and turn the generator off.
-#[doc(hidden)]
-pub fn skew_next_native_witness(engine: &Engine) {
-    SKEW_GENERATOR_NEXT.store(engine as *const Engine as usize, Ordering::SeqCst);
-}
-
-/// `run`'s witness, written into `cs` with its middle aux value off by one.
-fn skewed(cs: &mut WitnessCs, run: impl FnOnce(&mut WitnessCs) -> Result<()>) -> Result<()> {
-    let mut scratch = WitnessCs::new();
-    scratch.alloc_input(|| "one", || Ok(Scalar::ONE))?;
-    run(&mut scratch)?;
-    let w = scratch.finish("skewed")?;
-    for &v in &w.inputs()[1..] {
-        cs.alloc_input(|| "input", || Ok(v))?;
+    /// How the native witness generators of an engine's next Filecoin job go wrong.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum NativeWitnessFault {
+        /// One aux value in the middle off by one, the counts right: only the comparison with
+        /// the gadgets (at validation) or the proof's verification (a generator gone wrong
+        /// after its validation) can tell.
+        Skewed,
+        /// The partitions' inputs as a malformed vanilla proof makes them: the generator
+        /// refuses them with an [`Error::InvalidArgument`], and the circuit's construction
+        /// fails on them too.
+        Malformed,
+        /// The witness one aux value short, as inputs of another shape than the compiled
+        /// circuit's (fewer challenges, say) make it.
+        Short,
     }
-    let n = w.num_aux();
-    for j in 0..n {
-        let v = w.aux_value(j).unwrap_or(Scalar::ZERO);
-        cs.append_aux(if j == n / 2 { v + Scalar::ONE } else { v });
+
+    /// The engine (its address) whose next Filecoin job gets a wrong compiled circuit; 0: none.
+    static SKEW_NEXT: AtomicUsize = AtomicUsize::new(0);
+    /// The engine (its address) whose next Filecoin job's generators go wrong, and how.
+    static NATIVE_NEXT: Mutex<Option<(usize, NativeWitnessFault)>> = Mutex::new(None);
+
+    fn address(engine: &Engine) -> usize {
+        engine as *const Engine as usize
     }
-    Ok(())
+
+    /// Test hook: the next Filecoin job submitted to `engine` first puts in its cache a wrong
+    /// compiled circuit of its type (one of its constants off by one, the structure unchanged,
+    /// so its witnesses are accepted): its witness-path proofs fail verification.
+    pub fn skew_next_compiled_circuit(engine: &Engine) {
+        SKEW_NEXT.store(address(engine), Ordering::SeqCst);
+    }
+
+    /// Test hook: the next Filecoin job with native witness generators submitted to `engine`
+    /// gets generators gone wrong as `fault` says.
+    pub fn fault_next_native_witness(engine: &Engine, fault: NativeWitnessFault) {
+        *NATIVE_NEXT.lock().unwrap_or_else(|p| p.into_inner()) = Some((address(engine), fault));
+    }
+
+    /// The faults asked for `engine`'s next job (taken: the job after it has none).
+    pub(super) fn take(engine: &Engine) -> (bool, Option<NativeWitnessFault>) {
+        let this = address(engine);
+        let compiled = SKEW_NEXT
+            .compare_exchange(this, 0, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok();
+        let mut next = NATIVE_NEXT.lock().unwrap_or_else(|p| p.into_inner());
+        let native = match *next {
+            Some((at, fault)) if at == this => {
+                *next = None;
+                Some(fault)
+            }
+            _ => None,
+        };
+        (compiled, native)
+    }
+
+    /// What a malformed vanilla proof of partition `k` makes the generator and the circuit's
+    /// construction return.
+    pub(super) fn malformed(k: usize) -> Error {
+        Error::InvalidArgument(format!(
+            "the vanilla proof of partition {k} is malformed (a fault injected by a test)"
+        ))
+    }
+
+    /// The generator `run` of partition `k` gone wrong as `fault` says, into `cs`.
+    pub(super) fn generate(
+        fault: NativeWitnessFault,
+        k: usize,
+        cs: &mut WitnessCs,
+        run: impl FnOnce(&mut WitnessCs) -> Result<()>,
+    ) -> Result<()> {
+        match fault {
+            NativeWitnessFault::Skewed => altered(cs, run, |w, j| {
+                let v = w.aux_value(j).unwrap_or(Scalar::ZERO);
+                Some(if j == w.num_aux() / 2 { v + Scalar::ONE } else { v })
+            }),
+            NativeWitnessFault::Malformed => Err(malformed(k)),
+            NativeWitnessFault::Short => altered(cs, run, |w, j| {
+                (j + 1 < w.num_aux()).then(|| w.aux_value(j).unwrap_or(Scalar::ZERO))
+            }),
+        }
+    }
+
+    /// Records `circuit` with one of its constants off by one and puts it in `engine`'s cache.
+    pub(super) fn skew_compiled<C: Circuit<Scalar>>(engine: &Engine, circuit: C) -> Result<()> {
+        let (_, compiled) = CompiledCircuit::record(circuit, None, None)?;
+        let CompiledCircuit {
+            circuit_type, mut r1cs, ..
+        } = compiled;
+        let constant = r1cs
+            .constants
+            .first_mut()
+            .ok_or_else(|| Error::InvalidArgument("no constant to skew".into()))?;
+        *constant += Scalar::ONE;
+        let skewed = CompiledCircuit::from_recording(&circuit_type, r1cs);
+        engine.prover().compiled_circuits().insert(Arc::new(skewed))
+    }
+
+    /// `run`'s witness written into `cs`, aux value j as `aux(witness, j)` says (`None`: left
+    /// out).
+    fn altered(
+        cs: &mut WitnessCs,
+        run: impl FnOnce(&mut WitnessCs) -> Result<()>,
+        aux: impl Fn(&Witness, usize) -> Option<Scalar>,
+    ) -> Result<()> {
+        let mut scratch = WitnessCs::new();
+        scratch.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+        run(&mut scratch)?;
+        let w = scratch.finish("altered")?;
+        for &v in &w.inputs()[1..] {
+            cs.alloc_input(|| "input", || Ok(v))?;
+        }
+        for v in (0..w.num_aux()).filter_map(|j| aux(&w, j)) {
+            cs.append_aux(v);
+        }
+        Ok(())
+    }
 }
+
+#[cfg(feature = "fault-injection")]
+pub use fault::{fault_next_native_witness, skew_next_compiled_circuit, NativeWitnessFault};
 
 /// The engine's backends' names (`"cpu"`, `"cuda"`), each once.
 fn backend_names(engine: &Engine) -> &'static str {

@@ -58,8 +58,10 @@ pub use self::engine::{
     configure, engine, engine_started, ENV_BUDGET, ENV_COMPILED_DIR, ENV_GPUS, ENV_PARAMS_ON_DEVICE,
     ENV_SYNTHESIS_THREADS,
 };
+// Test hooks (feature `fault-injection`).
+#[cfg(feature = "fault-injection")]
 #[doc(hidden)]
-pub use self::job::{skew_next_compiled_circuit, skew_next_native_witness};
+pub use self::job::{fault_next_native_witness, skew_next_compiled_circuit, NativeWitnessFault};
 pub use self::job::{
     Options, ProofJob, ProofKind, PRIORITY_SEAL_COMMIT, PRIORITY_SNAP_DEALS, PRIORITY_WINDOW_POST,
     PRIORITY_WINNING_POST,

@@ -27,7 +27,7 @@ mod prover;
 mod timings;
 pub(crate) mod witness;
 
-#[cfg(feature = "fault-injection")]
+#[cfg(all(feature = "cuda", feature = "fault-injection"))]
 pub(crate) use backend::with_cpu_fallback;
 pub use backend::{Backend, Commitments, DeviceStatus};
 pub use choice::BackendChoice;

@@ -69,13 +69,14 @@ pub struct WitnessStats {
     /// an earlier process of the same build for the same compiled circuit (not counted in
     /// `generator_validated`; no gadget synthesis was needed).
     pub generator_validations_read: u64,
-    /// Native generators turned off for a compiled circuit: their witness differed from the
-    /// gadgets' at validation (or they failed there while the gadgets did not), or a validated
-    /// one wrote a witness that does not fit the circuit. Its witnesses are computed by the
-    /// gadgets.
+    /// Native generators turned off for a compiled circuit by a validation mismatch: their
+    /// witness differed from the gadgets' at validation, or they failed (or wrote a witness that
+    /// does not fit the compiled circuit) where the gadgets did not. Its witnesses are computed
+    /// by the gadgets.
     pub generator_refused: u64,
-    /// Partitions whose validated generator refused their input (a malformed vanilla proof):
-    /// each failed its job with the generator's error; the generator stays on.
+    /// Partitions whose validated generator refused their inputs (it returned an error, as on a
+    /// malformed vanilla proof) or wrote a witness of other counts than the compiled circuit's
+    /// (inputs of another shape): each failed its job with that error; the generator stays on.
     pub generator_input_errors: u64,
     /// Circuits synthesized in full: the recording ones, the fallbacks, those that started
     /// while their type and shape was being recorded, and every one with the path off.

@@ -36,6 +36,10 @@ use crate::compiled::WitnessCs;
 use crate::error::{Error, Result};
 
 pub use crate::compiled::{diff, paths};
+// What kept validations are tied to; computed by build.rs (`CUZK_GENERATOR_DIGEST`), compiled
+// here only for its test.
+#[cfg(test)]
+mod digest;
 pub mod gadgets;
 pub mod porep;
 pub mod post;

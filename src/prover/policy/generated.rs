@@ -13,25 +13,40 @@
 //!    circuit in full, the witness proved) and by the generator, and the two compared value
 //!    for value. Equal: the fingerprint is validated (in memory; for cuzk's own generators
 //!    also in `<circuit file>.validated` beside the compiled circuit's file, when there is a
-//!    compiled-circuit directory, tied to this build: the next process of the same build skips
-//!    the validation, another build validates again). Different (or
-//!    the generator failed): the generator is off for that fingerprint, counted
+//!    compiled-circuit directory — see *Kept validations* below). Different (or the generator
+//!    failed, or wrote a witness that does not fit the compiled circuit, where the gadgets'
+//!    fits): a **validation mismatch** — the generator is off for that fingerprint, counted
 //!    ([`WitnessStats::generator_refused`]) and warned with the first differing input or aux
 //!    index and its constraint-system path. Other partitions of the fingerprint meanwhile go
 //!    by the gadgets.
 //! 3. Validated: the generator writes the witness (on every thread of the current rayon pool:
 //!    the engine's synthesis threads, never more; one thread outside a pool), checked against
 //!    the compiled circuit's type and input and aux counts (a generator makes no constraint
-//!    and no structure trace: validation stands for them). A witness that does not fit the
-//!    compiled circuit turns the generator off for the fingerprint and the partition goes by
-//!    the gadgets (the circuit is not consumed by a generator). A generator that refuses its
-//!    input (a malformed vanilla proof) fails that partition alone with its error, counted
-//!    ([`WitnessStats::generator_input_errors`]): one bad request never turns a generator off.
+//!    and no structure trace: validation stands for them). A generator that refuses the
+//!    partition's inputs (it returns an error: cuzk's generators fail exactly where the
+//!    circuit's construction or synthesis would, e.g. on a malformed vanilla proof), or writes
+//!    a witness of other counts (inputs of another shape than the compiled circuit's), has met
+//!    an **input error**: that partition fails with it, and so its job alone, counted
+//!    ([`WitnessStats::generator_input_errors`]); the generator stays on and the type and
+//!    shape stays on the witness path (the gadgets are not run on such inputs, so they cannot
+//!    mark it witness-dependent). Out of memory is the partition's error, nothing more.
 //!
-//! A Filecoin proof that fails verification turns the generator off for its type and shape
-//! until restart ([`WitnessPath::generator_off`]), beside its retry by full synthesis.
+//! Only a validation mismatch, or a Filecoin proof that fails verification, turns a generator
+//! off: the latter for its type and shape until restart ([`WitnessPath::generator_off`]),
+//! beside its retry by full synthesis.
+//!
+//! **Kept validations.** A line of `<circuit file>.validated` is a fingerprint and the digest
+//! of what decides a generated witness besides the compiled circuit: cuzk's version, the
+//! generators' sources and the resolved versions of the crates whose gadgets they mirror
+//! (`filecoin/native/digest.rs`; `build.rs` computes it at build time). Nothing of the running
+//! executable goes in: a library rebuilt with the same generators keeps them, one whose
+//! generators or mirrored crates changed validates again. The file is read only when it is a
+//! regular file (not a link) owned by the process's user and writable by no one else
+//! (neither group nor others); another is refused, warned, and the generator validated again
+//! (its validation then kept in memory only).
 
 use std::collections::HashSet;
+use std::os::unix::fs::OpenOptionsExt;
 use std::sync::OnceLock;
 
 use bellpepper_core::{Circuit, ConstraintSystem};
@@ -55,30 +70,47 @@ pub(crate) struct Generator {
     pub(crate) own: bool,
 }
 
-/// The build a kept validation belongs to: cuzk's version and the running executable's size and
-/// modification time (any rebuild of a binary that links cuzk changes it); `None` where the
-/// executable cannot be read (validations are then not kept).
-fn build_identity() -> Option<&'static str> {
-    static IDENTITY: OnceLock<Option<String>> = OnceLock::new();
-    IDENTITY
-        .get_or_init(|| {
-            let exe = std::env::current_exe().ok()?;
-            let meta = std::fs::metadata(exe).ok()?;
-            let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
-            Some(format!(
-                "cuzk-{}:{}:{}.{:09}",
-                env!("CARGO_PKG_VERSION"),
-                meta.len(),
-                mtime.as_secs(),
-                mtime.subsec_nanos()
-            ))
-        })
-        .as_deref()
+/// What a kept validation is tied to: the build-time digest of cuzk's version, its generators'
+/// sources and the mirrored crates' versions (`CUZK_GENERATOR_DIGEST`, the `filecoin`
+/// feature's build script); `None` without it (validations are then not kept). The crate's own
+/// unit tests without `filecoin` use a fixed one.
+fn generator_identity() -> Option<&'static str> {
+    match option_env!("CUZK_GENERATOR_DIGEST") {
+        Some(digest) => Some(digest),
+        None if cfg!(test) => Some("unit-test"),
+        None => None,
+    }
 }
 
-/// The line that records a validation of the compiled circuit `fingerprint` by this build.
+/// The line that records a validation of the compiled circuit `fingerprint` by generators of
+/// `identity`.
 fn validation_line(fingerprint: u128, identity: &str) -> String {
-    format!("{fingerprint:032x} {identity}")
+    format!("{fingerprint:032x} generators-{identity}")
+}
+
+/// Why a kept-validation file is not trusted, if it is not: it must be a regular file owned by
+/// `user` that no one else may write (no group or other write bit).
+fn untrusted(meta: &std::fs::Metadata, user: u32) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    if !meta.file_type().is_file() {
+        return Some("not a regular file".into());
+    }
+    if meta.uid() != user {
+        return Some(format!("owned by user {}, not this process's ({user})", meta.uid()));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Some(format!(
+            "writable by others (mode {:o}; group and others may not write it)",
+            meta.mode() & 0o7777
+        ));
+    }
+    None
+}
+
+/// The process's effective user.
+fn process_user() -> u32 {
+    // SAFETY: geteuid has no preconditions, touches no memory of ours and cannot fail.
+    unsafe { libc::geteuid() }
 }
 
 /// The generators' books, beside the witness path's.
@@ -88,7 +120,8 @@ pub(super) struct GeneratorBooks {
     validated: HashSet<(Key, u128)>,
     /// Being validated now: other partitions go by the gadgets meanwhile.
     validating: HashSet<(Key, u128)>,
-    /// A generated witness differed (or the generator failed): off for that fingerprint.
+    /// A validation mismatch (a generated witness differed, or the generator failed where
+    /// the gadgets did not): off for that fingerprint.
     refused: HashSet<(Key, u128)>,
     /// A proof failed verification: off for the type and shape until restart.
     off: HashSet<Key>,
@@ -139,6 +172,26 @@ fn generator_threads() -> usize {
     }
 }
 
+/// Why a generator gave no witness of its compiled circuit.
+enum Failure {
+    /// Out of memory (the pool exhausted, the host's refused): no word on the generator or the
+    /// inputs.
+    Memory(Error),
+    /// The generator returned an error (it refused the partition's inputs), or its witness has
+    /// other counts than the compiled circuit's.
+    Witness(Error),
+}
+
+impl Failure {
+    /// `e` as a failure: out of memory, or the generator's.
+    fn of(e: Error) -> Self {
+        match e {
+            Error::PoolExhausted { .. } | Error::Allocation { .. } => Self::Memory(e),
+            e => Self::Witness(e),
+        }
+    }
+}
+
 /// Checks a generated witness against `compiled`: its type and its input and aux counts (the
 /// rest of [`CompiledCircuit::check`] needs the constraints and structure trace that only a
 /// synthesis makes; the generator's validation stands for them).
@@ -147,7 +200,8 @@ fn check_generated(compiled: &CompiledCircuit, witness: &Witness) -> Result<()> 
     let expected = (compiled.circuit_type(), compiled.num_inputs(), compiled.num_aux());
     if found != expected {
         return Err(Error::WitnessMismatch(format!(
-            "generated witness (type, inputs, aux) {found:?}, compiled circuit (fingerprint {:032x}) {expected:?}",
+            "the native generator's witness has (type, inputs, aux) {found:?}, the compiled circuit \
+             (fingerprint {:032x}) {expected:?}: inputs of another shape than the circuit's",
             compiled.fingerprint()
         )));
     }
@@ -208,27 +262,25 @@ impl WitnessPath {
             }
         };
         if validated {
-            match self.generated(&generate, &compiled, &key, buffers) {
+            return match self.generated(&generate, &compiled, &key, buffers) {
                 Ok(witness) => {
                     self.count(|s| s.generated += 1);
-                    return Ok(Synthesis::Witness {
+                    Ok(Synthesis::Witness {
                         circuit: compiled,
                         witness,
-                    });
+                    })
                 }
-                // Its witness does not fit the compiled circuit: the generator is wrong.
-                Err(e @ Error::WitnessMismatch(_)) => self.refuse_generator(at, &format!("it failed: {e}")),
-                // Its input was refused (a malformed vanilla proof, say): this partition fails,
-                // and the generator, validated, stays on for every other one.
-                Err(e) => {
+                Err(Failure::Memory(e)) => Err(e),
+                // An input error: this partition fails; the generator, validated, stays on.
+                Err(Failure::Witness(e)) => {
                     self.count(|s| s.generator_input_errors += 1);
                     log::warn!(
-                        "{}: native witness generator refused a partition's input (the partition fails; the generator stays on): {e}",
+                        "{}: native witness generator refused a partition's inputs (the partition fails; the generator stays on): {e}",
                         key.0
                     );
-                    return Err(e);
+                    Err(e)
                 }
-            }
+            };
         }
         let Some(claim) = claim else {
             return self.synthesize(on, circuit, params, buffers);
@@ -256,7 +308,14 @@ impl WitnessPath {
                     }
                     Some(d) => self.refuse_generator(at, &format!("its witness differs from the gadgets': {d}")),
                 },
-                Err(e) => self.refuse_generator(at, &format!("it failed: {e}")),
+                Err(Failure::Witness(e)) => {
+                    self.refuse_generator(at, &format!("it failed on inputs the gadgets took: {e}"))
+                }
+                Err(Failure::Memory(e)) => log::warn!(
+                    "{}: native witness generator not validated for compiled circuit {:032x} this time: {e}",
+                    key.0,
+                    at.1
+                ),
             }
         }
         drop(claim);
@@ -289,15 +348,18 @@ impl WitnessPath {
         compiled: &CompiledCircuit,
         key: &Key,
         buffers: Buffers<'_>,
-    ) -> Result<Witness> {
+    ) -> std::result::Result<Witness, Failure> {
         let mut cs = match buffers.pool {
-            Some(pool) => WitnessCs::in_pool_sized(pool, key.1.aux, self.hint(key).others_capacity())?,
+            Some(pool) => {
+                WitnessCs::in_pool_sized(pool, key.1.aux, self.hint(key).others_capacity()).map_err(Failure::Memory)?
+            }
             None => WitnessCs::new(),
         };
-        cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
-        generate(&mut cs, generator_threads())?;
-        let witness = cs.finish(key.0)?;
-        check_generated(compiled, &witness)?;
+        cs.alloc_input(|| "one", || Ok(Scalar::ONE))
+            .map_err(|e| Failure::of(e.into()))?;
+        generate(&mut cs, generator_threads()).map_err(Failure::of)?;
+        let witness = cs.finish(key.0).map_err(Failure::of)?;
+        check_generated(compiled, &witness).map_err(Failure::Witness)?;
         let witness = witness.vouched_by(compiled);
         if buffers.pool.is_some() {
             self.set_hint(*key, WitnessHint::of_witness(&witness));
@@ -306,25 +368,53 @@ impl WitnessPath {
     }
 
     /// The file beside the compiled circuit's where validations of cuzk's own generators are
-    /// kept (`<circuit file>.validated`: a line per fingerprint and build); `None` without a
-    /// compiled-circuit directory or a build identity.
+    /// kept (`<circuit file>.validated`: a line per fingerprint and generators' digest); `None`
+    /// without a compiled-circuit directory or a digest.
     fn validation_file(&self, key: &Key) -> Option<(std::path::PathBuf, &'static str)> {
         let dir = self.compiled.dir()?;
         let name = crate::compiled::CompiledCircuits::file_name(key.0, key.1);
-        Some((dir.join(format!("{name}.validated")), build_identity()?))
+        Some((dir.join(format!("{name}.validated")), generator_identity()?))
     }
 
-    /// Whether this build validated the generator for `at`'s compiled circuit before.
+    /// Whether these generators were validated for `at`'s compiled circuit before (in a file
+    /// the process trusts: see the module docs).
     fn validation_on_disk(&self, at: &(Key, u128)) -> bool {
+        use std::io::Read;
         let Some((path, identity)) = self.validation_file(&at.0) else {
             return false;
         };
+        // No link followed; a FIFO not waited on (it is refused as not a regular file).
+        let opened = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&path);
+        let mut file = match opened {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return false,
+            Err(e) => {
+                log::warn!("kept generator validations in {} not read: {e}", path.display());
+                return false;
+            }
+        };
+        let why = match file.metadata() {
+            Ok(meta) => untrusted(&meta, process_user()),
+            Err(e) => Some(format!("no metadata: {e}")),
+        };
+        if let Some(why) = why {
+            log::warn!(
+                "kept generator validations in {} not trusted ({why}): the generator is validated again",
+                path.display()
+            );
+            return false;
+        }
+        let mut text = String::new();
         let line = validation_line(at.1, identity);
-        std::fs::read_to_string(path).is_ok_and(|text| text.lines().any(|l| l == line))
+        file.read_to_string(&mut text).is_ok() && text.lines().any(|l| l == line)
     }
 
-    /// Keeps the validation of `at` for later processes of this build (a failure to write is
-    /// logged: the next process validates again).
+    /// Keeps the validation of `at` for later processes with these generators (a failure to
+    /// write, or a file the process does not trust, is logged: the next process validates
+    /// again).
     fn keep_validation(&self, at: &(Key, u128)) {
         use std::io::Write;
         let Some((path, identity)) = self.validation_file(&at.0) else {
@@ -333,8 +423,15 @@ impl WitnessPath {
         let written = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(&path)
-            .and_then(|mut f| writeln!(f, "{}", validation_line(at.1, identity)));
+            .and_then(|mut f| {
+                if let Some(why) = untrusted(&f.metadata()?, process_user()) {
+                    return Err(std::io::Error::other(format!("not trusted ({why})")));
+                }
+                writeln!(f, "{}", validation_line(at.1, identity))
+            });
         if let Err(e) = written {
             log::warn!("keeping a generator validation in {}: {e}", path.display());
         }
@@ -377,25 +474,37 @@ fn difference<C: Circuit<Scalar>>(expected: &Witness, got: &Witness, spare: C) -
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
     use crate::compiled::CompiledCircuits;
 
-    #[test]
-    fn a_kept_validation_is_read_by_fingerprint_and_forgotten_when_the_generator_goes_off() {
-        let dir = std::env::temp_dir().join(format!("cuzk-validations-{}", std::process::id()));
+    /// A witness path over a fresh compiled-circuit directory named `what`.
+    fn over_dir(what: &str) -> (std::path::PathBuf, WitnessPath) {
+        let dir = std::env::temp_dir().join(format!("cuzk-{what}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let path = WitnessPath {
             compiled: CompiledCircuits::with_dir(&dir),
             ..WitnessPath::default()
         };
-        let shape = CircuitShape {
-            inputs: 3,
-            aux: 10,
-            domain_size: 16,
-        };
-        let (a, b): (Key, Key) = (("circuit::A", shape), ("circuit::B", shape));
-        assert!(build_identity().is_some(), "the test binary has an identity");
+        (dir, path)
+    }
+
+    const SHAPE: CircuitShape = CircuitShape {
+        inputs: 3,
+        aux: 10,
+        domain_size: 16,
+    };
+
+    #[test]
+    fn a_kept_validation_is_read_by_fingerprint_and_forgotten_when_the_generator_goes_off() {
+        let (dir, path) = over_dir("validations");
+        let (a, b): (Key, Key) = (("circuit::A", SHAPE), ("circuit::B", SHAPE));
+        assert!(
+            generator_identity().is_some(),
+            "the test build has a generators' digest"
+        );
         assert!(!path.validation_on_disk(&(a, 7)));
         path.keep_validation(&(a, 7));
         path.keep_validation(&(a, 9));
@@ -410,6 +519,86 @@ mod tests {
         assert!(path.generator_off(a.0, a.1));
         assert!(!path.validation_on_disk(&(a, 7)) && !path.validation_on_disk(&(a, 9)));
         assert!(!path.generator_off(a.0, a.1), "off already");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A validation is tied to the generators' digest alone: a line of another digest, or of
+    /// the old identity (cuzk's version and the executable's size and modification time, which
+    /// a rebuilt library loaded by the same program kept), is not read.
+    #[test]
+    fn a_kept_validation_of_other_generators_is_not_read() {
+        let (dir, path) = over_dir("validation-identity");
+        let a: Key = ("circuit::A", SHAPE);
+        let (file, identity) = path.validation_file(&a).unwrap();
+        assert_eq!(identity, generator_identity().unwrap());
+        let exe = std::fs::metadata(std::env::current_exe().unwrap()).unwrap();
+        let old = format!(
+            "{:032x} cuzk-{}:{}:0.000000000",
+            7,
+            env!("CARGO_PKG_VERSION"),
+            exe.len()
+        );
+        let other = format!("{:032x} generators-0123456789abcdef0123456789abcdef", 7);
+        std::fs::write(&file, format!("{old}\n{other}\n")).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(!path.validation_on_disk(&(a, 7)));
+        path.keep_validation(&(a, 7));
+        assert!(path.validation_on_disk(&(a, 7)));
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(
+            text.lines().last(),
+            Some(format!("{:032x} generators-{identity}", 7).as_str())
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The kept-validation file is trusted only as a regular file of the process's user that
+    /// no one else may write: one writable by the group or others, a link, or (where the test
+    /// may give it away: as root) one of another user is neither read nor written.
+    #[test]
+    fn a_kept_validation_is_read_only_from_a_file_the_process_owns_alone() {
+        let (dir, path) = over_dir("validation-trust");
+        let a: Key = ("circuit::A", SHAPE);
+        let (file, _) = path.validation_file(&a).unwrap();
+        path.keep_validation(&(a, 7));
+        let mode = |m: u32| std::fs::set_permissions(&file, std::fs::Permissions::from_mode(m)).unwrap();
+        let lines = || std::fs::read_to_string(&file).unwrap().lines().count();
+        assert_eq!(
+            std::fs::metadata(&file).unwrap().permissions().mode() & 0o022,
+            0,
+            "made unwritable by others"
+        );
+        assert!(path.validation_on_disk(&(a, 7)));
+        for open in [0o666, 0o646, 0o664] {
+            mode(open);
+            assert!(!path.validation_on_disk(&(a, 7)), "mode {open:o}");
+            path.keep_validation(&(a, 9));
+            assert_eq!(lines(), 1, "mode {open:o}: not written either");
+        }
+        mode(0o600);
+        assert!(path.validation_on_disk(&(a, 7)), "the owner's alone again");
+
+        // A link to a trusted file with the line is not followed.
+        let target = dir.join("elsewhere");
+        std::fs::rename(&file, &target).unwrap();
+        std::os::unix::fs::symlink(&target, &file).unwrap();
+        assert!(!path.validation_on_disk(&(a, 7)), "a link");
+        std::fs::remove_file(&file).unwrap();
+        std::fs::rename(&target, &file).unwrap();
+        assert!(path.validation_on_disk(&(a, 7)));
+
+        let meta = std::fs::metadata(&file).unwrap();
+        let me = process_user();
+        assert_eq!(untrusted(&meta, me), None);
+        let why = untrusted(&meta, me.wrapping_add(1)).expect("another user's");
+        assert!(why.contains("owned by user"), "{why}");
+        assert!(
+            untrusted(&std::fs::metadata(&dir).unwrap(), me).is_some(),
+            "a directory"
+        );
+        if std::os::unix::fs::chown(&file, Some(me.wrapping_add(1)), None).is_ok() {
+            assert!(!path.validation_on_disk(&(a, 7)), "given to another user");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
