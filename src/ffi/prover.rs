@@ -3,9 +3,6 @@
 use std::ffi::c_char;
 use std::time::Duration;
 
-use blstrs::Scalar;
-use ff::Field;
-
 use super::assignment::cuzk_assignment;
 use super::boundary::{arg, call, call_value, into_handle, slice, slice_out, take_handle, AbiResult, Out};
 use super::params::cuzk_params;
@@ -251,12 +248,7 @@ pub unsafe extern "C" fn cuzk_prove(
         // SAFETY: per the contract.
         let dst = unsafe { proof_buffer(proofs_out, proofs_out_len, count) }?;
         let (r, s) = match (r.is_null(), s.is_null()) {
-            (true, true) => {
-                let mut rng = rand_core::OsRng;
-                let r: Vec<Scalar> = (0..count).map(|_| Scalar::random(&mut rng)).collect();
-                let s: Vec<Scalar> = (0..count).map(|_| Scalar::random(&mut rng)).collect();
-                (r, s)
-            }
+            (true, true) => crate::prover::draw_randomness(count, &mut rand_core::OsRng),
             // SAFETY: per the contract.
             (false, false) => unsafe { (scalar::read_all(r, count, "r")?, scalar::read_all(s, count, "s")?) },
             _ => return Err(AbiError::invalid("r and s must both be NULL or both be given")),

@@ -7,7 +7,6 @@ use std::time::Instant;
 
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
-use ff::Field;
 use rand_core::RngCore;
 use storage_proofs_core::compound_proof::{CircuitComponent, CompoundProof};
 use storage_proofs_core::parameter_cache::ParameterSetMetadata;
@@ -449,8 +448,7 @@ where
             Some(rng) => rng,
             None => &mut os,
         };
-        let r: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut *rng)).collect();
-        let s: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut *rng)).collect();
+        let (r, s) = crate::prover::draw_randomness(n, rng);
         (r, s)
     };
     let job = Job::new(params.clone(), partitions)
