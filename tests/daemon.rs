@@ -2,9 +2,11 @@
 //! the same `cuzk.v1` protocol over TCP and over a Unix socket, the requests in Curio's shapes
 //! (bincode PoSt vanilla proofs, the C1 wrapper with base64, raw 32-byte commitments), every
 //! proof checked by filecoin-proofs' verifiers. Also: submit/await/timeout, cancel of a queued
-//! and a running job, request_id idempotency, status under load, every bad request refused by
-//! field name while the daemon keeps serving, a missing parameter file, SIGTERM with proofs in
-//! flight, and a bounded load of 8 clients x 25 Winning PoSt with cancels and timeouts.
+//! and a running job, request_id idempotency and Curio's retries under its request ids, status
+//! under load and the job a backend works for, the metrics endpoint, grpc-core's `:authority`
+//! over the Unix socket, every bad request refused by field name while the daemon keeps
+//! serving, a missing parameter file, SIGTERM with proofs in flight, and a bounded load of 8
+//! clients x 25 Winning PoSt with cancels and timeouts.
 //!
 //! PoSt of 2 KiB sectors on the CPU (parameters as tests/filecoin.rs makes them); PoRep C2 and
 //! SnapDeals are #[ignore]d (their 2 KiB parameters take tens of minutes on 2 cores).
@@ -27,6 +29,7 @@ use cuzk::daemon::proto::*;
 use cuzk::filecoin::ParamsKind;
 use filecoin_proofs_api::post as api_post;
 use fixtures::*;
+use prost::Message as _;
 use tonic::transport::Channel;
 use tonic::Code;
 
@@ -417,6 +420,329 @@ fn submit_await_timeout_cancel_idempotency_and_status_under_load_over_tcp() {
     });
 }
 
+/// Curio's request id of a Winning PoSt: `winpost-<miner>-<hex of randomness[:8]>`.
+fn winpost_id(randomness: &[u8; 32]) -> String {
+    let hex: String = randomness[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("winpost-{MINER}-{hex}")
+}
+
+/// GET (or another `method`) of `path` on the metrics endpoint: the status line, the headers
+/// (lowercase names) and the body.
+fn http_get(addr: &str, method: &str, path: &str) -> (String, Vec<(String, String)>, String) {
+    use std::io::Write as _;
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(s, "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: */*\r\n\r\n").unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    let (head, body) = reply.split_once("\r\n\r\n").expect("a head and a body");
+    let mut lines = head.lines();
+    let status = lines.next().unwrap().to_string();
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    (status, headers, body.to_string())
+}
+
+/// Curio retries a failed task under the same request id (`porep-<miner>-<sector>`,
+/// `winpost-<miner>-<randomness>`): a FAILED or CANCELLED job is proved anew, the identical
+/// request too; a kept COMPLETED job answers only the identical request (a new C1 or other
+/// inputs are proved anew); a live job answers the identical request, and another request
+/// under its id is refused ALREADY_EXISTS naming the id and the job. Also, on the same daemon:
+/// GetStatus names the job the (CPU) backend works for, and `--metrics-listen` serves the
+/// Prometheus text over HTTP.
+#[test]
+fn a_retry_under_curios_request_id_is_proved_anew_unless_the_same_request_is_live_or_proved() {
+    ensure_params(ParamsKind::PoSt(WINNING));
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let listen = format!("127.0.0.1:{}", free_port());
+    let daemon = Daemon::start("retry", &listen, &["--metrics-listen", &metrics]);
+    rt().block_on(async {
+        let mut c = daemon.client().await;
+
+        // A C2 that fails (a C1 output of another miner), retried as Curio does: proved anew.
+        let s = &sectors()[0];
+        let wrapper = serde_json::json!({
+            "SectorNum": s.sector_id,
+            "Phase1Out": base64::engine::general_purpose::STANDARD.encode(c1_json(s, [1; 32])),
+            "SectorSize": 2048,
+        });
+        let c2 = SubmitProofRequest {
+            request_id: format!("porep-{}-{}", MINER + 1, s.sector_id),
+            proof_kind: ProofKind::PorepSealCommit as i32,
+            registered_proof: 5,
+            sector_size: 2048,
+            sector_number: s.sector_id,
+            miner_id: MINER + 1,
+            priority: Priority::Normal as i32,
+            vanilla_proof: serde_json::to_vec(&wrapper).unwrap(),
+            ..SubmitProofRequest::default()
+        };
+        let first = prove(&mut c, c2.clone()).await;
+        assert_eq!(first.status, Outcome::Failed as i32, "{first:?}");
+        let retry = prove(&mut c, c2.clone()).await;
+        assert_eq!(retry.status, Outcome::Failed as i32, "{retry:?}");
+        assert_ne!(
+            retry.job_id, first.job_id,
+            "a FAILED job is not the answer to its retry"
+        );
+        let status = c.get_status(GetStatusRequest {}).await.unwrap().into_inner();
+        assert_eq!(status.total_proofs_failed, 2, "proved twice: {status:?}");
+        // The old job is still there by its job_id.
+        assert_eq!(
+            await_job(&mut c, first.job_id.clone(), 0).await.status,
+            Outcome::Failed as i32
+        );
+
+        // A Winning PoSt whose vanilla proofs were bad, retried with good ones: proved.
+        let randomness = [51u8; 32];
+        let id = winpost_id(&randomness);
+        let garbage = SubmitProofRequest {
+            vanilla_proofs: vec![vec![7; 100]],
+            ..winning_request(&id, randomness)
+        };
+        let failed = prove(&mut c, garbage).await;
+        assert_eq!(failed.status, Outcome::Failed as i32, "{failed:?}");
+        let good = prove(&mut c, winning_request(&id, randomness)).await;
+        assert!(winning_verifies(randomness, completed(&good)));
+        assert_ne!(good.job_id, failed.job_id);
+
+        // Kept COMPLETED: the identical request is that job, not a second proof.
+        let again = prove(&mut c, winning_request(&id, randomness)).await;
+        assert_eq!((&again.job_id, &again.proof), (&good.job_id, &good.proof));
+        let status = c.get_status(GetStatusRequest {}).await.unwrap().into_inner();
+        assert_eq!(status.total_proofs_completed, 1, "{status:?}");
+
+        // Kept COMPLETED, other inputs under the id (a C2 redone with a new C1): proved anew,
+        // not the old proof.
+        let other = [52u8; 32];
+        let redone = prove(&mut c, winning_request(&id, other)).await;
+        assert_ne!(redone.job_id, good.job_id);
+        assert!(winning_verifies(other, completed(&redone)));
+        assert!(!winning_verifies(randomness, &redone.proof));
+
+        // Live: the identical request is that job; another under its id is refused, naming
+        // both; the backend works for it.
+        let live_id = winpost_id(&[53u8; 32]);
+        let job = c
+            .submit_proof(winning_request(&live_id, [53u8; 32]))
+            .await
+            .unwrap()
+            .into_inner()
+            .job_id;
+        let same = c.submit_proof(winning_request(&live_id, [53u8; 32])).await.unwrap();
+        assert_eq!(same.into_inner().job_id, job);
+        let err = c.submit_proof(winning_request(&live_id, [54u8; 32])).await.unwrap_err();
+        assert_eq!(err.code(), Code::AlreadyExists, "{err:?}");
+        assert!(
+            err.message().starts_with("request_id:")
+                && err.message().contains(&live_id)
+                && err.message().contains(&job),
+            "{err:?}"
+        );
+        let err = c
+            .prove(ProveRequest {
+                submit: Some(winning_request(&live_id, [54u8; 32])),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::AlreadyExists, "{err:?}");
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let seen = loop {
+            let status = c.get_status(GetStatusRequest {}).await.unwrap().into_inner();
+            let winning = status.queues.iter().find(|q| q.proof_kind == "WINNING_POST").unwrap();
+            if winning.in_progress == 1 {
+                break status;
+            }
+            assert!(winning.pending == 1, "the job ended unseen in the engine: {status:?}");
+            assert!(Instant::now() < deadline, "{status:?}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        assert_eq!(
+            (
+                seen.gpus[0].current_job_id.as_str(),
+                seen.gpus[0].current_proof_kind.as_str()
+            ),
+            (job.as_str(), "WINNING_POST"),
+            "{seen:?}"
+        );
+        assert!(winning_verifies(
+            [53u8; 32],
+            completed(&await_job(&mut c, job.clone(), 0).await)
+        ));
+        let status = c.get_status(GetStatusRequest {}).await.unwrap().into_inner();
+        assert_eq!(status.gpus[0].current_job_id, "", "idle: {status:?}");
+        // Once it is done, the other request under the id is proved.
+        let next = prove(&mut c, winning_request(&live_id, [54u8; 32])).await;
+        assert!(winning_verifies([54u8; 32], completed(&next)));
+
+        // A cancelled job is not the answer to its retry, even while its cancel is under way.
+        let cancel_id = winpost_id(&[55u8; 32]);
+        let cancelled = c
+            .submit_proof(winning_request(&cancel_id, [55u8; 32]))
+            .await
+            .unwrap()
+            .into_inner()
+            .job_id;
+        cancel_job(&mut c, cancelled.clone()).await;
+        let retried = prove(&mut c, winning_request(&cancel_id, [55u8; 32])).await;
+        assert_ne!(retried.job_id, cancelled);
+        assert!(winning_verifies([55u8; 32], completed(&retried)));
+        assert_eq!(await_job(&mut c, cancelled, 0).await.status, Outcome::Cancelled as i32);
+
+        // The metrics endpoint: the Prometheus text GetMetrics gives, by GET and HEAD only.
+        let status = c.get_status(GetStatusRequest {}).await.unwrap().into_inner();
+        let (line, headers, body) = tokio::task::spawn_blocking({
+            let m = metrics.clone();
+            move || http_get(&m, "GET", "/metrics")
+        })
+        .await
+        .unwrap();
+        assert_eq!(line, "HTTP/1.1 200 OK");
+        assert!(
+            headers.contains(&("content-type".into(), "text/plain; version=0.0.4; charset=utf-8".into())),
+            "{headers:?}"
+        );
+        assert!(
+            headers.contains(&("content-length".into(), body.len().to_string())),
+            "{headers:?}"
+        );
+        assert!(body.contains("# TYPE cuzk_proofs_total counter"), "{body}");
+        for (outcome, n) in [
+            ("completed", status.total_proofs_completed),
+            ("failed", status.total_proofs_failed),
+        ] {
+            assert!(
+                body.contains(&format!("cuzk_proofs_total{{outcome=\"{outcome}\"}} {n}\n")),
+                "{outcome} {n}: {body}"
+            );
+        }
+        assert_eq!(
+            (status.total_proofs_completed, status.total_proofs_failed),
+            (5, 3),
+            "{status:?}"
+        );
+        assert!(body.contains("cuzk_engine_partitions_done_total"), "{body}");
+        let m = metrics.clone();
+        let others = tokio::task::spawn_blocking(move || {
+            [
+                http_get(&m, "HEAD", "/metrics"),
+                http_get(&m, "GET", "/"),
+                http_get(&m, "POST", "/metrics"),
+            ]
+        })
+        .await
+        .unwrap();
+        assert_eq!(others[0].0, "HTTP/1.1 200 OK");
+        assert_eq!(others[0].2, "", "HEAD has no body");
+        assert_eq!(others[1].0, "HTTP/1.1 404 Not Found");
+        assert!(others[1].2.contains("/metrics"), "{:?}", others[1]);
+        assert_eq!(others[2].0, "HTTP/1.1 405 Method Not Allowed");
+        assert!(
+            others[2].1.contains(&("allow".into(), "GET, HEAD".into())),
+            "{:?}",
+            others[2]
+        );
+    });
+    let log = daemon.log_text();
+    assert!(log.contains("is FAILED: proving anew"), "{log}");
+    assert!(
+        log.contains("is CANCELLED: proving anew") || log.contains("being cancelled: proving anew"),
+        "{log}"
+    );
+    assert!(log.contains("is COMPLETED for other inputs: proving anew"), "{log}");
+    assert!(
+        log.contains(&format!("metrics: Prometheus text at http://{metrics}/metrics")),
+        "{log}"
+    );
+}
+
+/// One HTTP/2 frame read from `s`: type, flags, stream, payload.
+fn read_frame(s: &mut std::os::unix::net::UnixStream) -> (u8, u8, u32, Vec<u8>) {
+    let mut head = [0u8; 9];
+    s.read_exact(&mut head).expect("a frame");
+    let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+    let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
+    let mut payload = vec![0; len];
+    s.read_exact(&mut payload).unwrap();
+    (head[3], head[4], stream, payload)
+}
+
+fn h2_frame(typ: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let mut f = (payload.len() as u32).to_be_bytes()[1..].to_vec();
+    f.extend([typ, flags]);
+    f.extend(stream.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// An HPACK string literal, not Huffman-coded (lengths under 127).
+fn hpack_str(s: &str) -> Vec<u8> {
+    assert!(s.len() < 127);
+    [&[s.len() as u8][..], s.as_bytes()].concat()
+}
+
+/// Over the Unix socket, GetStatus twice on one HTTP/2 connection with `:authority` as
+/// grpc-core sends it for `unix:///path` (the path without its first `/`, percent-encoded; a
+/// literal added to the dynamic table, then named by its index): the daemon answers both (h2
+/// alone resets such a stream, PROTOCOL_ERROR, which grpc-core reports as INTERNAL).
+#[test]
+fn a_unix_socket_answers_grpc_cores_percent_encoded_authority() {
+    use std::io::Write as _;
+    let path = socket("authority");
+    let daemon = Daemon::start("authority", &format!("unix://{}", path.display()), &[]);
+    let authority = path.to_str().unwrap().trim_start_matches('/').replace('/', "%2F");
+    assert!(authority.contains("%2F") && authority.len() < 127, "{authority}");
+    let mut s = std::os::unix::net::UnixStream::connect(&path).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    // First call: :method POST (static 3), :scheme http (static 6), :path and :authority as
+    // literals with indexing (new names, as grpc-core sends them), then content-type and te.
+    let mut first = vec![0x83, 0x86];
+    first.push(0x40);
+    first.extend(hpack_str(":path"));
+    first.extend(hpack_str("/cuzk.v1.ProvingEngine/GetStatus"));
+    first.push(0x40);
+    first.extend(hpack_str(":authority"));
+    first.extend(hpack_str(&authority));
+    let mut tail = vec![0x00];
+    tail.extend(hpack_str("content-type"));
+    tail.extend(hpack_str("application/grpc"));
+    tail.push(0x00);
+    tail.extend(hpack_str("te"));
+    tail.extend(hpack_str("trailers"));
+    first.extend(&tail);
+    // Second call: :path and :authority by their dynamic table indices (63, then 62).
+    let mut second = vec![0x83, 0x86, 0x80 | 63, 0x80 | 62];
+    second.extend(&tail);
+    let empty_message = [0u8, 0, 0, 0, 0];
+    let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    out.extend(h2_frame(0x4, 0, 0, &[]));
+    out.extend(h2_frame(0x1, 0x4, 1, &first));
+    out.extend(h2_frame(0x0, 0x1, 1, &empty_message));
+    out.extend(h2_frame(0x1, 0x4, 3, &second));
+    out.extend(h2_frame(0x0, 0x1, 3, &empty_message));
+    s.write_all(&out).unwrap();
+    let (mut answered, mut ended) = (Vec::new(), Vec::new());
+    while ended.len() < 2 {
+        let (typ, flags, stream, payload) = read_frame(&mut s);
+        match typ {
+            0x0 if payload.len() > 5 => {
+                let reply = GetStatusResponse::decode(&payload[5..]).expect("a GetStatusResponse");
+                assert_eq!(reply.queues.len(), 4, "{reply:?}");
+                answered.push(stream);
+            }
+            0x1 if flags & 0x1 != 0 => ended.push(stream),
+            0x3 => panic!("stream {stream} reset, error code {:?}: {}", payload, daemon.log_text()),
+            0x4 if flags & 0x1 == 0 => s.write_all(&h2_frame(0x4, 0x1, 0, &[])).unwrap(),
+            0x7 => panic!("GOAWAY {payload:?}: {}", daemon.log_text()),
+            _ => {}
+        }
+    }
+    answered.sort_unstable();
+    assert_eq!(answered, [1, 3], "both calls answered");
+}
+
 /// Each request with one field wrong, and the field its refusal must name.
 fn bad_requests() -> Vec<(&'static str, SubmitProofRequest)> {
     let good = winning_request("", [9u8; 32]);
@@ -698,6 +1024,7 @@ fn the_command_line_explains_itself_and_warns_beyond_loopback() {
         "--gpus",
         "--synthesis-threads",
         "--shutdown-grace",
+        "--metrics-listen",
         "FIL_PROOFS_PARAMETER_CACHE",
         "unix://",
     ] {
@@ -836,28 +1163,36 @@ fn c2_through_the_daemon_verifies_with_filecoin_proofs() {
     let daemon = Daemon::start("c2", &format!("unix://{}", socket("c2").display()), &["--gpus", "auto"]);
     let s = &sectors()[0];
     let seed = [17u8; 32];
-    let wrapper = serde_json::json!({
-        "SectorNum": s.sector_id,
-        "Phase1Out": base64::engine::general_purpose::STANDARD.encode(c1_json(s, seed)),
-        "SectorSize": 2048,
-    });
-    let req = SubmitProofRequest {
-        request_id: format!("porep-{MINER}-{}", s.sector_id),
-        proof_kind: ProofKind::PorepSealCommit as i32,
-        sector_size: 2048,
-        registered_proof: 5, // abi.RegisteredSealProof_StackedDrg2KiBV1_1
-        priority: Priority::Normal as i32,
-        vanilla_proof: serde_json::to_vec(&wrapper).unwrap(),
-        sector_number: s.sector_id,
-        miner_id: MINER,
-        ..SubmitProofRequest::default()
+    // Curio's request for the sector's C1 output under `seed`.
+    let c2 = |seed: [u8; 32]| {
+        let wrapper = serde_json::json!({
+            "SectorNum": s.sector_id,
+            "Phase1Out": base64::engine::general_purpose::STANDARD.encode(c1_json(s, seed)),
+            "SectorSize": 2048,
+        });
+        SubmitProofRequest {
+            request_id: format!("porep-{MINER}-{}", s.sector_id),
+            proof_kind: ProofKind::PorepSealCommit as i32,
+            sector_size: 2048,
+            registered_proof: 5, // abi.RegisteredSealProof_StackedDrg2KiBV1_1
+            priority: Priority::Normal as i32,
+            vanilla_proof: serde_json::to_vec(&wrapper).unwrap(),
+            sector_number: s.sector_id,
+            miner_id: MINER,
+            ..SubmitProofRequest::default()
+        }
     };
-    let (r, status) = rt().block_on(async {
+    let (r, status, redone) = rt().block_on(async {
         let mut c = daemon.client().await;
-        let r = prove(&mut c, req).await;
-        (r, c.get_status(GetStatusRequest {}).await.unwrap().into_inner())
+        let r = prove(&mut c, c2(seed)).await;
+        let status = c.get_status(GetStatusRequest {}).await.unwrap().into_inner();
+        // The C2 redone with a new C1 (another seed) under the same request id: a new proof.
+        let redone = prove(&mut c, c2([19; 32])).await;
+        (r, status, redone)
     });
     assert!(verify_seal(s, s.comm_r(), seed, completed(&r)));
+    assert_ne!(redone.job_id, r.job_id, "a new C1 under a kept id is proved anew");
+    assert!(verify_seal(s, s.comm_r(), [19; 32], completed(&redone)));
     // On a GPU host the status names the GPU and its memory.
     if cfg!(feature = "cuda") {
         let gpu = &status.gpus[0];

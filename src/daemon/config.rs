@@ -29,6 +29,10 @@ pub struct Args {
     /// address is served only when given, with a warning.
     #[arg(long, env = "CUZK_DAEMON_LISTEN")]
     pub listen: Option<String>,
+    /// `host:port` to serve the Prometheus text of GetMetrics on, over HTTP at `/metrics`, for
+    /// scrapers (e.g. 127.0.0.1:9821). Default: off.
+    #[arg(long, env = "CUZK_DAEMON_METRICS_LISTEN")]
+    pub metrics_listen: Option<String>,
     /// `error`, `warn`, `info` (default), `debug` or `trace`; `RUST_LOG` syntax also works.
     #[arg(long, env = "CUZK_DAEMON_LOG_LEVEL")]
     pub log_level: Option<String>,
@@ -74,6 +78,7 @@ pub struct Args {
 #[serde(deny_unknown_fields)]
 struct File {
     listen: Option<String>,
+    metrics_listen: Option<String>,
     log_level: Option<String>,
     param_dir: Option<PathBuf>,
     memory_budget: Option<toml::Value>,
@@ -115,6 +120,8 @@ impl std::str::FromStr for Listen {
 pub struct Config {
     /// Where to listen.
     pub listen: Listen,
+    /// Where to serve the Prometheus text over HTTP (`None`: off).
+    pub metrics_listen: Option<SocketAddr>,
     /// The log filter.
     pub log_level: String,
     /// The parameter directory.
@@ -155,8 +162,17 @@ impl Config {
             other => other.to_string(),
         };
         let listen = args.listen.or(file.listen).unwrap_or_else(|| DEFAULT_LISTEN.into());
+        let metrics_listen = match args.metrics_listen.or(file.metrics_listen) {
+            None => None,
+            Some(addr) => Some(addr.parse().map_err(|_| {
+                Error::InvalidArgument(format!(
+                    "metrics_listen: {addr:?} is not host:port (an IP address and a port, e.g. 127.0.0.1:9821)"
+                ))
+            })?),
+        };
         Ok(Self {
             listen: listen.parse()?,
+            metrics_listen,
             log_level: args.log_level.or(file.log_level).unwrap_or_else(|| "info".into()),
             param_dir: args
                 .param_dir
@@ -213,7 +229,7 @@ mod tests {
         let path = dir.join("cuzk.toml");
         std::fs::write(
             &path,
-            "listen = \"unix:///tmp/x.sock\"\nmemory_budget = \"8GiB\"\ngpus = \"cpu\"\nparams_on_device = true\ncompiled_dir = \"/var/lib/cuzk\"\n",
+            "listen = \"unix:///tmp/x.sock\"\nmetrics_listen = \"127.0.0.1:9821\"\nmemory_budget = \"8GiB\"\ngpus = \"cpu\"\nparams_on_device = true\ncompiled_dir = \"/var/lib/cuzk\"\n",
         )
         .unwrap();
         let args = Args {
@@ -223,6 +239,11 @@ mod tests {
         };
         let c = Config::resolve(args).unwrap();
         assert_eq!(c.listen, Listen::Unix("/tmp/x.sock".into()));
+        assert_eq!(
+            c.metrics_listen,
+            Some("127.0.0.1:9821".parse().unwrap()),
+            "from the file"
+        );
         assert_eq!(c.gpus, "0,1");
         assert_eq!(c.engine().unwrap().budget_bytes, 8 << 30);
         assert!(
@@ -240,7 +261,25 @@ mod tests {
         assert!(!c.engine().unwrap().params_on_device, "off by default");
         assert_eq!(c.engine().unwrap().compiled_dir, None);
         assert_eq!(c.listen, Listen::Tcp(DEFAULT_LISTEN.parse().unwrap()));
+        assert_eq!(c.metrics_listen, None, "the metrics endpoint is off by default");
         assert_eq!(c.memory_budget, None);
+        let c = Config::resolve(Args {
+            config: Some(path.clone()),
+            metrics_listen: Some("[::1]:9900".into()),
+            ..Args::default()
+        })
+        .unwrap();
+        assert_eq!(
+            c.metrics_listen,
+            Some("[::1]:9900".parse().unwrap()),
+            "the flag over the file"
+        );
+        let bad = Config::resolve(Args {
+            metrics_listen: Some("localhost".into()),
+            ..Args::default()
+        })
+        .unwrap_err();
+        assert!(bad.to_string().contains("metrics_listen"), "{bad}");
         std::fs::write(&path, "listen = 5\nbogus = 1\n").unwrap();
         let err = Config::resolve(Args {
             config: Some(path),

@@ -1,5 +1,6 @@
 //! Serving: the TCP or Unix socket listener (loopback TCP by default; a Unix socket created
-//! owner-only, a stale socket file replaced), 256 MiB messages each way, and the stop on
+//! owner-only, a stale socket file replaced, any `:authority` accepted on it:
+//! [`AnyAuthority`]), 256 MiB messages each way, and the stop on
 //! SIGTERM/SIGINT: no new jobs, running proofs get the grace period, then the rest are
 //! cancelled and every waiting caller gets its CANCELLED reply before the connections close.
 
@@ -11,7 +12,9 @@ use std::time::Duration;
 
 use tokio::net::{TcpListener, UnixListener};
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
+use tokio_stream::StreamExt as _;
 
+use super::authority::AnyAuthority;
 use super::config::Listen;
 use super::jobs::Jobs;
 use super::proto::proving_engine_server::ProvingEngineServer;
@@ -123,9 +126,9 @@ pub async fn serve(
                 .await
         }
         Bound::Unix(l, path) => {
-            let r = router
-                .serve_with_incoming_shutdown(UnixListenerStream::new(l), shutdown)
-                .await;
+            // grpc-core clients send the socket path, percent-encoded, as :authority.
+            let incoming = UnixListenerStream::new(l).map(|c| c.map(AnyAuthority::new));
+            let r = router.serve_with_incoming_shutdown(incoming, shutdown).await;
             let _ = std::fs::remove_file(&path);
             r
         }

@@ -1,12 +1,13 @@
 //! The `cuzk.v1.ProvingEngine` service: each RPC on the job table and the Filecoin engine.
-//! Bad requests are `InvalidArgument` naming the field; a job's own failure is a FAILED result.
+//! Bad requests are `InvalidArgument` naming the field; a job's own failure is a FAILED result;
+//! a `request_id` that names a live job of another request is `AlreadyExists`.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tonic::{Request, Response, Status};
 
-use super::jobs::{Job, Jobs, NotAccepted, Outcome};
+use super::jobs::{Digest, Job, Jobs, Known, NotAccepted, Outcome};
 use super::proto::await_proof_response::Status as Result;
 use super::proto::proving_engine_server::ProvingEngine;
 use super::proto::*;
@@ -17,42 +18,45 @@ use crate::filecoin;
 /// The service's state.
 pub struct Service {
     jobs: Arc<Jobs>,
-    started: Instant,
+}
+
+/// A request seen against the job table, before its work is decoded.
+enum Seen {
+    /// Its `request_id` names a job to answer with.
+    Known(std::result::Result<Arc<Job>, Status>),
+    /// To be proved: the request, its digest.
+    New(Box<SubmitProofRequest>, Digest),
 }
 
 impl Service {
     /// A service over `jobs`.
     pub fn new(jobs: Arc<Jobs>) -> Self {
-        Self {
-            jobs,
-            started: Instant::now(),
-        }
+        Self { jobs }
     }
 
     async fn submit(&self, req: SubmitProofRequest) -> std::result::Result<(Arc<Job>, u32), Status> {
-        let request_id = req.request_id.clone();
-        if !request_id.is_empty() {
-            if let Some(job) = self.known(&request_id) {
-                log::info!("job {}: request_id {request_id:?} again: the same job", job.id);
-                return Ok((job, 0));
-            }
-        }
-        let priority = req.priority;
-        // Decoding a 32 GiB C1 wrapper (~50 MB of JSON and base64) is not for the async threads.
-        let work = tokio::task::spawn_blocking(move || decode(req))
+        // The digest of a 32 GiB C1 wrapper (~50 MB) and its decoding are not for the async
+        // threads.
+        let jobs = self.jobs.clone();
+        let seen = tokio::task::spawn_blocking(move || seen(&jobs, req))
+            .await
+            .map_err(|e| Status::internal(format!("reading the request: {e}")))?;
+        let (req, digest) = match seen {
+            Seen::Known(job) => return job.map(|j| (j, 0)),
+            Seen::New(req, digest) => (req, digest),
+        };
+        let (request_id, priority) = (req.request_id.clone(), req.priority);
+        let work = tokio::task::spawn_blocking(move || decode(*req))
             .await
             .map_err(|e| Status::internal(format!("decoding the request: {e}")))?
             .map_err(Status::invalid_argument)?;
         let priority = engine_priority(priority, work.kind()).map_err(Status::invalid_argument)?;
         let position = self.jobs.live().len() as u32;
-        match self.jobs.submit(request_id, work, priority) {
+        match self.jobs.submit(request_id, digest, work, priority) {
             Ok((job, _)) => Ok((job, position)),
             Err(NotAccepted::ShuttingDown) => Err(Status::unavailable("cuzk-daemon is shutting down")),
+            Err(NotAccepted::RequestIdBusy(job)) => Err(busy(&job)),
         }
-    }
-
-    fn known(&self, request_id: &str) -> Option<Arc<Job>> {
-        self.jobs.by_request(request_id)
     }
 
     fn job(&self, id: &str) -> std::result::Result<Arc<Job>, Status> {
@@ -65,6 +69,41 @@ impl Service {
             ))
         })
     }
+}
+
+/// `req` against the job table: a job its `request_id` names for it (or a refusal), or the
+/// request to prove with its digest.
+fn seen(jobs: &Jobs, req: SubmitProofRequest) -> Seen {
+    if req.request_id.is_empty() {
+        return Seen::New(Box::new(req), Digest::default());
+    }
+    let digest = jobs.digest(&req);
+    match jobs.known(&req.request_id, &digest) {
+        Known::Same(job) => {
+            log::info!(
+                "job {}: request_id {:?} again for the same request: that job",
+                job.id,
+                req.request_id
+            );
+            Seen::Known(Ok(job))
+        }
+        Known::Busy(job) => Seen::Known(Err(busy(&job))),
+        Known::New(_) => Seen::New(Box::new(req), digest),
+    }
+}
+
+/// The refusal of a request whose `request_id` names `job`, live, of another request.
+fn busy(job: &Job) -> Status {
+    log::warn!(
+        "request_id {:?}: refused, job {} of another request under it is still live",
+        job.request_id,
+        job.id
+    );
+    Status::already_exists(format!(
+        "request_id: {:?} names job {}, still live for another request (other inputs); \
+         cancel it (CancelProof) or wait for it to end, then send this one again",
+        job.request_id, job.id
+    ))
 }
 
 /// The reply for `job` after waiting at most `timeout`.
@@ -152,11 +191,10 @@ impl ProvingEngine for Service {
         &self,
         _: Request<GetStatusRequest>,
     ) -> std::result::Result<Response<GetStatusResponse>, Status> {
-        let (jobs, started) = (self.jobs.clone(), self.started);
-        let reply =
-            tokio::task::spawn_blocking(move || status::status(&jobs, started, status::EngineView::now().as_ref()))
-                .await
-                .map_err(|e| Status::internal(e.to_string()))?;
+        let jobs = self.jobs.clone();
+        let reply = tokio::task::spawn_blocking(move || status::status(&jobs, status::EngineView::now().as_ref()))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?;
         Ok(Response::new(reply))
     }
 
@@ -164,14 +202,10 @@ impl ProvingEngine for Service {
         &self,
         _: Request<GetMetricsRequest>,
     ) -> std::result::Result<Response<GetMetricsResponse>, Status> {
-        let (jobs, started) = (self.jobs.clone(), self.started);
-        let text = tokio::task::spawn_blocking(move || {
-            let engine = status::EngineView::now();
-            let s = status::status(&jobs, started, engine.as_ref());
-            status::metrics(&s, &jobs, engine.as_ref())
-        })
-        .await
-        .map_err(|e| Status::internal(e.to_string()))?;
+        let jobs = self.jobs.clone();
+        let text = tokio::task::spawn_blocking(move || status::metrics_now(&jobs))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?;
         Ok(Response::new(GetMetricsResponse { prometheus_text: text }))
     }
 

@@ -1,11 +1,12 @@
-//! What the daemon tells about itself: `GetStatus` (queues per proof kind, GPU workers,
-//! parameter sets and their tier, totals) and the same as Prometheus text for `GetMetrics`.
+//! What the daemon tells about itself: `GetStatus` (queues per proof kind, GPU workers and the
+//! job each works for, parameter sets and their tier, totals) and the same as Prometheus text
+//! for `GetMetrics` and the `--metrics-listen` endpoint.
 
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::sync::Arc;
 
-use super::jobs::Jobs;
+use super::jobs::{Job, Jobs};
 use super::proto::{srs_status::Tier, GetStatusResponse, GpuStatus, QueueStatus, SrsStatus};
 use super::request::{circuit, circuit_ids};
 use crate::engine::EngineStats;
@@ -40,19 +41,30 @@ const KINDS: [(ProofKind, &str); 4] = [
     (ProofKind::WinningPoSt, "WINNING_POST"),
 ];
 
+/// The wire name of a proof kind.
+fn kind_name(kind: ProofKind) -> &'static str {
+    KINDS.iter().find(|(k, _)| *k == kind).map_or("", |(_, name)| name)
+}
+
 /// The status now. `pending`: jobs accepted and not yet in the engine (parameters and inputs
 /// being prepared); `in_progress`: jobs in the engine. GPUs: one entry per backend of the
-/// engine (a CPU backend as `cpu` with no memory), with the device's memory total and free.
-/// Parameter sets: HOT when loaded, COLD when only their file is on the host (sets with no
-/// file are not listed).
-pub fn status(jobs: &Jobs, started: Instant, engine: Option<&EngineView>) -> GetStatusResponse {
+/// engine (a CPU backend as `cpu` with no memory), with the device's memory total and free and
+/// the job it works for (see `working_for`). Parameter sets: HOT when loaded, COLD when only
+/// their file is on the host (sets with no file are not listed).
+pub fn status(jobs: &Jobs, engine: Option<&EngineView>) -> GetStatusResponse {
     let stats = engine.map(|e| &e.stats);
-    let live = jobs.live();
+    // Each live job with whether the engine has it, read once: the queues and the GPUs agree.
+    let live: Vec<(Arc<Job>, bool)> = (jobs.live().into_iter())
+        .map(|j| {
+            let proving = j.is_proving();
+            (j, proving)
+        })
+        .collect();
     let queues = KINDS
         .iter()
         .map(|(kind, name)| {
-            let of_kind = live.iter().filter(|j| j.kind == *kind);
-            let in_progress = of_kind.clone().filter(|j| j.is_proving()).count();
+            let of_kind = live.iter().filter(|(j, _)| j.kind == *kind);
+            let in_progress = of_kind.clone().filter(|(_, proving)| *proving).count();
             QueueStatus {
                 proof_kind: name.to_string(),
                 pending: (of_kind.count() - in_progress) as u32,
@@ -60,7 +72,7 @@ pub fn status(jobs: &Jobs, started: Instant, engine: Option<&EngineView>) -> Get
             }
         })
         .collect();
-    let gpus = engine.map(gpus).unwrap_or_default();
+    let gpus = engine.map(|e| gpus(e, &live)).unwrap_or_default();
     let pool = stats.map(|s| &s.pool);
     GetStatusResponse {
         gpus,
@@ -68,32 +80,57 @@ pub fn status(jobs: &Jobs, started: Instant, engine: Option<&EngineView>) -> Get
         queues,
         total_proofs_completed: jobs.totals.completed.load(Ordering::Relaxed),
         total_proofs_failed: jobs.totals.failed.load(Ordering::Relaxed),
-        uptime_seconds: started.elapsed().as_secs(),
+        uptime_seconds: jobs.started.elapsed().as_secs(),
         pinned_memory_bytes: pool.map_or(0, |p| (p.bytes_in_use + p.bytes_idle) as u64),
         pinned_memory_limit_bytes: stats.map_or(0, |s| s.budget_limit as u64),
     }
 }
 
-/// One entry per backend: its GPU, or the backend's name where it has none.
-fn gpus(engine: &EngineView) -> Vec<GpuStatus> {
+/// One entry per backend: its GPU, or the backend's name where it has none; with the job it
+/// works for.
+fn gpus(engine: &EngineView, live: &[(Arc<Job>, bool)]) -> Vec<GpuStatus> {
+    let current = working_for(engine.devices.len(), live);
     (engine.devices.iter().enumerate())
-        .map(|(b, device)| match device {
-            Some(d) => GpuStatus {
-                ordinal: d.ordinal as u32,
-                name: d.name.clone(),
-                vram_total_bytes: d.total_bytes as u64,
-                vram_free_bytes: d.free_bytes as u64,
-                ..GpuStatus::default()
-            },
-            None => GpuStatus {
-                ordinal: b as u32,
-                name: (engine.stats.workers.iter().find(|w| w.backend == b))
-                    .map_or("cpu", |w| w.backend_name)
-                    .to_string(),
-                ..GpuStatus::default()
-            },
+        .map(|(b, device)| {
+            let mut gpu = match device {
+                Some(d) => GpuStatus {
+                    ordinal: d.ordinal as u32,
+                    name: d.name.clone(),
+                    vram_total_bytes: d.total_bytes as u64,
+                    vram_free_bytes: d.free_bytes as u64,
+                    ..GpuStatus::default()
+                },
+                None => GpuStatus {
+                    ordinal: b as u32,
+                    name: (engine.stats.workers.iter().find(|w| w.backend == b))
+                        .map_or("cpu", |w| w.backend_name)
+                        .to_string(),
+                    ..GpuStatus::default()
+                },
+            };
+            if let Some(job) = current.get(b).copied().flatten() {
+                gpu.current_job_id = job.id.clone();
+                gpu.current_proof_kind = kind_name(job.kind).to_string();
+            }
+            gpu
         })
         .collect()
+}
+
+/// The daemon job each of `backends` works for, of the `live` jobs (with whether the engine
+/// has each). One backend proves every job in the engine: it works for the first of them in
+/// the engine's order (the highest priority, then the one that reached the engine first) —
+/// the one whose partition it proves, or, while that job's next partition is synthesized,
+/// proves next. Several backends share the jobs in the engine, which does not say which GPU
+/// took which job: none is named.
+fn working_for(backends: usize, live: &[(Arc<Job>, bool)]) -> Vec<Option<&Job>> {
+    if backends != 1 {
+        return vec![None; backends];
+    }
+    let first = (live.iter().filter(|(_, proving)| *proving))
+        .map(|(j, _)| &**j)
+        .min_by_key(|j| (std::cmp::Reverse(j.priority), j.queued_at()));
+    vec![first]
 }
 
 /// The parameter sets loaded or on the host. HOT: ready to prove without a load (resident on a
@@ -137,6 +174,14 @@ fn parameter_sets(engine: Option<&EngineView>) -> Vec<SrsStatus> {
         });
     }
     out
+}
+
+/// The Prometheus text now ([`metrics`] of the [`status`]). Reads device memory: call off the
+/// async threads.
+pub fn metrics_now(jobs: &Jobs) -> String {
+    let engine = EngineView::now();
+    let s = status(jobs, engine.as_ref());
+    metrics(&s, jobs, engine.as_ref())
 }
 
 /// The status and the engine's statistics in Prometheus' text exposition format.
@@ -345,5 +390,40 @@ impl Metrics {
     fn one(&mut self, name: &str, typ: &str, help: &str, v: u64) {
         self.head(name, typ, help);
         let _ = writeln!(self.0, "{name} {v}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::daemon::jobs::Digest;
+
+    #[test]
+    fn one_backend_works_for_the_first_job_in_the_engines_order() {
+        let t0 = Instant::now();
+        let job = |id: &str, kind, priority, queued: Option<u64>| {
+            let at = queued.map(|ms| t0 + Duration::from_millis(ms));
+            Job::for_test(id, "", Digest::default(), kind, priority, at)
+        };
+        let c2_old = job("c2-old", ProofKind::SealCommit, 100, Some(1));
+        let c2_new = job("c2-new", ProofKind::SealCommit, 100, Some(2));
+        let winning = job("winning", ProofKind::WinningPoSt, 300, Some(3));
+        let preparing = job("preparing", ProofKind::WinningPoSt, 300, None);
+        let ids = |w: Vec<Option<&Job>>| w.iter().map(|j| j.map(|j| j.id.clone())).collect::<Vec<_>>();
+
+        // Nothing in the engine: the backend works for no job (a preparing one is not yet its).
+        assert_eq!(ids(working_for(1, &[(preparing.clone(), false)])), [None]);
+        // Same priority: the one that reached the engine first.
+        let live = [(c2_new.clone(), true), (c2_old.clone(), true), (preparing, false)];
+        assert_eq!(ids(working_for(1, &live)), [Some("c2-old".to_string())]);
+        // A higher priority goes first (Winning PoSt before C2).
+        let live = [(c2_old.clone(), true), (winning.clone(), true)];
+        assert_eq!(ids(working_for(1, &live)), [Some("winning".to_string())]);
+        // Several backends: the engine does not say which took which job.
+        assert_eq!(ids(working_for(2, &live)), [None, None]);
+        assert_eq!(kind_name(winning.kind), "WINNING_POST");
+        assert_eq!(kind_name(c2_old.kind), "POREP_SEAL_COMMIT");
     }
 }

@@ -10,11 +10,14 @@ bincode vanilla proofs, 32-byte randomness, the miner's actor id, abi.Registered
 numbers.
 
 Checked here: COMPLETED with proof bytes of the right length and timings, the proofs written
-out (the Rust driver, tests/daemon_python.rs, verifies them with filecoin-proofs), AwaitProof's
-timeout, CancelProof, request_id idempotency, GetStatus and GetMetrics, bad requests refused
-with INVALID_ARGUMENT (or a FAILED result) naming the field, and a bounded load: 8 clients on
-their own connections, random cancels and timeouts, every request answered, completed equal to
-the daemon's proved count, its RSS back near its start, no file descriptor left open.
+out (the Rust driver, tests/daemon_python.rs, verifies them with filecoin-proofs), grpc-core's
+own `:authority` on the Unix socket (the socket path, percent-encoded: no channel option),
+AwaitProof's timeout, CancelProof, request_id idempotency and a FAILED request retried under
+Curio's id proved anew, GetStatus and GetMetrics and the same text from the metrics endpoint
+(`--metrics-listen`), bad requests refused with INVALID_ARGUMENT (or a FAILED result) naming
+the field, and a bounded load: 8 clients on their own connections, random cancels and
+timeouts, every request answered, completed equal to the daemon's proved count, its RSS back
+near its start, no file descriptor left open.
 
 Run through `cargo test --release --features daemon --test daemon_python` (it makes the
 fixtures, runs this script with CUZK_PYTHON, verifies the proofs); by hand:
@@ -34,6 +37,8 @@ import sys
 import threading
 import time
 import unittest
+import urllib.error
+import urllib.request
 
 import grpc
 
@@ -85,10 +90,11 @@ def rss_kib_and_fds(pid):
 class Daemon:
     """A cuzk-daemon child: CPU, a 4 GiB budget, 2 synthesis threads, the test parameters."""
 
-    def __init__(self, name, listen, target):
-        self.name, self.target = name, target
+    def __init__(self, name, listen, target, metrics=None):
+        self.name, self.target, self.metrics = name, target, metrics
         self.log_path = os.path.join(ARGS.out, "daemon-%s.log" % name)
         self.log = open(self.log_path, "wb")
+        extra = ["--metrics-listen", metrics] if metrics else []
         self.proc = subprocess.Popen(
             [
                 ARGS.daemon,
@@ -98,7 +104,7 @@ class Daemon:
                 "--synthesis-threads", "2",
                 "--param-dir", ARGS.param_dir,
                 "--log-level", "info",
-            ],
+            ] + extra,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=self.log,
@@ -118,12 +124,9 @@ class Daemon:
                 time.sleep(0.05)
 
     def connect(self, own_connection=False):
-        """A channel to the daemon; `own_connection`: not shared with other channels."""
+        """A channel to the daemon; `own_connection`: not shared with other channels. On the Unix
+        socket grpc-core's own :authority (the socket path, percent-encoded) goes as it is."""
         options = list(OPTIONS)
-        if self.target.startswith("unix:"):
-            # grpc-core sends the socket path as :authority, which the daemon's HTTP/2 layer
-            # (hyper's h2) refuses with PROTOCOL_ERROR; grpc-go (Curio) sends "localhost".
-            options.append(("grpc.default_authority", "localhost"))
         if own_connection:
             options.append(("grpc.use_local_subchannel_pool", 1))
         return grpc.insecure_channel(self.target, options=options)
@@ -215,6 +218,17 @@ class CurioShapes(unittest.TestCase):
         self.assertGreaterEqual(r.total_ms, r.queue_wait_ms)
         self.assertTrue(r.job_id)
 
+    def test_0_grpc_cores_own_authority_over_the_unix_socket(self):
+        sock = DAEMONS["unix"].target[len("unix://"):]
+        for target in ("unix://" + sock, "unix:" + sock):
+            with self.subTest(target=target):
+                ch = grpc.insecure_channel(target)  # no option: grpc-core's default authority
+                try:
+                    s = pb_grpc.ProvingEngineStub(ch).GetStatus(pb.GetStatusRequest(), timeout=10)
+                finally:
+                    ch.close()
+                self.assertEqual(len(s.queues), 4, s)
+
     def test_1_winning_post_over_tcp(self):
         r = prove(DAEMONS["tcp"].stub, winning_request())
         self.check_completed(r, 192)
@@ -279,6 +293,23 @@ class Control(unittest.TestCase):
         self.assertEqual(DAEMONS["tcp"].status().total_proofs_completed, before + 1)
         PROOFS["winning"].append(out_file("winning-idempotent.bin", r1.proof))
 
+    def test_a_failed_request_retried_under_curios_id_is_proved_anew(self):
+        stub = DAEMONS["tcp"].stub
+        good = winning_request()  # Curio's id: winpost-<miner>-<hex of randomness[:8]>
+        bad = pb.SubmitProofRequest()
+        bad.CopyFrom(good)
+        del bad.vanilla_proofs[:]
+        bad.vanilla_proofs.extend([b"\x07" * 40])  # a vanilla proof read wrong
+        failed = prove(stub, bad)
+        self.assertEqual(failed.status, R.FAILED, failed)
+        again = prove(stub, bad)
+        self.assertEqual(again.status, R.FAILED, again)
+        self.assertNotEqual(again.job_id, failed.job_id, "a FAILED job is proved anew, not returned")
+        r = prove(stub, good)
+        self.assertEqual(r.status, R.COMPLETED, r.error_message)
+        self.assertNotEqual(r.job_id, again.job_id)
+        PROOFS["winning"].append(out_file("winning-retried.bin", r.proof))
+
     def test_status_and_metrics_tell_the_truth(self):
         d = DAEMONS["tcp"]
         before = d.status().total_proofs_completed
@@ -298,6 +329,19 @@ class Control(unittest.TestCase):
         self.assertIsNotNone(m, text)
         self.assertEqual(int(m.group(1)), s.total_proofs_completed)
         self.assertRegex(text, r'(?m)^cuzk_queue_jobs\{kind="[^"]+",state="pending"\} 0$')
+        # The metrics endpoint serves the same text to a scraper.
+        with urllib.request.urlopen("http://%s/metrics" % d.metrics, timeout=10) as reply:
+            self.assertEqual(reply.status, 200)
+            self.assertEqual(reply.headers["Content-Type"], "text/plain; version=0.0.4; charset=utf-8")
+            scraped = reply.read().decode()
+        m = re.search(r'^cuzk_proofs_total\{outcome="completed"\} (\d+)$', scraped, re.M)
+        self.assertIsNotNone(m, scraped)
+        self.assertEqual(int(m.group(1)), s.total_proofs_completed)
+        with self.assertRaises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen("http://%s/" % d.metrics, timeout=10)
+        self.assertEqual(e.exception.code, 404)
+        # Idle now: no job is the CPU backend's.
+        self.assertEqual([g.current_job_id for g in s.gpus], [""], s)
 
     def test_bad_requests_name_the_field_and_the_daemon_keeps_serving(self):
         stub = DAEMONS["tcp"].stub
@@ -488,7 +532,8 @@ def main():
     sock = os.path.join(ARGS.out, "cuzk.sock")
     ok = False
     try:
-        DAEMONS["tcp"] = Daemon("tcp", "127.0.0.1:%d" % port, "dns:///127.0.0.1:%d" % port)
+        DAEMONS["tcp"] = Daemon("tcp", "127.0.0.1:%d" % port, "dns:///127.0.0.1:%d" % port,
+                                metrics="127.0.0.1:%d" % free_port())
         DAEMONS["unix"] = Daemon("unix", "unix://" + sock, "unix://" + sock)
         suite = unittest.TestSuite()
         loader = unittest.defaultTestLoader
