@@ -82,7 +82,7 @@ impl Partition {
     /// `generator_refused`).
     ///
     /// A validation holds for the process (cuzk's own generators' are also kept across
-    /// restarts beside the compiled circuits' files, tied to the build: `compiled_dir`).
+    /// restarts beside the compiled circuits' files, tied to the generators' digest (their sources and the mirrored crates' versions): `compiled_dir`).
     ///
     /// **The engine does not verify the proofs** (the Filecoin entry points do, and prove a
     /// failed one again by full synthesis): a generator that validates and later writes a
@@ -99,7 +99,7 @@ impl Partition {
     }
 
     /// As [`with_generator`](Self::with_generator) for one of cuzk's own generators (the
-    /// Filecoin families'), whose validation is kept across restarts of the same build.
+    /// Filecoin families'), whose validation is kept across restarts with the same generators.
     #[cfg_attr(not(feature = "filecoin"), allow(dead_code))]
     pub(crate) fn with_own_generator<C, G>(circuit: C, generate: G) -> Self
     where
