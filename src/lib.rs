@@ -45,6 +45,7 @@
 #![warn(missing_docs)]
 
 pub mod assignment;
+pub mod byte_size;
 pub mod compiled;
 pub mod curve;
 #[cfg(feature = "daemon")]

@@ -192,6 +192,8 @@ typedef struct cuzk_prover cuzk_prover;
 
 // A rank-1 constraint system: for every constraint i, ⟨A_i, w⟩ · ⟨B_i, w⟩ = ⟨C_i, w⟩ over
 // the variables w = (1, public inputs, aux). Opaque; immutable, so thread-safe.
+// Its memory follows the terms given, never the counts: 2^32 − 1 constraints without terms
+// take none.
 typedef struct cuzk_r1cs cuzk_r1cs;
 
 // One non-zero entry of a constraint matrix: `coeff` times `variable` in row `constraint`.
@@ -592,7 +594,10 @@ const char *cuzk_version(void);
 // Makes a constraint system of `num_constraints` constraints over 1 + `num_public` +
 // `num_aux` variables from the non-zero entries of A, B and C (`a_len`, `b_len`, `c_len`
 // terms; NULL allowed for a length of 0; entries of one row and variable add up). The terms
-// are copied. On success `*out` holds it (free with `cuzk_r1cs_free`). Thread-safe.
+// are copied; the counts cost no memory of their own (any count up to 2^32 − 1 constraints,
+// and 2^32 − 1 variables with the one, is accepted; more is `CUZK_STATUS_INVALID_ARGUMENT`).
+// Out of memory for the copy is `CUZK_STATUS_ALLOCATION`. On success `*out` holds it (free
+// with `cuzk_r1cs_free`). Thread-safe.
 //
 // # Safety
 // Each term pointer holds its count of terms; `out` writable; `err` NULL or writable.
@@ -892,9 +897,12 @@ void cuzk_filecoin_job_free(struct cuzk_filecoin_job *job);
 // Window PoSt from vanilla proofs, as filecoin-ffi's `generate_window_post_with_vanilla`:
 // `post_proof` an `abi.RegisteredPoStProof` Window value (5..=9, or 10..=14 for the V1_1
 // ones); `randomness` and `prover_id` 32 bytes each; `vanilla_proofs` the `n` per-sector
-// vanilla proofs (filecoin-ffi's `generate_single_vanilla_proof`), in sector order. Blocks;
-// on success `*out` holds the proof bytes (192 per partition, in order). `engine`,
-// `priority`: as for `cuzk_filecoin_seal_commit_phase2`. Thread-safe.
+// vanilla proofs (filecoin-ffi's `generate_single_vanilla_proof`), in ascending sector number
+// order, each sector once — the order filecoin-proofs' `verify_window_post` and the miner
+// actor read the sectors in; any other order is `CUZK_STATUS_INVALID_ARGUMENT` naming the
+// first vanilla proof out of it (a proof of the sectors in another order would not verify
+// on chain). Blocks; on success `*out` holds the proof bytes (192 per partition, in order).
+// `engine`, `priority`: as for `cuzk_filecoin_seal_commit_phase2`. Thread-safe.
 //
 // # Safety
 // `engine` NULL or live; `randomness`, `prover_id` 32 readable bytes each; `vanilla_proofs`
@@ -926,10 +934,11 @@ enum cuzk_status cuzk_filecoin_submit_window_post(const struct cuzk_engine *engi
 // One partition of a Window PoSt, as filecoin-ffi's
 // `generate_single_partition_window_post_with_vanilla` (Curio's
 // `GenerateSinglePartitionWindowPoStWithVanilla`): `vanilla_proofs` are the `n` vanilla
-// proofs of that partition's sectors only, in sector order (at most the partition's sector
-// count), `partition_index` its index in the Window PoSt (one SubmitWindowedPoSt message's
-// partitions, from 0): below `min(25000 / sectors per partition, 3000)` — 10 for 32 and
-// 64 GiB — else `CUZK_STATUS_INVALID_ARGUMENT`, before anything is built. Blocks; on success
+// proofs of that partition's sectors only, in ascending sector number order as for
+// `cuzk_filecoin_window_post` (at most the partition's sector count), `partition_index` its
+// index in the Window PoSt (one SubmitWindowedPoSt message's partitions, from 0): below
+// `min(25000 / sectors per partition, 3000)` — 10 for 32 and 64 GiB — else
+// `CUZK_STATUS_INVALID_ARGUMENT`, before anything is built. Blocks; on success
 // `*out` holds the partition's 192-byte proof (filecoin-ffi's `PartitionProof` bytes; the
 // partitions' proofs concatenated in index order are the Window PoSt, as filecoin-proofs'
 // `merge_window_post_partition_proofs` makes it). Otherwise as `cuzk_filecoin_window_post`.
@@ -1186,6 +1195,10 @@ enum cuzk_status cuzk_params_verifying_key(const struct cuzk_params *params,
 // made with these parameters verify, so a caller can prove a circuit it wrote; production
 // parameters must come from a trusted-setup ceremony. Cost grows with the circuit (one
 // scalar multiplication per constraint and variable): fine up to some 2^16 constraints.
+// Memory: parameters larger than the host's memory and swap (some 96 bytes per constraint
+// and per variable) are `CUZK_STATUS_ALLOCATION` at once, before any work, and so is an
+// array of the setup the allocator refuses (never an abort); a domain past 2^32
+// (constraints + public inputs + 1) is `CUZK_STATUS_INVALID_ARGUMENT`.
 // On success `*out` holds the parameters (free with `cuzk_params_free`). Thread-safe.
 //
 // # Safety

@@ -118,20 +118,11 @@ pub fn at_least_one(s: &str) -> Result<usize, String> {
     }
 }
 
-/// `2KiB`, `32GiB`, `512` (bytes).
+/// A byte size by cuzk's one rule ([`cuzk::byte_size`]): `2KiB`, `32G`, `32GB`, `512`.
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (digits, unit) = s.split_at(split);
-    let n: u64 = digits.parse().map_err(|e| format!("{s:?}: {e}"))?;
-    let shift = match unit.trim() {
-        "" | "B" => 0,
-        "KiB" => 10,
-        "MiB" => 20,
-        "GiB" => 30,
-        u => return Err(format!("{s:?}: unit {u:?} (KiB, MiB, GiB or none)")),
-    };
-    n.checked_mul(1 << shift).ok_or_else(|| format!("{s:?}: too large"))
+    cuzk::byte_size::parse(s)
+        .map(|b| b as u64)
+        .map_err(|e| format!("{s:?}: {e}"))
 }
 
 /// The generator benches' full-synthesis row: `circuit` synthesized in full into a

@@ -4,10 +4,10 @@
 
 use std::ffi::c_char;
 
-use bellpepper_core::{Circuit, ConstraintSystem, LinearCombination, SynthesisError, Variable};
+use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
 
-use super::boundary::{arg, call, call_void, into_handle, slice, take_handle, AbiResult, Out};
+use super::boundary::{arg, call, call_void, into_handle, room, slice, take_handle, AbiResult, Out};
 use super::pool::{cuzk_buffer, cuzk_pool};
 use super::scalar::{self, CUZK_SCALAR_BYTES};
 use super::status::{cuzk_status, AbiError};
@@ -31,15 +31,39 @@ pub struct cuzk_r1cs_term {
     pub coeff: [u8; 32],
 }
 
-type Row = [Vec<(u32, Scalar)>; 3];
+/// One stored term: its row, its variable and its coefficient.
+#[derive(Debug, Clone, Copy)]
+struct Term {
+    row: u32,
+    variable: u32,
+    coeff: Scalar,
+}
 
 /// A rank-1 constraint system: for every constraint i, ⟨A_i, w⟩ · ⟨B_i, w⟩ = ⟨C_i, w⟩ over
 /// the variables w = (1, public inputs, aux). Opaque; immutable, so thread-safe.
+/// Its memory follows the terms given, never the counts: 2^32 − 1 constraints without terms
+/// take none.
 #[allow(non_camel_case_types)]
 pub struct cuzk_r1cs {
     num_public: usize,
     num_aux: usize,
-    rows: Vec<Row>,
+    num_constraints: usize,
+    /// A, B and C's terms, each sorted by row (sparse: nothing for a row without terms).
+    terms: [Vec<Term>; 3],
+}
+
+impl cuzk_r1cs {
+    /// The rows of `matrix`: (row, its terms) for each row with terms, in order.
+    fn rows(&self, matrix: usize) -> impl Iterator<Item = (usize, &[Term])> {
+        self.terms[matrix]
+            .chunk_by(|x, y| x.row == y.row)
+            .map(|terms| (terms[0].row as usize, terms))
+    }
+
+    /// The constraints, the public inputs (without the one) and the aux variables it counts.
+    pub(crate) fn counts(&self) -> (usize, usize, usize) {
+        (self.num_constraints, self.num_public, self.num_aux)
+    }
 }
 
 /// The circuit an R1CS describes, with a witness (or, for parameter generation, without).
@@ -55,6 +79,13 @@ impl<'a> R1csCircuit<'a> {
     }
 }
 
+/// The index behind a variable the constraint system allocated.
+fn index_of(v: Variable) -> usize {
+    match v.get_unchecked() {
+        Index::Input(i) | Index::Aux(i) => i,
+    }
+}
+
 impl Circuit<Scalar> for R1csCircuit<'_> {
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
         let r = self.r1cs;
@@ -67,56 +98,90 @@ impl Circuit<Scalar> for R1csCircuit<'_> {
                 None => Err(SynthesisError::AssignmentMissing),
             }
         };
-        let mut vars = Vec::with_capacity(1 + r.num_public + r.num_aux);
-        vars.push(CS::one());
+        // The constraint systems this circuit is synthesized into number the variables of a
+        // kind in the order they are allocated: the first of each kind gives the base, and no
+        // table of 1 + public + aux variables is needed.
+        let mut first_input = None;
         for i in 0..r.num_public {
-            vars.push(cs.alloc_input(|| format!("public {i}"), || value(true, i))?);
+            let v = cs.alloc_input(|| format!("public {i}"), || value(true, i))?;
+            first_input.get_or_insert(index_of(v));
         }
+        let mut first_aux = None;
         for i in 0..r.num_aux {
-            vars.push(cs.alloc(|| format!("aux {i}"), || value(false, i))?);
+            let v = cs.alloc(|| format!("aux {i}"), || value(false, i))?;
+            first_aux.get_or_insert(index_of(v));
         }
-        let lc = |terms: &[(u32, Scalar)]| {
+        let (first_input, first_aux) = (first_input.unwrap_or(0), first_aux.unwrap_or(0));
+        let var = |v: u32| -> Variable {
+            let v = v as usize;
+            if v == 0 {
+                CS::one()
+            } else if v <= r.num_public {
+                Variable::new_unchecked(Index::Input(first_input + v - 1))
+            } else {
+                Variable::new_unchecked(Index::Aux(first_aux + v - 1 - r.num_public))
+            }
+        };
+        let lc = |terms: &[Term]| {
             let mut lc = LinearCombination::<Scalar>::zero();
-            for &(v, coeff) in terms {
-                let var: Variable = vars[v as usize];
-                lc = lc + (coeff, var);
+            for t in terms {
+                lc = lc + (t.coeff, var(t.variable));
             }
             lc
         };
-        for (i, [a, b, c]) in r.rows.iter().enumerate() {
+        let mut rows = [r.rows(0).peekable(), r.rows(1).peekable(), r.rows(2).peekable()];
+        for i in 0..r.num_constraints {
+            let [a, b, c] = rows
+                .each_mut()
+                .map(|m| m.next_if(|&(row, _)| row == i).map_or(&[][..], |(_, terms)| terms));
             cs.enforce(|| format!("constraint {i}"), |_| lc(a), |_| lc(b), |_| lc(c));
         }
         Ok(())
     }
 }
 
-/// Reads terms into `rows`.
-fn add_terms(rows: &mut [Row], matrix: usize, terms: &[cuzk_r1cs_term], num_vars: usize) -> AbiResult {
+/// Reads the terms of `matrix`, checked, sorted by row.
+fn read_terms(
+    matrix: usize,
+    terms: &[cuzk_r1cs_term],
+    num_constraints: usize,
+    num_vars: usize,
+) -> AbiResult<Vec<Term>> {
     let name = ["A", "B", "C"][matrix];
-    let num_rows = rows.len();
+    let mut out = room(terms.len())?;
     for (k, t) in terms.iter().enumerate() {
-        let row = rows.get_mut(t.constraint as usize).ok_or_else(|| {
-            AbiError::invalid(format!(
-                "{name} term {k}: constraint {} out of range ({} constraints)",
-                t.constraint, num_rows
-            ))
-        })?;
+        if t.constraint as usize >= num_constraints {
+            return Err(AbiError::invalid(format!(
+                "{name} term {k}: constraint {} out of range ({num_constraints} constraints)",
+                t.constraint
+            )));
+        }
         if t.variable as usize >= num_vars {
             return Err(AbiError::invalid(format!(
                 "{name} term {k}: variable {} out of range ({num_vars} variables: one, public, aux)",
                 t.variable
             )));
         }
-        let coeff = scalar::from_le(&t.coeff, &format!("{name} term"), k)?;
-        row[matrix].push((t.variable, coeff));
+        out.push(Term {
+            row: t.constraint,
+            variable: t.variable,
+            coeff: scalar::from_le(&t.coeff, &format!("{name} term"), k)?,
+        });
     }
-    Ok(())
+    // In place (no allocation); a row's terms add up, so their order within it is free.
+    if !out.windows(2).all(|w| w[0].row <= w[1].row) {
+        out.sort_unstable_by_key(|t| (t.row, t.variable));
+    }
+    Ok(out)
 }
 
 /// Makes a constraint system of `num_constraints` constraints over 1 + `num_public` +
 /// `num_aux` variables from the non-zero entries of A, B and C (`a_len`, `b_len`, `c_len`
 /// terms; NULL allowed for a length of 0; entries of one row and variable add up). The terms
-/// are copied. On success `*out` holds it (free with `cuzk_r1cs_free`). Thread-safe.
+/// are copied; the counts cost no memory of their own (any count up to 2^32 − 1 constraints,
+/// and 2^32 − 1 variables with the one, is accepted; more is `CUZK_STATUS_INVALID_ARGUMENT`).
+/// Out of memory for the copy is `CUZK_STATUS_ALLOCATION`. On success `*out` holds it (free
+/// with `cuzk_r1cs_free`). Thread-safe.
 ///
 /// # Safety
 /// Each term pointer holds its count of terms; `out` writable; `err` NULL or writable.
@@ -145,16 +210,17 @@ pub unsafe extern "C" fn cuzk_r1cs_new(
         if num_constraints > u32::MAX as usize {
             return Err(AbiError::invalid("more than 2^32 − 1 constraints"));
         }
-        let mut rows: Vec<Row> = (0..num_constraints).map(|_| Default::default()).collect();
         // SAFETY: per the contract, each pointer holds its count of terms.
         let (a, b, c) = unsafe { (slice(a, a_len, "a")?, slice(b, b_len, "b")?, slice(c, c_len, "c")?) };
-        for (m, terms) in [a, b, c].into_iter().enumerate() {
-            add_terms(&mut rows, m, terms, num_vars)?;
-        }
         let r1cs = cuzk_r1cs {
             num_public,
             num_aux,
-            rows,
+            num_constraints,
+            terms: [
+                read_terms(0, a, num_constraints, num_vars)?,
+                read_terms(1, b, num_constraints, num_vars)?,
+                read_terms(2, c, num_constraints, num_vars)?,
+            ],
         };
         // SAFETY: non-NULL, writable per the contract.
         unsafe { out.write(into_handle(r1cs)) };
@@ -195,16 +261,29 @@ pub unsafe extern "C" fn cuzk_r1cs_is_satisfied(
         let out = Out::new(out_satisfied, "out_satisfied")?;
         // SAFETY: per the contract.
         let (public, aux) = unsafe { witness(r, public_inputs, num_public, aux, num_aux) }?;
-        let mut w = Vec::with_capacity(1 + public.len() + aux.len());
+        let mut w = room(1 + public.len() + aux.len())?;
         w.push(<Scalar as ff::Field>::ONE);
         w.extend_from_slice(&public);
         w.extend_from_slice(&aux);
-        let dot = |terms: &[(u32, Scalar)]| terms.iter().map(|&(v, c)| w[v as usize] * c).sum::<Scalar>();
-        let first = r.rows.iter().position(|[a, b, c]| dot(a) * dot(b) != dot(c));
+        let dot = |terms: &[Term]| terms.iter().map(|t| w[t.variable as usize] * t.coeff).sum::<Scalar>();
+        // Only a row with terms can fail (0 · 0 = 0): the rows of the three matrices merged in
+        // order.
+        let mut rows = [r.rows(0).peekable(), r.rows(1).peekable(), r.rows(2).peekable()];
+        let first = loop {
+            let Some(i) = rows.iter_mut().filter_map(|m| m.peek().map(|&(row, _)| row)).min() else {
+                break None;
+            };
+            let [a, b, c] = rows
+                .each_mut()
+                .map(|m| m.next_if(|&(row, _)| row == i).map_or(&[][..], |(_, terms)| terms));
+            if dot(a) * dot(b) != dot(c) {
+                break Some(i);
+            }
+        };
         // SAFETY: non-NULL (checked) and writable per the contract.
         unsafe {
             if !out_first_unsatisfied.is_null() {
-                out_first_unsatisfied.write(first.unwrap_or(r.rows.len()));
+                out_first_unsatisfied.write(first.unwrap_or(r.num_constraints));
             }
             out.write(first.is_none());
         }
@@ -279,7 +358,7 @@ pub unsafe extern "C" fn cuzk_assignment_new_r1cs(
             Some(p) => ProvingAssignment::new_with_pinned(
                 &p.inner,
                 Some(CapacityHint {
-                    constraints: r.rows.len() + num_public + 1,
+                    constraints: r.num_constraints + num_public + 1,
                     inputs: num_public + 1,
                     aux: num_aux,
                 }),
@@ -345,7 +424,7 @@ unsafe fn density(words: *const u64, bits: usize, name: &'static str) -> AbiResu
     let w = unsafe { slice(words, bits.div_ceil(64), name) }?;
     let mut d = DensityTracker::with_capacity(bits);
     for i in 0..bits {
-        d.add_element();
+        d.try_add_element()?;
         if w[i / 64] >> (i % 64) & 1 == 1 {
             d.inc(i);
         }
@@ -438,7 +517,7 @@ pub unsafe extern "C" fn cuzk_assignment_new_raw(
         let a_vec = abc_from_buffer(a.inner, n, "a")?;
         let b_vec = abc_from_buffer(b.inner, n, "b")?;
         let c_vec = abc_from_buffer(c.inner, n, "c")?;
-        let mut inputs = Vec::with_capacity(public.len() + 1);
+        let mut inputs = room(public.len() + 1)?;
         inputs.push(<Scalar as ff::Field>::ONE);
         inputs.extend_from_slice(&public);
         let mut aux_vec = PinnedVec::with_capacity_in(&pool, aux.len().max(1))?;

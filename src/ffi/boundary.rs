@@ -149,6 +149,22 @@ impl<T> Out<T> {
     }
 }
 
+/// An empty vector with room for `n` elements (a count the caller gave, or sized by one): out
+/// of memory is `CUZK_STATUS_ALLOCATION`, never the abort of `Vec::with_capacity`.
+pub(crate) fn room<T>(n: usize) -> AbiResult<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|e| crate::pool::heap_error(n, std::mem::size_of::<T>(), &e))?;
+    Ok(v)
+}
+
+/// A copy of `items` in memory of the library's, as [`room`] allocates it.
+pub(crate) fn copied<T: Clone>(items: &[T]) -> AbiResult<Vec<T>> {
+    let mut v = room(items.len())?;
+    v.extend_from_slice(items);
+    Ok(v)
+}
+
 /// Moves `value` to the heap as an opaque handle for C.
 pub(crate) fn into_handle<T>(value: T) -> *mut T {
     Box::into_raw(Box::new(value))
@@ -222,5 +238,13 @@ mod tests {
             Out::<u8>::new(std::ptr::null_mut(), "out"),
             Err(AbiError::Null("out"))
         ));
+    }
+
+    #[test]
+    fn room_the_allocator_cannot_give_is_an_allocation_status() {
+        let e = room::<[u8; 32]>(usize::MAX / 64).unwrap_err();
+        assert_eq!(e.status(), cuzk_status::Allocation, "{}", e.message());
+        assert!(room::<u64>(4).unwrap().capacity() >= 4);
+        assert_eq!(copied(&[1, 2, 3]).unwrap(), [1, 2, 3]);
     }
 }

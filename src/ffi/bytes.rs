@@ -2,7 +2,7 @@
 //! `cuzk_bytes_free`), and `cuzk_byte_slice`, a byte string the caller passes; with the
 //! readers of fixed-size and listed byte arguments.
 
-use super::boundary::{call_void, slice, AbiResult};
+use super::boundary::{call_void, copied, room, slice, AbiResult};
 use super::status::AbiError;
 
 /// Bytes the library allocated and hands to the caller (proof bytes): `len` bytes at `data`
@@ -75,13 +75,14 @@ pub(crate) fn bytes32(p: *const u8, name: &'static str) -> AbiResult<[u8; 32]> {
 pub(crate) unsafe fn vanilla(p: *const cuzk_byte_slice, n: usize) -> AbiResult<Vec<Vec<u8>>> {
     // SAFETY: per this function's contract.
     let items = unsafe { slice(p, n, "vanilla_proofs")? };
-    items
-        .iter()
-        .map(|item| {
-            // SAFETY: per this function's contract.
-            unsafe { slice(item.data, item.len, "vanilla_proofs[i].data") }.map(<[u8]>::to_vec)
-        })
-        .collect()
+    let mut out = room(items.len())?;
+    for item in items {
+        // SAFETY: per this function's contract.
+        out.push(copied(unsafe {
+            slice(item.data, item.len, "vanilla_proofs[i].data")
+        }?)?);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::ffi::{c_char, c_void};
 use std::time::Duration;
 
 use super::assignment::cuzk_assignment;
-use super::boundary::{arg, call, call_void, into_handle, take_handle, Out};
+use super::boundary::{arg, call, call_void, into_handle, room, take_handle, Out};
 use super::engine_config::engine_config;
 use super::job::{self, JobCore, JobHandleKind, Running};
 use super::params::cuzk_params;
@@ -249,7 +249,8 @@ pub unsafe extern "C" fn cuzk_engine_submit(
         if count == 0 {
             return Err(AbiError::invalid("an empty job: nothing to prove"));
         }
-        let partitions = taken.into_iter().map(Partition::synthesized).collect();
+        let mut partitions = room(count)?;
+        partitions.extend(taken.into_iter().map(Partition::synthesized));
         let mut job = Job::new(params.inner.clone(), partitions).with_priority(priority);
         match (r.is_null(), s.is_null()) {
             (true, true) => {}

@@ -34,6 +34,12 @@
 //! reads and writes over caller-sized arrays; `assignment`'s view of a checked pool buffer as
 //! scalars; `pool`'s optional out-parameters written only when not NULL; and the calls of C
 //! callbacks (`progress`, `log`).
+//!
+//! Memory a caller's count sizes (copies of its arrays, tables of its counts) comes from
+//! `boundary::room` / `boundary::copied`, fallibly: out of memory is `CUZK_STATUS_ALLOCATION`,
+//! never the abort of `Vec::with_capacity` or `vec![..; n]`. Counts that would need memory of
+//! their own without any data behind them (a constraint system's constraints and variables)
+//! take none until used: a `cuzk_r1cs` keeps only its terms.
 
 mod boundary;
 

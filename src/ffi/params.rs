@@ -8,6 +8,7 @@ use std::path::Path;
 use super::assignment::{cuzk_r1cs, R1csCircuit};
 use super::boundary::{arg, c_str, call, call_void, into_handle, slice_out, take_handle, Out};
 use super::status::{cuzk_status, enum_arg, AbiError};
+use crate::params::dev::development_domain;
 use crate::params::{Parameters, PointCheck};
 
 /// How thoroughly `cuzk_params_load` checks the points of the query vectors (the verifying
@@ -203,6 +204,10 @@ pub unsafe extern "C" fn cuzk_params_verifying_key(
 /// made with these parameters verify, so a caller can prove a circuit it wrote; production
 /// parameters must come from a trusted-setup ceremony. Cost grows with the circuit (one
 /// scalar multiplication per constraint and variable): fine up to some 2^16 constraints.
+/// Memory: parameters larger than the host's memory and swap (some 96 bytes per constraint
+/// and per variable) are `CUZK_STATUS_ALLOCATION` at once, before any work, and so is an
+/// array of the setup the allocator refuses (never an abort); a domain past 2^32
+/// (constraints + public inputs + 1) is `CUZK_STATUS_INVALID_ARGUMENT`.
 /// On success `*out` holds the parameters (free with `cuzk_params_free`). Thread-safe.
 ///
 /// # Safety
@@ -218,6 +223,9 @@ pub unsafe extern "C" fn cuzk_params_generate_insecure_for_development(
         // SAFETY: per the contract.
         let r1cs = unsafe { arg(r1cs, "r1cs") }?;
         let out = Out::new(out, "out")?;
+        // Refused from the counts before the synthesis walks them.
+        let (constraints, public, aux) = r1cs.counts();
+        development_domain(constraints.saturating_add(public).saturating_add(1), public + 1, aux)?;
         let inner = Parameters::generate_insecure_for_development(R1csCircuit::shape_only(r1cs), seed)?;
         // SAFETY: non-NULL, writable per the contract.
         unsafe { out.write(into_handle(cuzk_params { inner })) };

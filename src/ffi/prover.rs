@@ -4,7 +4,9 @@ use std::ffi::c_char;
 use std::time::Duration;
 
 use super::assignment::cuzk_assignment;
-use super::boundary::{arg, call, call_value, into_handle, slice, slice_out, take_handle, AbiResult, Out};
+use super::boundary::{
+    arg, call, call_value, copied, into_handle, room, slice, slice_out, take_handle, AbiResult, Out,
+};
 use super::params::cuzk_params;
 use super::pool::cuzk_pool;
 use super::scalar;
@@ -172,7 +174,8 @@ pub unsafe extern "C" fn cuzk_prover_backend_name(prover: *const cuzk_prover) ->
     })
 }
 
-/// Takes ownership of every distinct non-NULL assignment in the array.
+/// Takes ownership of every distinct non-NULL assignment in the array (all of them, even when
+/// the call then fails).
 ///
 /// # Safety
 /// `p` holds `count` pointers, each NULL or a live assignment.
@@ -182,12 +185,25 @@ pub(crate) unsafe fn take_assignments(
 ) -> AbiResult<Vec<ProvingAssignment>> {
     // SAFETY: per the contract.
     let ptrs = unsafe { slice(p, count, "assignments") }?;
-    let mut sorted = ptrs.to_vec();
+    let room_for_all = copied(ptrs).and_then(|sorted| Ok((sorted, room(count)?)));
+    let (mut sorted, mut taken) = match room_for_all {
+        Ok(r) => r,
+        Err(e) => {
+            // No memory to sort them: each distinct one freed all the same (consumed).
+            for (i, &a) in ptrs.iter().enumerate() {
+                if !ptrs[..i].contains(&a) {
+                    // SAFETY: a live handle per the contract, taken once (its first place).
+                    drop(unsafe { take_handle(a) });
+                }
+            }
+            return Err(e);
+        }
+    };
     sorted.sort();
     let has_dup = sorted.windows(2).any(|w| !w[0].is_null() && w[0] == w[1]);
     sorted.dedup();
     // SAFETY: each distinct pointer is a live handle per the contract, taken once.
-    let taken: Vec<_> = sorted.into_iter().filter_map(|a| unsafe { take_handle(a) }).collect();
+    taken.extend(sorted.into_iter().filter_map(|a| unsafe { take_handle(a) }));
     if has_dup {
         return Err(AbiError::invalid("an assignment appears twice in the batch"));
     }
@@ -195,9 +211,9 @@ pub(crate) unsafe fn take_assignments(
         return Err(AbiError::Null("assignments[i]"));
     }
     // Back in the caller's order.
-    let mut by_addr: Vec<(usize, Box<cuzk_assignment>)> =
-        taken.into_iter().map(|b| (&*b as *const _ as usize, b)).collect();
-    let mut ordered = Vec::with_capacity(count);
+    let mut by_addr: Vec<(usize, Box<cuzk_assignment>)> = room(count)?;
+    by_addr.extend(taken.into_iter().map(|b| (&*b as *const _ as usize, b)));
+    let mut ordered = room(count)?;
     for &p in ptrs {
         let i = by_addr
             .iter()

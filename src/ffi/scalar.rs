@@ -6,7 +6,7 @@ use std::ffi::c_char;
 use blst::blst_fr;
 use blstrs::Scalar;
 
-use super::boundary::{call, slice, AbiResult, Out};
+use super::boundary::{call, room, slice, AbiResult, Out};
 use super::status::{cuzk_status, AbiError};
 
 /// Bytes of one scalar at the ABI, in either form.
@@ -49,11 +49,11 @@ pub(crate) fn from_le(bytes: &[u8], what: &str, index: usize) -> AbiResult<Scala
 
 /// Decodes `bytes` (a whole number of 32-byte canonical scalars).
 pub(crate) fn all_from_le(bytes: &[u8], what: &str) -> AbiResult<Vec<Scalar>> {
-    bytes
-        .chunks_exact(CUZK_SCALAR_BYTES)
-        .enumerate()
-        .map(|(i, b)| from_le(b, what, i))
-        .collect()
+    let mut out = room(bytes.len() / CUZK_SCALAR_BYTES)?;
+    for (i, b) in bytes.chunks_exact(CUZK_SCALAR_BYTES).enumerate() {
+        out.push(from_le(b, what, i)?);
+    }
+    Ok(out)
 }
 
 fn to_memory_bytes(s: Scalar) -> [u8; 32] {
@@ -98,7 +98,7 @@ unsafe fn convert(
         return Err(AbiError::Null("output"));
     }
     // Validate everything first so that nothing is written on failure.
-    let mut converted = Vec::with_capacity(count);
+    let mut converted = room(count)?;
     for i in 0..count {
         // SAFETY: the caller guarantees `count * 32` readable bytes at `input`; an unaligned
         // read of a byte array copies it out, so `output` may alias `input`.

@@ -11,8 +11,9 @@ use crate::prover::BackendChoice;
 /// The GPUs to prove on: `cpu`, `auto` (GPU 0 when usable, else the CPU: the default), or
 /// device numbers such as `0,1` (one set of GPU workers each).
 pub const ENV_GPUS: &str = "CUZK_FILECOIN_GPUS";
-/// The host memory budget: a byte count or `96GiB` (also `MiB`, `TiB`). Default: three
-/// quarters of the host's memory (Filecoin's parameter sets, which the budget counts, are
+/// The host memory budget: a byte size such as `103079215104`, `96G`, `96GB` or `96GiB` (the
+/// rule of [`crate::byte_size`]: K, M, G, T are binary multiples, any case), above 0. Default:
+/// three quarters of the host's memory (Filecoin's parameter sets, which the budget counts, are
 /// large).
 pub const ENV_BUDGET: &str = "CUZK_FILECOIN_BUDGET";
 /// Synthesis threads (one partition each). Default: the host's cores.
@@ -100,9 +101,11 @@ pub(crate) fn config_from_env(var: &dyn Fn(&str) -> Option<String>) -> Result<En
         config.backends = parse_gpus(&v).ok_or_else(|| bad(ENV_GPUS, &v, "cpu, auto or device numbers such as 0,1"))?;
     }
     if let Some(v) = var(ENV_BUDGET) {
-        config.budget_bytes = parse_bytes(&v)
-            .filter(|&b| b > 0)
-            .ok_or_else(|| bad(ENV_BUDGET, &v, "a byte count such as 103079215104 or 96GiB"))?;
+        config.budget_bytes = match crate::byte_size::parse(&v) {
+            Ok(0) => return Err(bad(ENV_BUDGET, &v, "a byte size above 0, such as 96GiB")),
+            Ok(b) => b,
+            Err(e) => return Err(Error::InvalidArgument(format!("{ENV_BUDGET}={v:?}: {e}"))),
+        };
     }
     if let Some(v) = var(ENV_SYNTHESIS_THREADS) {
         config.synthesis_workers = v
@@ -148,23 +151,6 @@ fn parse_gpus(v: &str) -> Option<Vec<EngineBackend>> {
             .map(|d| EngineBackend::Choice(BackendChoice::Gpu(d)))
             .collect(),
     )
-}
-
-/// `123`, `96GiB`, `512MiB`, `1TiB` (binary units; `KiB` too).
-fn parse_bytes(v: &str) -> Option<usize> {
-    let v = v.trim();
-    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
-    let (digits, unit) = v.split_at(split);
-    let n: usize = digits.parse().ok()?;
-    let shift = match unit.trim() {
-        "" => 0,
-        "KiB" => 10,
-        "MiB" => 20,
-        "GiB" => 30,
-        "TiB" => 40,
-        _ => return None,
-    };
-    n.checked_mul(1usize.checked_shl(shift)?)
 }
 
 /// The host's memory in bytes (Linux `/proc/meminfo`).
@@ -222,13 +208,41 @@ mod tests {
         }
     }
 
+    /// The budget is read by the one byte-size rule (`crate::byte_size`): what the GPU limit
+    /// accepted (`24G`, `24GB`, any case) now means the same here, in binary multiples.
+    #[test]
+    fn the_budget_takes_every_spelling_of_a_byte_size() {
+        for (value, bytes) in [
+            ("96GiB", 96usize << 30),
+            ("96G", 96 << 30),
+            ("96GB", 96 << 30),
+            ("96 gb", 96 << 30),
+            (" 12 GB ", 12 << 30),
+            ("512MiB", 512 << 20),
+            ("1T", 1 << 40),
+            ("1234", 1234),
+        ] {
+            let c = config_from_env(&env(&[(ENV_BUDGET, value)])).unwrap();
+            assert_eq!(c.budget_bytes, bytes, "{value:?}");
+        }
+        let msg = config_from_env(&env(&[(ENV_BUDGET, "12 XB")])).unwrap_err().to_string();
+        assert!(
+            msg.contains(ENV_BUDGET) && msg.contains("unknown unit \"XB\"") && msg.contains("24GiB"),
+            "{msg}"
+        );
+        let msg = config_from_env(&env(&[(ENV_BUDGET, "0")])).unwrap_err().to_string();
+        assert!(msg.contains("above 0"), "{msg}");
+    }
+
     #[test]
     fn bad_values_are_refused_by_name() {
         for (name, value) in [
             (ENV_GPUS, "gpu0"),
             (ENV_GPUS, "0,0"),
-            (ENV_BUDGET, "12 GB"),
+            (ENV_BUDGET, "12 XB"),
+            (ENV_BUDGET, "1.5GiB"),
             (ENV_BUDGET, "0"),
+            (ENV_BUDGET, "0GiB"),
             (ENV_BUDGET, "99999999999TiB"),
             (ENV_SYNTHESIS_THREADS, "0"),
             (ENV_SYNTHESIS_THREADS, "many"),

@@ -37,13 +37,15 @@ pub fn window_post_partitions_max(sectors_per_partition: usize) -> usize {
 /// [`PRIORITY_WINDOW_POST`](super::PRIORITY_WINDOW_POST), as filecoin-proofs-api's
 /// `post::generate_window_post_with_vanilla`: `vanilla_proofs` are the bincode bytes of
 /// `FallbackPoStSectorProof`s (what filecoin-ffi's `generate_single_vanilla_proof` returns),
-/// `randomness` the challenge seed. Returns the proof bytes (192 per partition, in order).
+/// `randomness` the challenge seed. The vanilla proofs come in ascending sector number order,
+/// each sector once (the order `verify_window_post` and the miner actor read the sectors in).
+/// Returns the proof bytes (192 per partition, in order).
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for a Winning proof type, no vanilla proofs or bytes that do not
-/// decode; [`Error::Filecoin`] when filecoin-proofs rejects them (e.g. a faulty sector's
-/// vanilla proof does not verify); [`Error::FilecoinParams`]; the engine's errors
-/// ([`ProofJob::wait`]).
+/// [`Error::InvalidArgument`] for a Winning proof type, no vanilla proofs, bytes that do not
+/// decode or sectors out of order (naming the first vanilla proof out of it);
+/// [`Error::Filecoin`] when filecoin-proofs rejects them (e.g. a faulty sector's vanilla proof
+/// does not verify); [`Error::FilecoinParams`]; the engine's errors ([`ProofJob::wait`]).
 pub fn generate_window_post_with_vanilla(
     proof_type: RegisteredPoStProof,
     randomness: &[u8; 32],
@@ -84,11 +86,11 @@ pub fn submit_window_post_with_vanilla(
 /// `post::generate_single_window_post_with_vanilla` (filecoin-ffi's
 /// `GenerateSinglePartitionWindowPoStWithVanilla`, which Curio calls): `vanilla_proofs` are
 /// the vanilla proofs of that partition's sectors only (at most the partition's sector count,
-/// in sector order), `partition_index` its index in the deadline's Window PoSt. Returns the
-/// partition's 192-byte proof (filecoin-proofs' `PartitionSnarkProof`); the partitions'
-/// proofs concatenated in index order (filecoin-proofs' `merge_window_post_partition_proofs`)
-/// are the Window PoSt `verify_window_post` accepts. Checked before it is returned as
-/// partition `partition_index` of that PoSt.
+/// in ascending sector number order, each sector once), `partition_index` its index in the
+/// deadline's Window PoSt. Returns the partition's 192-byte proof (filecoin-proofs'
+/// `PartitionSnarkProof`); the partitions' proofs concatenated in index order (filecoin-proofs'
+/// `merge_window_post_partition_proofs`) are the Window PoSt `verify_window_post` accepts.
+/// Checked before it is returned as partition `partition_index` of that PoSt.
 ///
 /// # Errors
 /// As [`generate_window_post_with_vanilla`]; also more vanilla proofs than one partition holds,
@@ -245,6 +247,29 @@ fn post(
     )
 }
 
+/// A Window PoSt's sectors (`ids`, as its vanilla proofs come) in ascending sector number
+/// order, each once: the order its verifiers read them in (filecoin-proofs'
+/// `verify_window_post` from a map by sector id, the miner actor from its partitions' bit
+/// fields). A proof of the same sectors in another order is of other public inputs, which
+/// cuzk's check would pass and the chain's would not.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] naming the first vanilla proof out of order.
+fn in_sector_order(ids: impl Iterator<Item = u64>) -> Result<()> {
+    let mut before = None;
+    for (i, id) in ids.enumerate() {
+        if let Some(prev) = before.filter(|&prev| prev >= id) {
+            return Err(Error::InvalidArgument(format!(
+                "vanilla proof {i} is of sector {id}, after sector {prev}: a Window PoSt takes its \
+                 sectors' vanilla proofs in ascending sector number order, each sector once (the \
+                 order its verifiers read them in)"
+            )));
+        }
+        before = Some(id);
+    }
+    Ok(())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn post_inner<Tree: 'static + MerkleTreeTrait>(
     which: Which,
@@ -266,6 +291,9 @@ fn post_inner<Tree: 'static + MerkleTreeTrait>(
             })
         })
         .collect::<Result<Vec<_>>>()?;
+    if which != Which::Winning {
+        in_sector_order(sector_proofs.iter().map(|p| u64::from(p.sector_id)))?;
+    }
 
     let (vanilla_params, partitions) = match which {
         Which::Winning => {
@@ -411,6 +439,24 @@ fn post_inner<Tree: 'static + MerkleTreeTrait>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn window_post_sectors_come_in_ascending_order_each_once() {
+        assert!(in_sector_order([1, 2, 7, 1 << 40].into_iter()).is_ok());
+        assert!(in_sector_order([5].into_iter()).is_ok());
+        for (ids, at, id, prev) in [
+            (vec![2, 1], 1, 1, 2),
+            (vec![1, 3, 3], 2, 3, 3),
+            (vec![1, 4, 9, 8, 10], 3, 8, 9),
+        ] {
+            let e = in_sector_order(ids.into_iter()).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("vanilla proof {at} is of sector {id}, after sector {prev}"))
+                    && e.contains("ascending sector number order"),
+                "{e}"
+            );
+        }
+    }
 
     /// A single partition's index is refused past the partitions one Window PoSt of its
     /// proof type holds, before its vanilla proofs are read (garbage here): an index the

@@ -12,17 +12,26 @@
 //!
 //! The same shape recorder, counting only, sizes a circuit too big to synthesize
 //! ([`count_circuit`], for benchmarks through `cuzk::testing`).
+//!
+//! Memory: every array sized by the circuit's counts is allocated fallibly (out of memory is an
+//! [`Error::Allocation`], never an abort), and parameters that could not fit in the host's
+//! memory and swap are refused before any work ([`development_domain`], which the C ABI also
+//! calls before it synthesizes a constraint system of the caller's counts).
 
 use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
-use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use blstrs::{G1Affine, G1Projective, G2Projective, Scalar};
 use ff::{BatchInvert, Field, PrimeField};
-use group::{Curve, Group};
+use group::{Curve as _, Group};
 use rayon::prelude::*;
 
 use super::{Parameters, VerifyingKey};
-use crate::curve::{Curve as _, G1, G2};
+use crate::curve::{Curve, G1, G2};
 use crate::error::{Error, Result};
+use crate::pool::heap_error;
 use crate::rng::SplitMix;
+
+/// One (constraint, variable, coefficient) entry the shape recorder keeps.
+type Term = (usize, Index, Scalar);
 
 /// Records a circuit's shape (which variable, with which non-zero coefficient, in which
 /// constraint of A, B or C), never its values; or, `counting`, only its sizes.
@@ -32,8 +41,10 @@ struct Shape {
     aux: usize,
     constraints: usize,
     /// Per matrix (A, B, C): (constraint, variable, coefficient).
-    terms: [Vec<(usize, Index, Scalar)>; 3],
+    terms: [Vec<Term>; 3],
     error: Option<String>,
+    /// The first term the allocator had no room for.
+    no_room: Option<Error>,
     /// Count only: no linear combination is built, no term stored, nothing checked.
     counting: bool,
 }
@@ -76,7 +87,7 @@ impl Shape {
                 self.error
                     .get_or_insert_with(|| format!("input variable {i} was never allocated"));
             } else if !bool::from(coeff.is_zero()) {
-                self.terms[matrix].push((row, Index::Input(i), *coeff));
+                self.push(matrix, (row, Index::Input(i), *coeff));
             }
         }
         for (&i, coeff) in lc.iter_aux() {
@@ -84,7 +95,20 @@ impl Shape {
                 self.error
                     .get_or_insert_with(|| format!("aux variable {i} was never allocated"));
             } else if !bool::from(coeff.is_zero()) {
-                self.terms[matrix].push((row, Index::Aux(i), *coeff));
+                self.push(matrix, (row, Index::Aux(i), *coeff));
+            }
+        }
+    }
+
+    /// Keeps a term, or notes that there was no room for it.
+    fn push(&mut self, matrix: usize, term: Term) {
+        let terms = &mut self.terms[matrix];
+        match terms.try_reserve(1) {
+            Ok(()) => terms.push(term),
+            Err(e) => {
+                let n = terms.len().saturating_add(1);
+                self.no_room
+                    .get_or_insert_with(|| heap_error(n, std::mem::size_of::<Term>(), &e));
             }
         }
     }
@@ -141,22 +165,127 @@ fn nonzero(rng: &mut SplitMix) -> Scalar {
     }
 }
 
-fn g1_points(scalars: &[Scalar]) -> Vec<G1Affine> {
-    let proj: Vec<G1Projective> = scalars.par_iter().map(|s| G1Projective::generator() * s).collect();
-    let mut out = vec![G1Affine::default(); proj.len()];
-    proj.par_chunks(1 << 14)
-        .zip(out.par_chunks_mut(1 << 14))
-        .for_each(|(p, o)| G1::batch_to_affine(p, o));
-    out
+/// An empty vector with room for `n` elements.
+///
+/// # Errors
+/// [`Error::Allocation`] when the global allocator cannot provide it.
+fn room<T>(n: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|e| heap_error(n, std::mem::size_of::<T>(), &e))?;
+    Ok(v)
 }
 
-fn g2_points(scalars: &[Scalar]) -> Vec<G2Affine> {
-    let proj: Vec<G2Projective> = scalars.par_iter().map(|s| G2Projective::generator() * s).collect();
-    let mut out = vec![G2Affine::default(); proj.len()];
-    proj.par_chunks(1 << 14)
-        .zip(out.par_chunks_mut(1 << 14))
-        .for_each(|(p, o)| G2::batch_to_affine(p, o));
-    out
+/// `n` copies of `value`.
+///
+/// # Errors
+/// As [`room`].
+fn filled<T: Clone>(n: usize, value: T) -> Result<Vec<T>> {
+    let mut v = room(n)?;
+    v.resize(n, value);
+    Ok(v)
+}
+
+/// Points converted to affine form a chunk at a time (one shared inversion per chunk), so the
+/// projective points of only one chunk per thread exist at once.
+const POINT_CHUNK: usize = 1 << 10;
+
+/// `scalars[i]` times the generator of `C`, in affine form.
+///
+/// # Errors
+/// As [`room`].
+fn points<C: Curve>(scalars: &[Scalar]) -> Result<Vec<C::Affine>>
+where
+    C::Affine: Default,
+    C::Projective: Group<Scalar = Scalar> + Sync,
+{
+    let mut out = filled(scalars.len(), C::Affine::default())?;
+    scalars
+        .par_chunks(POINT_CHUNK)
+        .zip(out.par_chunks_mut(POINT_CHUNK))
+        .for_each(|(s, o)| {
+            let proj: Vec<C::Projective> = s.iter().map(|s| C::Projective::generator() * s).collect();
+            C::batch_to_affine(&proj, o);
+        });
+    Ok(out)
+}
+
+/// The Lagrange polynomials of the domain of `m` elements generated by `omega` at `tau`
+/// (outside the domain, z = τ^m − 1): L_j(τ) = ω^j · z / (m · (τ − ω^j)), in chunks computed in
+/// parallel, each chunk's inversions batched into one.
+///
+/// # Errors
+/// As [`room`].
+fn lagrange_at(tau: Scalar, z: Scalar, omega: Scalar, m: usize) -> Result<Vec<Scalar>> {
+    const CHUNK: usize = 1 << 12;
+    let scale = z * Scalar::from(m as u64).invert().expect("m < r is invertible");
+    let mut out = filled(m, Scalar::ZERO)?;
+    out.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
+        let first = omega.pow_vartime([(c * CHUNK) as u64]);
+        let mut w = first;
+        for l in chunk.iter_mut() {
+            *l = tau - w;
+            w *= omega;
+        }
+        chunk.iter_mut().batch_invert();
+        let mut w = first;
+        for l in chunk.iter_mut() {
+            *l *= w * scale;
+            w *= omega;
+        }
+    });
+    Ok(out)
+}
+
+/// The host's memory and swap in bytes (Linux `/proc/meminfo`; `None` elsewhere): more than
+/// any setup can hold.
+fn host_memory_and_swap() -> Option<usize> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib = |key: &str| -> Option<usize> {
+        info.lines()
+            .find(|l| l.starts_with(key))?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    };
+    kib("MemTotal:")?
+        .checked_add(kib("SwapTotal:").unwrap_or(0))?
+        .checked_mul(1024)
+}
+
+/// The evaluation domain (its size, m) of a development setup of `constraints` constraints
+/// (the one appended per input included) over `inputs` inputs (the one included) and `aux`
+/// aux variables, checked before any work is done.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a domain beyond the field's 2^32; [`Error::Allocation`] when
+/// the parameters alone — H (m − 1 points), IC and L (a point per variable), A (a point per
+/// input at least) — are larger than the host's memory and swap.
+pub(crate) fn development_domain(constraints: usize, inputs: usize, aux: usize) -> Result<usize> {
+    let m = constraints
+        .checked_next_power_of_two()
+        .filter(|m| m.trailing_zeros() <= Scalar::S)
+        .ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{constraints} constraints need a domain beyond the field's 2^{}",
+                Scalar::S
+            ))
+        })?;
+    let points = (m - 1).saturating_add(aux).saturating_add(inputs.saturating_mul(2));
+    let bytes = points.saturating_mul(std::mem::size_of::<G1Affine>());
+    match host_memory_and_swap() {
+        Some(host) if bytes > host => Err(Error::Allocation {
+            bytes,
+            backend: "global-heap",
+            reason: format!(
+                "development parameters (a domain of 2^{}, inputs: {inputs}, aux variables: {aux}) \
+                 need at least that many bytes, more than the host's {host} bytes of memory and swap",
+                m.trailing_zeros()
+            ),
+        }),
+        _ => Ok(m),
+    }
 }
 
 impl Parameters {
@@ -171,27 +300,28 @@ impl Parameters {
     ///
     /// # Errors
     /// The circuit's own synthesis error; [`Error::InvalidArgument`] for a constraint naming
-    /// a variable never allocated, or a domain beyond the field's 2^32.
+    /// a variable never allocated, or a domain beyond the field's 2^32; [`Error::Allocation`]
+    /// when parameters of the circuit's size could not fit in the host's memory and swap
+    /// (checked before the setup starts) or the allocator refuses an array of the setup.
     pub fn generate_insecure_for_development<C: Circuit<Scalar>>(circuit: C, seed: u64) -> Result<Self> {
         let mut cs = Shape::default();
         cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
         circuit.synthesize(&mut cs)?;
+        if let Some(e) = cs.no_room.take() {
+            return Err(e);
+        }
         if let Some(e) = cs.error.take() {
             return Err(Error::InvalidArgument(format!("circuit is malformed: {e}")));
         }
+        let m = development_domain(cs.constraints.saturating_add(cs.inputs), cs.inputs, cs.aux)?;
+        cs.terms[0]
+            .try_reserve(cs.inputs)
+            .map_err(|e| heap_error(cs.inputs, std::mem::size_of::<Term>(), &e))?;
         for i in 0..cs.inputs {
             cs.terms[0].push((cs.constraints, Index::Input(i), Scalar::ONE));
             cs.constraints += 1;
         }
-        let m = cs.constraints.next_power_of_two();
         let log_m = m.trailing_zeros();
-        if log_m > Scalar::S {
-            return Err(Error::InvalidArgument(format!(
-                "{} constraints need a domain of 2^{log_m}, beyond the field's 2^{}",
-                cs.constraints,
-                Scalar::S
-            )));
-        }
         let mut omega = Scalar::ROOT_OF_UNITY;
         for _ in log_m..Scalar::S {
             omega = omega.square();
@@ -211,20 +341,7 @@ impl Parameters {
             nonzero(&mut rng),
             nonzero(&mut rng),
         );
-
-        // L_j(τ) = ω^j · z / (m · (τ − ω^j)).
-        let mut powers = Vec::with_capacity(m);
-        let mut w = Scalar::ONE;
-        for _ in 0..m {
-            powers.push(w);
-            w *= omega;
-        }
-        let mut lagrange: Vec<Scalar> = powers.iter().map(|w| tau - w).collect();
-        lagrange.iter_mut().batch_invert();
-        let scale = z * Scalar::from(m as u64).invert().expect("m < r is invertible");
-        for (l, w) in lagrange.iter_mut().zip(&powers) {
-            *l *= w * scale;
-        }
+        let lagrange = lagrange_at(tau, z, omega, m)?;
 
         // Each variable's polynomials at τ, and which variables A and B use.
         let vars = cs.inputs + cs.aux;
@@ -233,11 +350,11 @@ impl Parameters {
             Index::Aux(i) => cs.inputs + i,
         };
         let mut eval = [
-            vec![Scalar::ZERO; vars],
-            vec![Scalar::ZERO; vars],
-            vec![Scalar::ZERO; vars],
+            filled(vars, Scalar::ZERO)?,
+            filled(vars, Scalar::ZERO)?,
+            filled(vars, Scalar::ZERO)?,
         ];
-        let mut used = [vec![false; vars], vec![false; vars]];
+        let mut used = [filled(vars, false)?, filled(vars, false)?];
         for (k, terms) in cs.terms.iter().enumerate() {
             for (row, idx, coeff) in terms {
                 let v = at(idx);
@@ -247,25 +364,30 @@ impl Parameters {
                 }
             }
         }
+        drop(lagrange);
         let [ev_a, ev_b, ev_c] = &eval;
 
         let gamma_inv = gamma.invert().expect("γ ≠ 0");
         let delta_inv = delta.invert().expect("δ ≠ 0");
         let combined = |v: usize, inv: Scalar| (beta * ev_a[v] + alpha * ev_b[v] + ev_c[v]) * inv;
-        let ic: Vec<Scalar> = (0..cs.inputs).map(|v| combined(v, gamma_inv)).collect();
-        let l: Vec<Scalar> = (cs.inputs..vars).map(|v| combined(v, delta_inv)).collect();
-        let mut h = Vec::with_capacity(m - 1);
+        let mut ic = room(cs.inputs)?;
+        ic.extend((0..cs.inputs).map(|v| combined(v, gamma_inv)));
+        let mut l = room(cs.aux)?;
+        l.extend((cs.inputs..vars).map(|v| combined(v, delta_inv)));
+        // A: every input (the input constraints make them all present), then the aux in A.
+        let in_a = |v: &usize| *v < cs.inputs || used[0][*v];
+        let mut a = room((0..vars).filter(in_a).count())?;
+        a.extend((0..vars).filter(in_a).map(|v| ev_a[v]));
+        let in_b = |v: &usize| used[1][*v];
+        let mut b = room((0..vars).filter(in_b).count())?;
+        b.extend((0..vars).filter(in_b).map(|v| ev_b[v]));
+        drop((eval, used));
+        let mut h = room(m - 1)?;
         let mut t = z * delta_inv;
         for _ in 0..m - 1 {
             h.push(t);
             t *= tau;
         }
-        // A: every input (the input constraints make them all present), then the aux in A.
-        let a: Vec<Scalar> = (0..vars)
-            .filter(|&v| v < cs.inputs || used[0][v])
-            .map(|v| ev_a[v])
-            .collect();
-        let b: Vec<Scalar> = (0..vars).filter(|&v| used[1][v]).map(|v| ev_b[v]).collect();
 
         let g1 = G1Projective::generator();
         let g2 = G2Projective::generator();
@@ -276,22 +398,22 @@ impl Parameters {
             gamma_g2: (g2 * gamma).to_affine(),
             delta_g1: (g1 * delta).to_affine(),
             delta_g2: (g2 * delta).to_affine(),
-            ic: g1_points(&ic),
+            ic: points::<G1>(&ic)?,
         };
+        let (h, l, a, b_g1, b_g2) = (
+            points::<G1>(&h)?,
+            points::<G1>(&l)?,
+            points::<G1>(&a)?,
+            points::<G1>(&b)?,
+            points::<G2>(&b)?,
+        );
         log::warn!(
             "generated INSECURE development parameters (seed-derived toxic waste; never use in production): \
              domain 2^{log_m}, {} inputs, {} aux",
             cs.inputs,
             cs.aux
         );
-        Self::new(
-            vk,
-            g1_points(&h),
-            g1_points(&l),
-            g1_points(&a),
-            g1_points(&b),
-            g2_points(&b),
-        )
+        Self::new(vk, h, l, a, b_g1, b_g2)
     }
 }
 

@@ -6,11 +6,17 @@
  *      cuzk_filecoin_configure alike;
  *   2. counts past their bounds (gpu_workers_per_backend, synthesis_workers, num_gpus,
  *      budget_timeout_ms, a pool's wait_ms) are INVALID_ARGUMENT at once (no abort, no hang);
+ *      counts within them that memory cannot hold cost nothing until used, then ALLOCATION: a
+ *      constraint system of 2^30 or 2^32 - 1 constraints without terms is made at once, and
+ *      the development setup of one with 2^32 - 2 aux variables is ALLOCATION at once (where
+ *      the host's memory and swap are below the 768 GiB its parameters would take);
  *   3. a job's lifecycle under concurrent calls: submit -> on_progress, then wait from two
  *      threads, progress polled and cancel from others; freed; and an engine freed mid-job:
  *      exactly one finished event with done + failed == total, the second wait refused, no
  *      callback once cuzk_job_free has returned;
- *   4. with the `filecoin` library and a winning PoSt fixture (argv[2]: the vanilla proof's
+ *   4. with the `filecoin` library: a Window PoSt's vanilla proofs out of ascending sector
+ *      order (or a sector twice) are INVALID_ARGUMENT naming the first out of order; and with
+ *      a winning PoSt fixture (argv[2]: the vanilla proof's
  *      bytes, argv[3]: the parameter cache): SnapDeals with an unknown update proof, zero or
  *      wrong partition counts, undecodable vanilla bytes, empty / non-minimal / trailing-byte
  *      CIDs; PoSt with zero sectors, too many, a Winning type on the Window call, a truncated
@@ -130,6 +136,61 @@ static void enum_and_count_edges(void) {
   err = NULL;
   st = cuzk_set_log_callback(NULL, NULL, 6, &err);
   refused(st, err, CUZK_STATUS_INVALID_ARGUMENT, "max_level", "cuzk_set_log_callback(NULL, NULL, 6)");
+}
+
+/* The host's memory and swap in bytes (/proc/meminfo; 0 where it cannot be read). */
+static unsigned long long host_memory_and_swap(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  unsigned long long total = 0, kib = 0;
+  char line[256];
+  while (f && fgets(line, sizeof line, f)) {
+    if (sscanf(line, "MemTotal: %llu kB", &kib) == 1 || sscanf(line, "SwapTotal: %llu kB", &kib) == 1) total += kib;
+  }
+  if (f) fclose(f);
+  return total * 1024;
+}
+
+static void memory_count_edges(void) {
+  const size_t big = UINT32_MAX;
+  const size_t counts[2] = {(size_t)1 << 30, big};
+  for (int i = 0; i < 2; i++) {
+    struct cuzk_r1cs *r1cs = NULL;
+    char *err = NULL;
+    time_t start = time(NULL);
+    enum cuzk_status st = cuzk_r1cs_new(0, 0, counts[i], NULL, 0, NULL, 0, NULL, 0, &r1cs, &err);
+    bool satisfied = false;
+    size_t first = 0;
+    if (st == CUZK_STATUS_OK) st = cuzk_r1cs_is_satisfied(r1cs, NULL, 0, NULL, 0, &satisfied, &first, &err);
+    check(st == CUZK_STATUS_OK && satisfied && first == counts[i] && time(NULL) - start < 10,
+          i == 0 ? "an R1CS of 2^30 constraints without terms: made at once, every constraint holds"
+                 : "an R1CS of 2^32 - 1 constraints without terms: made at once, every constraint holds",
+          err);
+    cuzk_string_free(err);
+    cuzk_r1cs_free(r1cs);
+  }
+  struct cuzk_r1cs *r1cs = NULL;
+  char *err = NULL;
+  enum cuzk_status st = cuzk_r1cs_new(0, 0, big + 1, NULL, 0, NULL, 0, NULL, 0, &r1cs, &err);
+  refused(st, err, CUZK_STATUS_INVALID_ARGUMENT, "constraints", "an R1CS of 2^32 constraints");
+  err = NULL;
+  st = cuzk_r1cs_new(0, big - 1, big, NULL, 0, NULL, 0, NULL, 0, &r1cs, &err);
+  check(st == CUZK_STATUS_OK, "an R1CS of 2^32 - 1 constraints and 2^32 - 2 aux variables", err);
+  cuzk_string_free(err);
+  if (st != CUZK_STATUS_OK) return;
+  /* H (2^32 - 1 points of 96 bytes) and L (2^32 - 2) alone: some 768 GiB. */
+  if (host_memory_and_swap() == 0 || host_memory_and_swap() >= 96ull << 33) {
+    printf("the development setup of 2^32 - 2 aux variables: skipped (the host's memory could hold it)\n");
+  } else {
+    struct cuzk_params *params = NULL;
+    time_t start = time(NULL);
+    err = NULL;
+    st = cuzk_params_generate_insecure_for_development(r1cs, 1, &params, &err);
+    check(time(NULL) - start < 10, "its development setup is refused at once", NULL);
+    check(params == NULL, "and no parameters are written", NULL);
+    refused(st, err, CUZK_STATUS_ALLOCATION, "memory and swap",
+            "the development setup of 2^32 - 1 constraints and 2^32 - 2 aux variables is ALLOCATION");
+  }
+  cuzk_r1cs_free(r1cs);
 }
 
 /* ---- job lifecycles ---------------------------------------------------------------------- */
@@ -492,6 +553,42 @@ static void post_edges(const struct cuzk_engine *engine, const uint8_t *vanilla,
   race(&FILECOIN_JOB, job, &w, total, 50, "Winning PoSt job, concurrent calls");
 }
 
+/* The smallest bincode FallbackPoStSectorProof: a sector id (8 bytes, little-endian), a zero
+ * comm_r (32 bytes), no sector proofs (a length of 8 zero bytes). Read, never proved. */
+static void tiny_vanilla(uint8_t out[48], uint64_t id) {
+  memset(out, 0, 48);
+  for (int i = 0; i < 8; i++) out[i] = (uint8_t)(id >> (8 * i));
+}
+
+static void window_post_order_edges(const struct cuzk_engine *engine) {
+  uint8_t prover_id[32] = {0}, bytes[3][48];
+  const uint64_t ids[3][3] = {{102, 100, 101}, {100, 101, 101}, {100, 101, 102}};
+  const char *needles[2] = {"vanilla proof 1 is of sector 100, after sector 102",
+                            "vanilla proof 2 is of sector 101, after sector 101"};
+  for (int c = 0; c < 3; c++) {
+    struct cuzk_byte_slice slices[3];
+    for (int i = 0; i < 3; i++) {
+      tiny_vanilla(bytes[i], ids[c][i]);
+      slices[i].data = bytes[i];
+      slices[i].len = 48;
+    }
+    struct cuzk_filecoin_job *job = NULL;
+    char *err = NULL;
+    enum cuzk_status st =
+        cuzk_filecoin_submit_window_post(engine, CUZK_PRIORITY_DEFAULT, 10, RANDOMNESS, prover_id, slices, 3, &job, &err);
+    if (c < 2) {
+      refused(st, err, CUZK_STATUS_INVALID_ARGUMENT, needles[c],
+              c == 0 ? "Window PoSt: sectors 102, 100, 101 (out of order)" : "Window PoSt: sector 101 twice");
+      check(job == NULL, "and no job is written", NULL);
+    } else {
+      check(st != CUZK_STATUS_OK && st != CUZK_STATUS_PANIC && err && !strstr(err, "ascending"),
+            "Window PoSt: sectors 100, 101, 102 in order pass the order check (and fail later: no sector proofs)", err);
+      cuzk_string_free(err);
+      cuzk_filecoin_job_free(job);
+    }
+  }
+}
+
 static void filecoin_edges(const char *vanilla_path, const char *param_cache) {
   struct cuzk_bytes out = {NULL, 0};
   char *err = NULL;
@@ -514,6 +611,7 @@ static void filecoin_edges(const char *vanilla_path, const char *param_cache) {
     return;
   }
   snap_edges(engine);
+  window_post_order_edges(engine);
   if (vanilla_path) {
     FILE *f = fopen(vanilla_path, "rb");
     uint8_t *vanilla = malloc(1 << 20);
@@ -533,6 +631,7 @@ int main(int argc, char **argv) {
   }
   setvbuf(stdout, NULL, _IOLBF, 0); /* every line out before a crash */
   enum_and_count_edges();
+  memory_count_edges();
   engine_lifecycles(atoi(argv[1]));
   filecoin_edges(argc == 4 ? argv[2] : NULL, argc == 4 ? argv[3] : NULL);
   if (failures) {

@@ -71,9 +71,12 @@ unsafe fn post(
 /// Window PoSt from vanilla proofs, as filecoin-ffi's `generate_window_post_with_vanilla`:
 /// `post_proof` an `abi.RegisteredPoStProof` Window value (5..=9, or 10..=14 for the V1_1
 /// ones); `randomness` and `prover_id` 32 bytes each; `vanilla_proofs` the `n` per-sector
-/// vanilla proofs (filecoin-ffi's `generate_single_vanilla_proof`), in sector order. Blocks;
-/// on success `*out` holds the proof bytes (192 per partition, in order). `engine`,
-/// `priority`: as for `cuzk_filecoin_seal_commit_phase2`. Thread-safe.
+/// vanilla proofs (filecoin-ffi's `generate_single_vanilla_proof`), in ascending sector number
+/// order, each sector once — the order filecoin-proofs' `verify_window_post` and the miner
+/// actor read the sectors in; any other order is `CUZK_STATUS_INVALID_ARGUMENT` naming the
+/// first vanilla proof out of it (a proof of the sectors in another order would not verify
+/// on chain). Blocks; on success `*out` holds the proof bytes (192 per partition, in order).
+/// `engine`, `priority`: as for `cuzk_filecoin_seal_commit_phase2`. Thread-safe.
 ///
 /// # Safety
 /// `engine` NULL or live; `randomness`, `prover_id` 32 readable bytes each; `vanilla_proofs`
@@ -148,10 +151,11 @@ pub unsafe extern "C" fn cuzk_filecoin_submit_window_post(
 /// One partition of a Window PoSt, as filecoin-ffi's
 /// `generate_single_partition_window_post_with_vanilla` (Curio's
 /// `GenerateSinglePartitionWindowPoStWithVanilla`): `vanilla_proofs` are the `n` vanilla
-/// proofs of that partition's sectors only, in sector order (at most the partition's sector
-/// count), `partition_index` its index in the Window PoSt (one SubmitWindowedPoSt message's
-/// partitions, from 0): below `min(25000 / sectors per partition, 3000)` — 10 for 32 and
-/// 64 GiB — else `CUZK_STATUS_INVALID_ARGUMENT`, before anything is built. Blocks; on success
+/// proofs of that partition's sectors only, in ascending sector number order as for
+/// `cuzk_filecoin_window_post` (at most the partition's sector count), `partition_index` its
+/// index in the Window PoSt (one SubmitWindowedPoSt message's partitions, from 0): below
+/// `min(25000 / sectors per partition, 3000)` — 10 for 32 and 64 GiB — else
+/// `CUZK_STATUS_INVALID_ARGUMENT`, before anything is built. Blocks; on success
 /// `*out` holds the partition's 192-byte proof (filecoin-ffi's `PartitionProof` bytes; the
 /// partitions' proofs concatenated in index order are the Window PoSt, as filecoin-proofs'
 /// `merge_window_post_partition_proofs` makes it). Otherwise as `cuzk_filecoin_window_post`.

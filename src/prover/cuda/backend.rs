@@ -19,28 +19,6 @@ use crate::pool::PinnedPool;
 use crate::prover::witness::evaluate_on_host;
 use crate::prover::{Backend, Commitments, DeviceStatus, Timings};
 
-/// Parses a byte count: a plain integer, or with a suffix K/M/G/T (powers of 1024; "GiB",
-/// "GB" and "G" all mean 2^30).
-pub(super) fn parse_bytes(v: &str) -> Option<usize> {
-    let v = v.trim();
-    let digits = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
-    let n: usize = v[..digits].parse().ok()?;
-    let shift = match v[digits..]
-        .trim()
-        .to_ascii_uppercase()
-        .trim_end_matches('B')
-        .trim_end_matches('I')
-    {
-        "" => 0,
-        "K" => 10,
-        "M" => 20,
-        "G" => 30,
-        "T" => 40,
-        _ => return None,
-    };
-    n.checked_mul(1usize << shift)
-}
-
 /// Proves on one CUDA device.
 ///
 /// Failure handling: an out-of-memory error frees the device caches and the idle resident
@@ -93,14 +71,11 @@ impl CudaBackend {
         let env_limit = std::env::var("CUZK_GPU_MEMORY_LIMIT")
             .ok()
             .filter(|v| !v.trim().is_empty());
-        let limit = match env_limit.as_deref().map(|v| (v, parse_bytes(v))) {
+        // The one byte-size rule (`crate::byte_size`): 25769803776, 24G, 24GB, 24GiB, any case.
+        let limit = match env_limit.as_deref().map(|v| (v, crate::byte_size::parse(v))) {
             None => None,
-            Some((_, Some(b))) => Some(b),
-            Some((v, None)) => {
-                return Err(Error::InvalidArgument(format!(
-                    "CUZK_GPU_MEMORY_LIMIT={v:?}: expected a byte count such as 25769803776 or 24GiB"
-                )))
-            }
+            Some((_, Ok(b))) => Some(b),
+            Some((v, Err(e))) => return Err(Error::InvalidArgument(format!("CUZK_GPU_MEMORY_LIMIT={v:?}: {e}"))),
         };
         let health = Arc::new(Health::new(device as i32));
         let this = Self {
