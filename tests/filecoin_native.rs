@@ -6,8 +6,9 @@
 //! with generators off, with the same r and s. Generators gone wrong (the `fault-injection`
 //! feature's hooks): a wrong one is caught at validation and turned off; one that goes wrong
 //! after its validation costs one retry by full synthesis and is turned off; a proof that fails
-//! verification turns the generator off too; a malformed request fails its job alone and
-//! leaves the generator on. Kept validations are read across restarts of the same generators.
+//! verification, where full synthesis' proof passes, turns the generator off too; a malformed
+//! request, or one whose claim does not hold (no route's proof verifies), fails its job alone
+//! and leaves the generator on. Kept validations are read across restarts of the same generators.
 //!
 //! Run: `cargo test --release --features filecoin,fault-injection --test filecoin_native` (and
 //! `-- --ignored` for PoRep C2 and SnapDeals, which need their 2 KiB parameters).
@@ -361,6 +362,63 @@ fn a_malformed_request_fails_its_job_alone_and_the_generator_stays_on() {
     );
     let stats = on.stats();
     assert_eq!((stats.jobs_failed, stats.verification_retries), (2, 0), "{stats:#?}");
+}
+
+/// A well-formed request whose own claim does not hold (the fault hook makes its public inputs
+/// one off, as a C1 output whose vanilla proofs are not of its commitments makes them: nothing
+/// checks those before C2) fails verification by every route: its job fails after one retry by
+/// full synthesis, and the generator and the compiled circuit stay, the next request generated
+/// as before. Before, the first failed verification turned the generator off for the process
+/// and dropped the circuit: one bad C1 cost every later C2 its fast route.
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_request_whose_claim_does_not_hold_fails_alone_and_the_fast_route_stays() {
+    ensure_params(ParamsKind::PoSt(WINNING));
+    let randomness = [27u8; 32];
+    let on = engine(true);
+    prove(&on, WINNING, &randomness, None); // records
+    prove(&on, WINNING, &randomness, None); // validates
+    prove(&on, WINNING, &randomness, None); // generated
+    let before = on.stats();
+    assert_eq!(
+        (before.witness.generated, before.compiled_circuits),
+        (1, 1),
+        "{before:#?}"
+    );
+    filecoin::fault_next_native_witness(&on, NativeWitnessFault::Untrue);
+    let (vanilla, _) = winning_vanilla(&randomness);
+    let e = filecoin::submit_winning_post_with_vanilla(
+        WINNING,
+        &randomness,
+        prover_id(),
+        &vanilla,
+        Options::default().on(&on),
+    )
+    .unwrap()
+    .wait()
+    .expect_err("a request whose claim does not hold fails");
+    assert!(
+        matches!(&e, cuzk::Error::Filecoin(m) if m.contains("also when proved again by full synthesis")),
+        "{e}"
+    );
+    let failed = on.stats();
+    assert_eq!(failed.verification_retries, 1, "one retry: {failed:#?}");
+    assert_eq!(failed.compiled_circuits, 1, "the compiled circuit stays");
+    assert_eq!(
+        (failed.witness.generated, failed.witness.recorded),
+        (2, 1),
+        "its witness was the generator's: {:?}",
+        failed.witness
+    );
+    prove(&on, WINNING, &randomness, None);
+    let after = on.stats();
+    assert_eq!(
+        (after.witness.generated, after.witness.recorded),
+        (3, 1),
+        "the generator stays on, the circuit is not recorded again: {:?}",
+        after.witness
+    );
+    assert_eq!(after.verification_retries, 1, "no retry after: {after:#?}");
 }
 
 /// With a compiled-circuit directory, the validation of cuzk's own generator is kept beside the

@@ -361,12 +361,16 @@ pub(crate) trait Canceller: Send + Sync {
     /// [`Engine::submit`](super::Engine::submit) on the same engine.
     #[cfg_attr(not(feature = "filecoin"), allow(dead_code))]
     fn resubmit(self: Arc<Self>, job: Job) -> JobHandle;
-    /// `partitions` of a job proved with `params` failed verification: the compiled circuit
-    /// of `circuit_type` at their shape is dropped (from memory and its file), and the retry
-    /// counted; the native witness generator of that type and shape is turned off until
-    /// restart. Returns whether there was a compiled circuit.
+    /// `partitions` of a job failed verification and are proved again by full synthesis:
+    /// counted ([`EngineStats::verification_retries`](super::EngineStats)).
     #[cfg_attr(not(feature = "filecoin"), allow(dead_code))]
-    fn unverified(&self, circuit_type: &'static str, params: &Parameters, partitions: usize) -> bool;
+    fn retrying(&self, partitions: usize);
+    /// A partition of `circuit_type` proved with `params` failed verification and its full
+    /// synthesis' proof passed: the fast route was wrong. Its compiled circuit at that shape
+    /// is dropped (from memory and its file) and the native witness generator of that type and
+    /// shape turned off until restart. Returns whether there was a compiled circuit.
+    #[cfg_attr(not(feature = "filecoin"), allow(dead_code))]
+    fn fast_route_wrong(&self, circuit_type: &'static str, params: &Parameters) -> bool;
 }
 
 /// The handle [`Engine::submit`](super::Engine::submit) returns: wait for the proofs, watch

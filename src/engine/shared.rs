@@ -166,18 +166,22 @@ impl Canceller for Shared {
         self.submit(job)
     }
 
-    fn unverified(&self, circuit_type: &'static str, params: &Parameters, partitions: usize) -> bool {
+    fn retrying(&self, partitions: usize) {
+        self.state.lock().note_verification_retries(partitions);
+    }
+
+    fn fast_route_wrong(&self, circuit_type: &'static str, params: &Parameters) -> bool {
         let shape = crate::compiled::CircuitShape::of_params(params);
         let dropped = self.synth_prover.compiled_circuits().remove(circuit_type, shape);
         if self.synth_prover.generator_off(circuit_type, shape) {
             log::warn!("engine: the native witness generator of {circuit_type} is off until restart");
         }
         let mut st = self.state.lock();
-        st.note_verification_retries(partitions);
         self.charge_compiled(&mut st);
         log::warn!(
-            "engine: {partitions} partition(s) of {circuit_type} failed verification: retried in full{}",
-            if dropped { ", its compiled circuit dropped" } else { "" }
+            "engine: {circuit_type}: a proof by the witness path failed verification where full synthesis' \
+             passed{}",
+            if dropped { ": its compiled circuit dropped" } else { "" }
         );
         dropped
     }

@@ -61,8 +61,10 @@ pub struct EngineStats {
     /// held by that work): an urgent job never waits on bytes only that work frees.
     pub gpu_holds_released: u64,
     /// Partitions proved again by full synthesis because their proof failed verification
-    /// (Filecoin's check against the verifying key), their compiled circuit dropped (from
-    /// memory and its file): a compiled circuit that makes wrong proofs is used once.
+    /// (Filecoin's check against the verifying key). Where the retry's proof passes, the
+    /// compiled circuit is dropped (from memory and its file) and the native generator turned
+    /// off: a fast route that makes wrong proofs is used once. Where it fails too, the request
+    /// was at fault (its job fails) and both stay.
     pub verification_retries: u64,
     /// Partitions being proved.
     pub on_gpu: usize,

@@ -202,9 +202,12 @@ impl ProofJob {
         };
         let bad = verify(&proofs, &mut (0..proofs.len()))?;
         if !bad.is_empty() {
-            // Once, by full synthesis, with the same r and s, the compiled circuit dropped:
-            // a wrong compiled circuit (a corrupt file, a recording gone wrong) makes wrong
-            // proofs until it goes.
+            // Once, by full synthesis, with the same r and s. Where that proof passes, the fast
+            // route was wrong (a corrupt compiled circuit, a generator gone wrong): it goes, or
+            // it would make wrong proofs again. Where it fails too, the request's own claim does
+            // not hold (a C1 output whose vanilla proofs are not of its commitments: nothing
+            // checks them before C2) or the backend or parameters are at fault: the job fails
+            // and the fast route stays, so one bad request costs its own job only.
             log::warn!(
                 "filecoin: {}: the proofs of partitions {bad:?} do not verify; proving them again by full synthesis",
                 self.kind.name()
@@ -213,19 +216,24 @@ impl ProofJob {
                 .handle
                 .engine_link()
                 .ok_or_else(|| Error::Cancelled("the engine shut down before a failed proof's retry".into()))?;
-            link.unverified(circuit_type, &params, bad.len());
-            let job = Job::new(params, bad.iter().map(|&k| again(k)).collect())
+            link.retrying(bad.len());
+            let job = Job::new(params.clone(), bad.iter().map(|&k| again(k)).collect())
                 .with_priority(self.priority)
                 .with_label(format!("{} (retry)", self.kind.name()))
                 .with_randomness(bad.iter().map(|&k| r[k]).collect(), bad.iter().map(|&k| s[k]).collect());
-            for (&k, proof) in bad.iter().zip(link.resubmit(job).wait()?) {
+            for (&k, proof) in bad.iter().zip(link.clone().resubmit(job).wait()?) {
                 proofs[k] = proof;
             }
-            if let Some(k) = verify(&proofs, &mut bad.iter().copied())?.first() {
+            let still_bad = verify(&proofs, &mut bad.iter().copied())?;
+            if still_bad.len() < bad.len() {
+                link.fast_route_wrong(circuit_type, &params);
+            }
+            if let Some(k) = still_bad.first() {
                 return Err(Error::Filecoin(format!(
                     "{}: the proof of partition {k} does not verify against the parameters' verifying key, \
-                     also when proved again by full synthesis (a backend fault, or parameters that do not \
-                     belong to this circuit)",
+                     also when proved again by full synthesis: the request's inputs do not hold together \
+                     (e.g. vanilla proofs not of its commitments or challenges), or a backend fault, or \
+                     parameters that do not belong to this circuit",
                     self.kind.name()
                 )));
             }
@@ -345,6 +353,10 @@ impl<C: Circuit<Scalar>> Circuit<Scalar> for Lazy<C> {
 /// time, under its budget), after computing the public inputs each proof will be checked with.
 /// With `native`, each partition comes with its native witness generator (the witness path's
 /// generated route: used once validated for the compiled circuit).
+///
+/// Four steps, each a function of its own: the public inputs ([`public_inputs`]), the
+/// partitions' lazy circuits ([`Circuits`]), each partition with or without its generator
+/// ([`Circuits::partition`]), and r and s ([`randomness`]); then the job is submitted.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn submit_compound<S, C, CP>(
     kind: ProofKind,
@@ -377,80 +389,19 @@ where
     let loaded = super::params::placed(loaded, engine);
     let n = vanilla_proofs.len();
     let t = Instant::now();
-    let inputs = (0..n)
-        .map(|k| {
-            let at = verify_as.first_partition + k;
-            let what = || format!("the public inputs of partition {at}");
-            guard(&what, || {
-                CP::generate_public_inputs(verify_as.inputs, pub_params, Some(at)).map_err(|e| fil_err(&what(), e))
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    // Test hooks: a wrong compiled circuit, native witness generators gone wrong.
+    #[allow(unused_mut)] // changed by a fault-injection hook only
+    let mut inputs = public_inputs::<S, C, CP>(&verify_as, pub_params, n)?;
+    let circuits = Circuits::<S, C>::new::<CP>(engine, pub_in, vanilla_proofs, pub_params)?;
     #[cfg(feature = "fault-injection")]
-    let (skew_compiled, native_fault) = fault::take(engine);
-    let shared = Arc::new((pub_in.clone(), vanilla_proofs, pub_params.clone()));
-    let for_build = shared.clone();
-    let build = Arc::new(move |k: usize| {
-        #[cfg(feature = "fault-injection")]
-        if native_fault == Some(fault::NativeWitnessFault::Malformed) {
-            return Err(fault::malformed(k));
-        }
-        let (pub_in, vanilla_proofs, pub_params) = &*for_build;
-        let what = || format!("building the circuit of partition {k}");
-        guard(&what, || {
-            CP::circuit(
-                pub_in,
-                C::ComponentPrivateInputs::default(),
-                &vanilla_proofs[k],
-                pub_params,
-                Some(k),
-            )
-            .map_err(|e| fil_err(&what(), e))
-        })
-    });
-    let lazy = move |partition: usize| Lazy {
-        partition,
-        build: build.clone(),
-    };
-    #[cfg(feature = "fault-injection")]
-    if skew_compiled {
-        fault::skew_compiled(engine, lazy(0))?;
+    if circuits.native_fault == Some(fault::NativeWitnessFault::Untrue) {
+        fault::untrue(&mut inputs);
     }
-    let partitions = (0..n)
-        .map(|k| match native {
-            Some(generate) => {
-                let shared = shared.clone();
-                let generate = move |cs: &mut WitnessCs, threads: usize| {
-                    let (pub_in, vanilla_proofs, pub_params) = &*shared;
-                    let what = || format!("the native witness of partition {k}");
-                    let run =
-                        |cs: &mut WitnessCs| generate(pub_in, &vanilla_proofs[k], pub_params, Some(k), threads, cs);
-                    #[cfg(feature = "fault-injection")]
-                    if let Some(f) = native_fault {
-                        return guard(&what, || fault::generate(f, k, cs, run));
-                    }
-                    guard(&what, || run(cs))
-                };
-                Partition::with_own_generator(lazy(k), generate)
-            }
-            None => Partition::circuit(lazy(k)),
-        })
-        .collect();
+    let partitions = (0..n).map(|k| circuits.partition(k, native)).collect();
     report.circuits = t.elapsed();
 
     let priority = options.priority.unwrap_or(kind.default_priority());
     let params = loaded.params.clone();
-    // All the r, then all the s (as bellperson draws them), kept for a retry.
-    let (r, s) = {
-        let mut os = rand_core::OsRng;
-        let rng: &mut dyn RngCore = match options.rng {
-            Some(rng) => rng,
-            None => &mut os,
-        };
-        let (r, s) = crate::prover::draw_randomness(n, rng);
-        (r, s)
-    };
+    let (r, s) = randomness(options.rng, n);
     let job = Job::new(params.clone(), partitions)
         .with_priority(priority)
         .with_label(kind.name())
@@ -470,13 +421,163 @@ where
             report,
             start,
             submitted: Instant::now(),
-            again: Box::new(move |k| Partition::circuit_in_full(lazy(k))),
+            again: Box::new(move |k| Partition::circuit_in_full(circuits.lazy(k))),
             circuit_type: std::any::type_name::<Lazy<C>>(),
             params,
             r,
             s,
         })),
     })
+}
+
+/// The public inputs each of `n` partitions' proofs is checked with: partition k's as of
+/// partition `verify_as.first_partition + k` of `verify_as.inputs`, as filecoin-proofs'
+/// verifier computes them.
+///
+/// # Errors
+/// [`Error::Filecoin`] when filecoin-proofs refuses (or panics on) the inputs.
+fn public_inputs<S, C, CP>(
+    verify_as: &VerifyAs<'_, S::PublicInputs>,
+    pub_params: &S::PublicParams,
+    n: usize,
+) -> Result<Vec<Vec<Scalar>>>
+where
+    S: ProofScheme<'static> + 'static,
+    S::Proof: Send + Sync + 'static,
+    S::PublicParams: ParameterSetMetadata + Clone + Send + Sync + 'static,
+    S::PublicInputs: Clone + Send + Sync + 'static,
+    C: Circuit<Scalar> + CircuitComponent + Send + 'static,
+    CP: CompoundProof<'static, S, C>,
+{
+    (0..n)
+        .map(|k| {
+            let at = verify_as.first_partition + k;
+            let what = || format!("the public inputs of partition {at}");
+            guard(&what, || {
+                CP::generate_public_inputs(verify_as.inputs, pub_params, Some(at)).map_err(|e| fil_err(&what(), e))
+            })
+        })
+        .collect()
+}
+
+/// All the r, then all the s, for `n` partitions (as bellperson draws them:
+/// [`crate::prover::draw_randomness`]), from the caller's generator or the OS's; kept with the
+/// job for a retry.
+fn randomness(rng: Option<&mut dyn RngCore>, n: usize) -> (Vec<Scalar>, Vec<Scalar>) {
+    match rng {
+        Some(rng) => crate::prover::draw_randomness(n, rng),
+        None => crate::prover::draw_randomness(n, &mut rand_core::OsRng),
+    }
+}
+
+/// What a compound proof's partitions are built from, held once per job and shared by every
+/// partition's lazy circuit and native generator: the public inputs, the vanilla proofs, the
+/// public parameters.
+type Inputs<S> = (
+    <S as ProofScheme<'static>>::PublicInputs,
+    Vec<<S as ProofScheme<'static>>::Proof>,
+    <S as ProofScheme<'static>>::PublicParams,
+);
+
+/// A job's partitions as circuits built on demand ([`Lazy`]), with the native generator
+/// wiring of [`partition`](Circuits::partition). Also the test hooks' faults drawn for this job
+/// (feature `fault-injection`).
+struct Circuits<S: ProofScheme<'static>, C> {
+    inputs: Arc<Inputs<S>>,
+    build: Arc<dyn Fn(usize) -> Result<C> + Send + Sync>,
+    #[cfg(feature = "fault-injection")]
+    native_fault: Option<fault::NativeWitnessFault>,
+}
+
+impl<S, C> Circuits<S, C>
+where
+    S: ProofScheme<'static> + 'static,
+    S::Proof: Send + Sync + 'static,
+    S::PublicParams: ParameterSetMetadata + Clone + Send + Sync + 'static,
+    S::PublicInputs: Clone + Send + Sync + 'static,
+    C: Circuit<Scalar> + CircuitComponent + Send + 'static,
+{
+    /// Partition k's circuit is `CP::circuit` of vanilla proof k, as filecoin-proofs'
+    /// `CompoundProof::circuit_proofs` builds it. Takes the engine's test faults (feature
+    /// `fault-injection`): a wrong compiled circuit is installed here, before the job is.
+    ///
+    /// # Errors
+    /// Only from the `fault-injection` hooks (installing a wrong compiled circuit).
+    fn new<CP>(
+        engine: &Engine,
+        pub_in: &S::PublicInputs,
+        vanilla_proofs: Vec<S::Proof>,
+        pub_params: &S::PublicParams,
+    ) -> Result<Self>
+    where
+        CP: CompoundProof<'static, S, C> + 'static,
+    {
+        #[cfg(feature = "fault-injection")]
+        let (skew_compiled, native_fault) = fault::take(engine);
+        #[cfg(not(feature = "fault-injection"))]
+        let _ = engine;
+        let inputs = Arc::new((pub_in.clone(), vanilla_proofs, pub_params.clone()));
+        let for_build = inputs.clone();
+        let build = Arc::new(move |k: usize| {
+            #[cfg(feature = "fault-injection")]
+            if native_fault == Some(fault::NativeWitnessFault::Malformed) {
+                return Err(fault::malformed(k));
+            }
+            let (pub_in, vanilla_proofs, pub_params) = &*for_build;
+            let what = || format!("building the circuit of partition {k}");
+            guard(&what, || {
+                CP::circuit(
+                    pub_in,
+                    C::ComponentPrivateInputs::default(),
+                    &vanilla_proofs[k],
+                    pub_params,
+                    Some(k),
+                )
+                .map_err(|e| fil_err(&what(), e))
+            })
+        });
+        let circuits = Self {
+            inputs,
+            build,
+            #[cfg(feature = "fault-injection")]
+            native_fault,
+        };
+        #[cfg(feature = "fault-injection")]
+        if skew_compiled {
+            fault::skew_compiled(engine, circuits.lazy(0))?;
+        }
+        Ok(circuits)
+    }
+
+    /// Partition `k`'s circuit, built when its synthesis starts.
+    fn lazy(&self, partition: usize) -> Lazy<C> {
+        Lazy {
+            partition,
+            build: self.build.clone(),
+        }
+    }
+
+    /// Partition `k` of the job: its lazy circuit, with `native`'s generator of its witness
+    /// (run on the threads the engine gives it, under [`guard`]) where there is one.
+    fn partition(&self, k: usize, native: Option<NativeWitness<S>>) -> Partition {
+        let Some(generate) = native else {
+            return Partition::circuit(self.lazy(k));
+        };
+        let inputs = self.inputs.clone();
+        #[cfg(feature = "fault-injection")]
+        let native_fault = self.native_fault;
+        let generate = move |cs: &mut WitnessCs, threads: usize| {
+            let (pub_in, vanilla_proofs, pub_params) = &*inputs;
+            let what = || format!("the native witness of partition {k}");
+            let run = |cs: &mut WitnessCs| generate(pub_in, &vanilla_proofs[k], pub_params, Some(k), threads, cs);
+            #[cfg(feature = "fault-injection")]
+            if let Some(f) = native_fault {
+                return guard(&what, || fault::generate(f, k, cs, run));
+            }
+            guard(&what, || run(cs))
+        };
+        Partition::with_own_generator(self.lazy(k), generate)
+    }
 }
 
 /// Test hooks (feature `fault-injection`, as the GPU's fault points; absent from normal
@@ -509,6 +610,11 @@ mod fault {
         /// The witness one aux value short, as inputs of another shape than the compiled
         /// circuit's (fewer challenges, say) make it.
         Short,
+        /// A request whose own claim does not hold, well formed: the public inputs its proofs
+        /// are checked with are one off, as a C1 output whose vanilla proofs are not of its
+        /// commitments makes them (filecoin-proofs does not check those before C2). No route's
+        /// proof verifies, full synthesis' neither.
+        Untrue,
     }
 
     /// The engine (its address) whose next Filecoin job gets a wrong compiled circuit; 0: none.
@@ -571,9 +677,18 @@ mod fault {
                 Some(if j == w.num_aux() / 2 { v + Scalar::ONE } else { v })
             }),
             NativeWitnessFault::Malformed => Err(malformed(k)),
+            NativeWitnessFault::Untrue => run(cs),
             NativeWitnessFault::Short => altered(cs, run, |w, j| {
                 (j + 1 < w.num_aux()).then(|| w.aux_value(j).unwrap_or(Scalar::ZERO))
             }),
+        }
+    }
+
+    /// The public inputs of an [`NativeWitnessFault::Untrue`] request: partition 0's last one
+    /// off by one.
+    pub(super) fn untrue(inputs: &mut [Vec<Scalar>]) {
+        if let Some(v) = inputs.first_mut().and_then(|i| i.last_mut()) {
+            *v += Scalar::ONE;
         }
     }
 
