@@ -465,6 +465,15 @@ fn cancel_frees_partitions_not_yet_on_a_gpu() {
     let (first, r, s) = job_of(vec![TestCircuit::new(80)], 8);
     let first = engine.submit(first);
     wait_for(&engine, DEADLINE, "a partition on the GPU", |s| s.on_gpu == 1);
+    // The worker proving names its job (the daemon's GetStatus reads it per GPU).
+    let proving = |e: &Engine| {
+        e.stats()
+            .workers
+            .iter()
+            .filter_map(|w| w.proving_job)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(proving(&engine), [first.id()]);
     let (job, ..) = job_of((81..84).map(TestCircuit::new).collect(), 9);
     let waiting = engine.submit(job);
     wait_for(&engine, DEADLINE, "three partitions waiting", |s| s.waiting == 3);
@@ -489,6 +498,7 @@ fn cancel_frees_partitions_not_yet_on_a_gpu() {
     gpu_gate.open();
     assert_eq!(first.wait().unwrap(), reference(&[80], &r, &s));
     assert_drained(&engine);
+    assert_eq!(proving(&engine), [], "no proof under way");
 }
 
 #[test]

@@ -80,9 +80,12 @@ impl Job {
         self.outcome.borrow().is_some()
     }
 
-    /// Whether the engine has it (not preparing, not over).
-    pub fn is_proving(&self) -> bool {
-        matches!(*self.stage.lock().unwrap_or_else(|p| p.into_inner()), Stage::Proving(_))
+    /// Its job's id in the engine ([`ProofJob::id`]) while the engine has it.
+    pub fn engine_job(&self) -> Option<u64> {
+        match &*self.stage.lock().unwrap_or_else(|p| p.into_inner()) {
+            Stage::Proving(job) => Some(job.id()),
+            _ => None,
+        }
     }
 
     /// How long it waited before the engine had it.

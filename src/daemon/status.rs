@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::jobs::{Job, Jobs};
 use super::proto::{srs_status::Tier, GetStatusResponse, GpuStatus, QueueStatus, SrsStatus};
 use super::request::{circuit, circuit_ids};
-use crate::engine::EngineStats;
+use crate::engine::{EngineStats, WorkerStats};
 use crate::filecoin::{self, ProofKind};
 use crate::prover::DeviceStatus;
 
@@ -53,18 +53,19 @@ fn kind_name(kind: ProofKind) -> &'static str {
 /// their file is on the host (sets with no file are not listed).
 pub fn status(jobs: &Jobs, engine: Option<&EngineView>) -> GetStatusResponse {
     let stats = engine.map(|e| &e.stats);
-    // Each live job with whether the engine has it, read once: the queues and the GPUs agree.
-    let live: Vec<(Arc<Job>, bool)> = (jobs.live().into_iter())
+    // Each live job with its id in the engine while the engine has it, read once: the queues
+    // and the GPUs agree.
+    let live: Vec<(Arc<Job>, Option<u64>)> = (jobs.live().into_iter())
         .map(|j| {
-            let proving = j.is_proving();
-            (j, proving)
+            let in_engine = j.engine_job();
+            (j, in_engine)
         })
         .collect();
     let queues = KINDS
         .iter()
         .map(|(kind, name)| {
             let of_kind = live.iter().filter(|(j, _)| j.kind == *kind);
-            let in_progress = of_kind.clone().filter(|(_, proving)| *proving).count();
+            let in_progress = of_kind.clone().filter(|(_, in_engine)| in_engine.is_some()).count();
             QueueStatus {
                 proof_kind: name.to_string(),
                 pending: (of_kind.count() - in_progress) as u32,
@@ -88,8 +89,8 @@ pub fn status(jobs: &Jobs, engine: Option<&EngineView>) -> GetStatusResponse {
 
 /// One entry per backend: its GPU, or the backend's name where it has none; with the job it
 /// works for.
-fn gpus(engine: &EngineView, live: &[(Arc<Job>, bool)]) -> Vec<GpuStatus> {
-    let current = working_for(engine.devices.len(), live);
+fn gpus(engine: &EngineView, live: &[(Arc<Job>, Option<u64>)]) -> Vec<GpuStatus> {
+    let current = working_for(engine.devices.len(), &engine.stats.workers, live);
     (engine.devices.iter().enumerate())
         .map(|(b, device)| {
             let mut gpu = match device {
@@ -117,20 +118,28 @@ fn gpus(engine: &EngineView, live: &[(Arc<Job>, bool)]) -> Vec<GpuStatus> {
         .collect()
 }
 
-/// The daemon job each of `backends` works for, of the `live` jobs (with whether the engine
-/// has each). One backend proves every job in the engine: it works for the first of them in
-/// the engine's order (the highest priority, then the one that reached the engine first) —
-/// the one whose partition it proves, or, while that job's next partition is synthesized,
-/// proves next. Several backends share the jobs in the engine, which does not say which GPU
-/// took which job: none is named.
-fn working_for(backends: usize, live: &[(Arc<Job>, bool)]) -> Vec<Option<&Job>> {
-    if backends != 1 {
-        return vec![None; backends];
-    }
-    let first = (live.iter().filter(|(_, proving)| *proving))
+/// The daemon job each of `backends` works for, of the `live` jobs (with their ids in the
+/// engine while it has them): the job whose partition a GPU worker of that backend proves now
+/// ([`WorkerStats::proving_job`]). Between proofs, one backend works for the first job in the
+/// engine's order (the highest priority, then the one that reached the engine first: its next
+/// partition is proved next); several backends share the jobs, so one between proofs names
+/// none.
+fn working_for<'a>(
+    backends: usize,
+    workers: &[WorkerStats],
+    live: &'a [(Arc<Job>, Option<u64>)],
+) -> Vec<Option<&'a Job>> {
+    let in_engine = || live.iter().filter(|(_, id)| id.is_some());
+    let first = in_engine()
         .map(|(j, _)| &**j)
         .min_by_key(|j| (std::cmp::Reverse(j.priority), j.queued_at()));
-    vec![first]
+    (0..backends)
+        .map(|b| {
+            let proving = (workers.iter().filter(|w| w.backend == b)).find_map(|w| w.proving_job);
+            let named = proving.and_then(|id| in_engine().find(|(_, e)| *e == Some(id)).map(|(j, _)| &**j));
+            named.or(if backends == 1 { first } else { None })
+        })
+        .collect()
 }
 
 /// The parameter sets loaded or on the host. HOT: ready to prove without a load (resident on a
@@ -400,8 +409,21 @@ mod tests {
     use super::*;
     use crate::daemon::jobs::Digest;
 
+    /// A GPU worker of the engine's, proving a partition of engine job `proving` or idle.
+    fn worker(backend: usize, proving: Option<u64>) -> WorkerStats {
+        WorkerStats {
+            backend,
+            backend_name: "cuda",
+            busy: Duration::ZERO,
+            busy_fraction: 0.0,
+            partitions: 0,
+            proving_job: proving,
+            lost: false,
+        }
+    }
+
     #[test]
-    fn one_backend_works_for_the_first_job_in_the_engines_order() {
+    fn each_backend_works_for_the_job_its_worker_proves_or_one_for_the_first_in_order() {
         let t0 = Instant::now();
         let job = |id: &str, kind, priority, queued: Option<u64>| {
             let at = queued.map(|ms| t0 + Duration::from_millis(ms));
@@ -412,17 +434,29 @@ mod tests {
         let winning = job("winning", ProofKind::WinningPoSt, 300, Some(3));
         let preparing = job("preparing", ProofKind::WinningPoSt, 300, None);
         let ids = |w: Vec<Option<&Job>>| w.iter().map(|j| j.map(|j| j.id.clone())).collect::<Vec<_>>();
+        let name = |s: &str| Some(s.to_string());
+        let idle = [worker(0, None)];
 
         // Nothing in the engine: the backend works for no job (a preparing one is not yet its).
-        assert_eq!(ids(working_for(1, &[(preparing.clone(), false)])), [None]);
-        // Same priority: the one that reached the engine first.
-        let live = [(c2_new.clone(), true), (c2_old.clone(), true), (preparing, false)];
-        assert_eq!(ids(working_for(1, &live)), [Some("c2-old".to_string())]);
+        assert_eq!(ids(working_for(1, &idle, &[(preparing.clone(), None)])), [None]);
+        // One backend between proofs, same priority: the one that reached the engine first.
+        let live = [
+            (c2_new.clone(), Some(12)),
+            (c2_old.clone(), Some(11)),
+            (preparing, None),
+        ];
+        assert_eq!(ids(working_for(1, &idle, &live)), [name("c2-old")]);
+        // A worker proving names its job, whatever the order says.
+        assert_eq!(ids(working_for(1, &[worker(0, Some(12))], &live)), [name("c2-new")]);
         // A higher priority goes first (Winning PoSt before C2).
-        let live = [(c2_old.clone(), true), (winning.clone(), true)];
-        assert_eq!(ids(working_for(1, &live)), [Some("winning".to_string())]);
-        // Several backends: the engine does not say which took which job.
-        assert_eq!(ids(working_for(2, &live)), [None, None]);
+        let live = [(c2_old.clone(), Some(11)), (winning.clone(), Some(13))];
+        assert_eq!(ids(working_for(1, &idle, &live)), [name("winning")]);
+        // Several backends: each names the job its worker proves; one between proofs none (the
+        // engine shares the jobs). An engine job no daemon job has (a Filecoin retry): none.
+        let workers = [worker(0, Some(11)), worker(1, None), worker(1, None)];
+        assert_eq!(ids(working_for(2, &workers, &live)), [name("c2-old"), None]);
+        let workers = [worker(0, Some(99)), worker(1, None), worker(1, Some(13))];
+        assert_eq!(ids(working_for(2, &workers, &live)), [None, name("winning")]);
         assert_eq!(kind_name(winning.kind), "WINNING_POST");
         assert_eq!(kind_name(c2_old.kind), "POREP_SEAL_COMMIT");
     }

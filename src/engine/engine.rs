@@ -128,7 +128,7 @@ impl Engine {
                     backend: b,
                     name: prover.backend_name(),
                     busy: Duration::ZERO,
-                    since: None,
+                    proving: None,
                     partitions: 0,
                     lost: false,
                 });
@@ -467,13 +467,14 @@ impl Engine {
             .workers
             .iter()
             .map(|w| {
-                let busy = w.busy + w.since.map_or(Duration::ZERO, |s| s.elapsed());
+                let busy = w.busy + w.proving.map_or(Duration::ZERO, |(s, _)| s.elapsed());
                 WorkerStats {
                     backend: w.backend,
                     backend_name: w.name,
                     busy,
                     busy_fraction: (busy.as_secs_f64() / up).min(1.0),
                     partitions: w.partitions,
+                    proving_job: w.proving.map(|(_, job)| job),
                     lost: w.lost,
                 }
             })

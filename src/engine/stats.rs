@@ -20,6 +20,9 @@ pub struct WorkerStats {
     pub busy_fraction: f64,
     /// Partitions it finished (proved or failed).
     pub partitions: u64,
+    /// The id ([`JobHandle::id`](super::JobHandle::id)) of the job whose partition it proves
+    /// now; `None` between proofs.
+    pub proving_job: Option<u64>,
     /// Whether its backend is lost (a sticky GPU error): the worker stopped taking partitions.
     pub lost: bool,
 }

@@ -155,7 +155,7 @@ pub(super) fn gpu_worker(shared: &Shared, worker: usize, prover: Prover) {
             let slots = shared.evaluation_need(&st, circuit, st.witnesses_in_flight);
             st.grow_evaluation(slots);
         }
-        st.start_proof(worker, item.paced, abc, now);
+        st.start_proof(worker, item.job, item.paced, abc, now);
         let backend = st.workers[worker].backend;
         let epoch = st.params.epochs()[backend];
         drop(st);

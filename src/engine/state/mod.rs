@@ -123,7 +123,8 @@ pub(super) struct WorkerBooks {
     pub(super) backend: usize,
     pub(super) name: &'static str,
     pub(super) busy: Duration,
-    pub(super) since: Option<Instant>,
+    /// The proof under way: since when, and its job's id.
+    pub(super) proving: Option<(Instant, u64)>,
     pub(super) partitions: u64,
     pub(super) lost: bool,
 }

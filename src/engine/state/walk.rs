@@ -200,14 +200,21 @@ impl State {
         }
     }
 
-    /// GPU worker `worker` starts proving a partition whose pool requests are `requests`
-    /// (`paced`: the pacer dispatched it).
-    pub(in crate::engine) fn start_proof(&mut self, worker: usize, paced: bool, requests: [usize; 4], now: Duration) {
+    /// GPU worker `worker` starts proving a partition of job `job` whose pool requests are
+    /// `requests` (`paced`: the pacer dispatched it).
+    pub(in crate::engine) fn start_proof(
+        &mut self,
+        worker: usize,
+        job: u64,
+        paced: bool,
+        requests: [usize; 4],
+        now: Duration,
+    ) {
         if paced {
             self.pacer.on_gpu_start(now);
         }
         self.on_gpu += 1;
-        self.workers[worker].since = Some(Instant::now());
+        self.workers[worker].proving = Some((Instant::now(), job));
         self.gpu_requests.push(requests);
     }
 
@@ -235,7 +242,7 @@ impl State {
         self.gpu_ema = ema(self.gpu_ema, elapsed);
         let books = &mut self.workers[worker];
         books.busy += elapsed;
-        books.since = None;
+        books.proving = None;
         books.partitions += 1;
         self.budget.release(reserved);
         if witness {
