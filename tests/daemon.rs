@@ -387,9 +387,11 @@ fn submit_await_timeout_cancel_idempotency_and_status_under_load_over_tcp() {
             "{metrics}"
         );
         assert!(metrics.contains("cuzk_engine_partitions_done_total"), "{metrics}");
-        // No request was malformed: no generator refused its input.
+        // No request was malformed: no generator refused its input, no witness was of
+        // another shape.
         assert!(
-            metrics.contains("cuzk_witness_generator_input_errors_total 0"),
+            metrics.contains("cuzk_witness_generator_input_errors_total 0")
+                && metrics.contains("cuzk_witness_input_errors_total 0"),
             "{metrics}"
         );
 

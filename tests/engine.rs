@@ -498,7 +498,7 @@ fn cancel_frees_partitions_not_yet_on_a_gpu() {
     gpu_gate.open();
     assert_eq!(first.wait().unwrap(), reference(&[80], &r, &s));
     assert_drained(&engine);
-    assert_eq!(proving(&engine), [], "no proof under way");
+    assert!(proving(&engine).is_empty(), "no proof under way");
 }
 
 #[test]

@@ -223,6 +223,57 @@ fn a_refused_witness_is_an_error_naming_its_type_then_its_type_is_proved_in_full
     }
 }
 
+/// A circuit of the recorded type whose inputs are of another shape (here 19 squares where the
+/// parameters are made for 20: fewer aux variables, as a malformed request's fewer challenges
+/// make them) fails with the error its full synthesis would give ([`Error::CircuitMismatch`]),
+/// counted as an input error — not a fallback: no route proves it with these parameters, so it
+/// says nothing of the type's structure, and the next circuit of the right shape still takes
+/// the witness path. Before, it marked the type witness-dependent: every later circuit of the
+/// type synthesized in full, for the life of the prover.
+#[test]
+fn a_circuit_of_another_shape_fails_alone_and_its_type_stays_on_the_witness_path() {
+    let mut rng = common::rng("other-shape");
+    let branch = |n: u64, seed: u64| Branchy {
+        flag: false,
+        values: (0..n).map(|i| seed * 31 + i).collect(),
+    };
+    let (_, params, _) = common::params_of(branch(20, 1), &mut rng);
+    let (r, s) = randomness(3, 5);
+    let prover = pooled();
+    prover
+        .prove_with_randomness(vec![branch(20, 1)], &params, &r[..1], &s[..1])
+        .unwrap();
+    assert_eq!(prover.witness_stats(), stats(1, 0, 1, 0));
+    let shorter = prover
+        .prove_with_randomness(vec![branch(19, 2)], &params, &r[1..2], &s[1..2])
+        .unwrap_err();
+    assert!(
+        matches!(&shorter, Error::CircuitMismatch(m) if m.contains("Branchy") && m.contains("another shape")),
+        "{shorter:?}"
+    );
+    assert_eq!(
+        prover.witness_stats(),
+        WitnessStats {
+            input_errors: 1,
+            ..stats(1, 0, 1, 0)
+        },
+        "an input error, not a fallback"
+    );
+    let next = prover
+        .prove_with_randomness(vec![branch(20, 3)], &params, &r[2..], &s[2..])
+        .unwrap();
+    assert_eq!(
+        prover.witness_stats(),
+        WitnessStats {
+            input_errors: 1,
+            ..stats(1, 1, 1, 0)
+        },
+        "the next circuit of the right shape takes the witness path"
+    );
+    let pvk = PreparedVerifyingKey::new(params.vk());
+    assert!(verify_proof(&pvk, &next[0], &[Scalar::ZERO]).unwrap());
+}
+
 /// A witness-dependent type in one prover leaves another prover's books alone: the books are
 /// per prover (and its clones), the compiled circuit is not dropped.
 #[test]

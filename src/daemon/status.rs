@@ -323,7 +323,7 @@ pub fn metrics(status: &GetStatusResponse, jobs: &Jobs, engine: Option<&EngineVi
     for (name, help, v) in gauges {
         m.one(name, "gauge", help, v);
     }
-    let counters: [(&str, &str, u64); 9] = [
+    let counters: [(&str, &str, u64); 10] = [
         (
             "cuzk_engine_jobs_done_total",
             "Engine jobs whose proofs all came back.",
@@ -368,6 +368,11 @@ pub fn metrics(status: &GetStatusResponse, jobs: &Jobs, engine: Option<&EngineVi
             "cuzk_witness_generator_input_errors_total",
             "Partitions failed because a native generator refused their input (a malformed request); the generator stays on.",
             s.witness.generator_input_errors,
+        ),
+        (
+            "cuzk_witness_input_errors_total",
+            "Partitions failed because their inputs were of another shape than their parameters (a malformed request); the witness path stays on.",
+            s.witness.input_errors,
         ),
     ];
     for (name, help, v) in counters {

@@ -17,7 +17,10 @@
 //!    witness synthesis, and circuits need not be `Clone`, so it cannot be synthesized again
 //!    here). The type and shape is then **witness-dependent**: this prover (and its clones)
 //!    synthesizes it in full from then on, so proving the same circuit again succeeds. Never
-//!    a wrong proof.
+//!    a wrong proof. Except a witness whose public input or aux counts are not the parameters':
+//!    its inputs are of another shape, which no route proves with these parameters (a
+//!    malformed request) — it fails with [`Error::CircuitMismatch`] as its full synthesis would, counted
+//!    ([`WitnessStats::input_errors`]), and the type and shape stays on the witness path.
 //! 3. None: full synthesis. The first to claim the type and shape records while it
 //!    synthesizes (no extra pass) and puts the result in the cache (and its file); others that
 //!    start meanwhile synthesize in full without recording. A stale or corrupt file is
@@ -85,6 +88,11 @@ pub struct WitnessStats {
     /// each answered as [`Error::WitnessMismatch`]; their type and shape is synthesized in
     /// full from then on.
     pub fallbacks: u64,
+    /// Circuits whose witness (by the gadgets) has other public input or aux counts than their
+    /// parameters (and compiled circuit): inputs of another shape, which no route proves with
+    /// these parameters — a malformed request. Each failed with [`Error::CircuitMismatch`], as
+    /// its full synthesis would; not a fallback: their type and shape stays on the witness path.
+    pub input_errors: u64,
     /// Recordings that failed ([`Error::Recording`]): the synthesis was proved as usual, the
     /// type and shape is not recorded again.
     pub recording_failures: u64,
@@ -254,6 +262,15 @@ pub(crate) fn witness_path_default() -> bool {
     })
 }
 
+/// Why a witness-only synthesis gave no witness.
+enum NoWitness {
+    /// Its public input or aux counts are not the parameters': the circuit's inputs are of
+    /// another shape, which no route proves with these parameters (the partition's error).
+    OtherShape(Error),
+    /// Anything else: a fallback ([`falls_back`]) or the circuit's own error.
+    Failed(Error),
+}
+
 /// Whether a failed witness synthesis (or check) is a fallback: the witness belongs to
 /// another structure, or the witness system cannot serve the circuit. The circuit's own errors
 /// and out-of-memory are returned as they are (full synthesis would meet them too).
@@ -341,8 +358,16 @@ impl WitnessPath {
                             witness,
                         })
                     }
-                    Err(e) if falls_back(&e) => Err(self.refused(key, &e)),
-                    Err(e) => Err(e),
+                    Err(NoWitness::OtherShape(e)) => {
+                        self.count(|s| s.input_errors += 1);
+                        log::warn!(
+                            "{}: a circuit's inputs are of another shape than its parameters' (it fails; the type and shape stays on the witness path): {e}",
+                            key.0
+                        );
+                        Err(e)
+                    }
+                    Err(NoWitness::Failed(e)) if falls_back(&e) => Err(self.refused(key, &e)),
+                    Err(NoWitness::Failed(e)) => Err(e),
                 };
             }
             if let Some(claim) = self.claim_recording(key) {
@@ -408,13 +433,25 @@ impl WitnessPath {
         compiled: &CompiledCircuit,
         key: &Key,
         pool: Option<&PinnedPool>,
-    ) -> Result<Witness> {
+    ) -> std::result::Result<Witness, NoWitness> {
         let cs = match pool {
-            Some(pool) => WitnessCs::in_pool_sized(pool, key.1.aux, self.hint(key).others_capacity())?,
+            Some(pool) => WitnessCs::in_pool_sized(pool, key.1.aux, self.hint(key).others_capacity())
+                .map_err(NoWitness::Failed)?,
             None => WitnessCs::new(),
         };
-        let witness = cs.without_generator().synthesize(circuit)?;
-        compiled.check(&witness)?;
+        let witness = cs.without_generator().synthesize(circuit).map_err(NoWitness::Failed)?;
+        // The key's shape is the parameters' (and the compiled circuit's): a witness of other
+        // counts is of inputs no route proves with them, not of another structure.
+        let (inputs, aux) = (witness.num_inputs(), witness.num_aux());
+        if (inputs, aux) != (key.1.inputs, key.1.aux) {
+            return Err(NoWitness::OtherShape(Error::CircuitMismatch(format!(
+                "{}: the witness has {inputs} public inputs (the one included) and {aux} aux \
+                 variables, the parameters {} and {}: inputs of another shape than the circuit's \
+                 (a malformed request)",
+                key.0, key.1.inputs, key.1.aux
+            ))));
+        }
+        compiled.check(&witness).map_err(NoWitness::Failed)?;
         self.set_hint(*key, WitnessHint::of_witness(&witness));
         Ok(witness)
     }
