@@ -372,7 +372,7 @@ impl Jobs {
         );
         let (jobs, j) = (self.clone(), job.clone());
         tokio::task::spawn_blocking(move || {
-            let outcome = prove(&j, &work, priority);
+            let outcome = prove(&j, work, priority);
             jobs.finish(&j, outcome);
         });
         Ok((job, true))
@@ -449,9 +449,13 @@ impl Jobs {
     }
 }
 
-/// Submits the work, unless cancelled meanwhile, and waits for the verified proof.
-fn prove(job: &Job, work: &Work, priority: i32) -> Outcome {
-    let submitted = match work.submit(priority) {
+/// Submits the work, unless cancelled meanwhile, and waits for the verified proof. The
+/// request's bytes go once the job is in the engine (a 32 GiB C1 output's JSON is tens of MB;
+/// the engine job holds what it was decoded into).
+fn prove(job: &Job, work: Work, priority: i32) -> Outcome {
+    let submitted = work.submit(priority);
+    drop(work);
+    let submitted = match submitted {
         Ok(p) => Arc::new(p),
         Err(e) => return outcome_of(e),
     };
