@@ -1,8 +1,9 @@
 //! What `cuzk-daemon` adds over the in-process engine, per 2 KiB proof (target ≤ 5 ms), and
-//! how long decoding a 32 GiB-sized C1 wrapper takes (~50 MB of JSON; target ≤ 0.5 s). Prints
+//! how long decoding a 32 GiB C1 wrapper takes (~44 MB of JSON; target ≤ 0.5 s), and what 32 GiB
+//! C2 requests cost the daemon before proving (issue 45). Prints
 //! a table with the machine. A benchmark, not a timed test:
 //!
-//!     cargo bench --features daemon --bench daemon_overhead [-- --proofs N]
+//!     cargo bench --features daemon --bench daemon_overhead [-- --proofs N] [--queued N]
 //!
 //! Rows (each the median of N, after one warm-up):
 //! - `refused by the Filecoin layer`: a full 2 KiB Winning PoSt request whose vanilla proof is
@@ -13,13 +14,26 @@
 //! - `Winning PoSt 2 KiB (proved)`: the same proved and verified, in-process and through the
 //!   daemon (CPU: on busy cores the spread of the proving hides milliseconds).
 //! - `C1 wrapper decode`: `cuzk::daemon::request::decode` of a PoRep C2 request whose wrapper
-//!   carries a fabricated C1 output of a 32 GiB sector's size and shape, base64 in JSON.
+//!   carries a fabricated C1 output of a 32 GiB sector, base64 in JSON.
+//! - `A 32 GiB C2 in the daemon`: the same request sent to `cuzk-daemon` once, then `--queued`
+//!   (default 10: Curio's `MaxPending`) at once. The fabricated C1 output is filecoin-proofs-api's
+//!   `SealCommitPhase1Output` of ten partitions of 18 challenges of random vanilla proofs at the
+//!   real tree depths (tests/common/stacked.rs, as `native_porep_bench` makes them), its replica
+//!   id made for the miner and sector, serialised as filecoin-ffi's `seal_commit_phase1` returns
+//!   it (serde JSON) and wrapped as Curio sends it. The daemon decodes the wrapper and the C1
+//!   output, checks it and stops at the 32 GiB parameter file, absent here: the time from submit
+//!   to that FAILED answer is the daemon's handling of the request up to proving, and its peak
+//!   RSS (`VmHWM`) over its RSS before, what the requests cost it at once. A job in the engine
+//!   holds the decoded vanilla proofs (the request's bytes are dropped then): their size is
+//!   measured here in-process, ten decoded and held.
 //!
 //! Both sides use the daemon's engine settings (CPU, 2 synthesis threads, 4 GiB) and the test
 //! parameters tests/common/filecoin.rs makes (generated on first use).
 
 #[path = "../tests/common/filecoin.rs"]
 mod fixtures;
+#[path = "../tests/common/stacked.rs"]
+mod stacked;
 
 use std::time::{Duration, Instant};
 
@@ -34,10 +48,12 @@ const RANDOMNESS: [u8; 32] = [47; 32];
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let mut proofs = 5usize;
+    let (mut proofs, mut queued) = (5usize, 10usize);
     while let Some(a) = args.next() {
-        if a == "--proofs" {
-            proofs = args.next().and_then(|n| n.parse().ok()).expect("--proofs N");
+        match a.as_str() {
+            "--proofs" => proofs = args.next().and_then(|n| n.parse().ok()).expect("--proofs N"),
+            "--queued" => queued = args.next().and_then(|n| n.parse().ok()).expect("--queued N"),
+            _ => {}
         }
     }
     ensure_params(ParamsKind::PoSt(WINNING));
@@ -138,10 +154,14 @@ fn main() {
         assert_eq!(s, completed);
         t
     });
+    eprintln!("fabricating a 32 GiB C1 output ...");
+    let c1 = C1::fabricate();
+    let in_daemon = rt.block_on(c2_in_daemon(&client, &c1, child.id(), queued));
     let _ = child.kill();
     let _ = child.wait();
 
-    let (wrapper_bytes, wire, decode) = c1_decode();
+    let (wrapper_bytes, wire, decode) = c1_decode(&c1);
+    let held = held_decoded(&c1, queued);
 
     println!("{}", machine());
     println!("| 2 KiB request | in-process | cuzk-daemon (loopback TCP) | overhead | target |");
@@ -168,6 +188,213 @@ fn main() {
         "| `request::decode` (JSON wrapper, base64) | {:.3} s | ≤ 0.5 s |",
         decode.as_secs_f64()
     );
+    println!();
+    println!(
+        "| A 32 GiB C2 in cuzk-daemon (C1 output {:.1} MB, request {:.1} MB) | submit → FAILED at the parameter file | daemon RSS before → peak (VmHWM) |",
+        c1.json.len() as f64 / 1e6,
+        wrapper_bytes as f64 / 1e6
+    );
+    println!("| --- | --- | --- |");
+    for (what, r) in [("one request", &in_daemon[0]), ("all at once", &in_daemon[1])] {
+        println!(
+            "| {what} ({}) | {} | {:.0} → {:.0} MiB (+{:.0} MiB) |",
+            r.requests,
+            r.latencies(),
+            r.rss_before as f64 / MIB,
+            r.peak as f64 / MIB,
+            (r.peak - r.rss_before.min(r.peak)) as f64 / MIB
+        );
+    }
+    println!(
+        "| {queued} decoded C1 outputs held in-process (what queued jobs keep) | decoded in {:.2} s | +{:.0} MiB ({:.1} MiB each) |",
+        held.decode.as_secs_f64(),
+        held.bytes as f64 / MIB,
+        held.bytes as f64 / MIB / queued as f64
+    );
+}
+
+const MIB: f64 = (1 << 20) as f64;
+
+/// A fabricated 32 GiB C1 output: filecoin-proofs-api's type and its JSON.
+struct C1 {
+    json: Vec<u8>,
+}
+
+/// The sector number the fabricated C1 output is made for (with [`MINER`]).
+const SECTOR: u64 = 4242;
+
+impl C1 {
+    /// Ten partitions of 18 challenges of random vanilla proofs at the 32 GiB sector's real
+    /// depths (11 layers), the replica id generated as the sealer does for [`MINER`] and
+    /// [`SECTOR`] (so the daemon's check of the miner and sector passes), serialised as
+    /// filecoin-ffi's `seal_commit_phase1` returns it.
+    fn fabricate() -> Self {
+        use filecoin_proofs_api::seal::{SealCommitPhase1Output, VanillaSealProof};
+        use filecoin_proofs_api::RegisteredSealProof;
+        use rand::{Rng, SeedableRng};
+        type Tree = filecoin_proofs::SectorShape32GiB;
+
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(32);
+        let registered = RegisteredSealProof::StackedDrg32GiBV1_1;
+        let config = registered.as_v1_config();
+        let partitions: Vec<_> = (0..usize::from(config.partitions))
+            .map(|_| stacked::random_partition::<Tree>(32, 18, 11, &mut rng).1)
+            .collect();
+        let (mut comm_d, mut comm_r, ticket, seed): ([u8; 32], [u8; 32], [u8; 32], [u8; 32]) =
+            (rng.gen(), rng.gen(), rng.gen(), rng.gen());
+        // Canonical field elements, as real commitments are (the top bits clear).
+        comm_d[31] &= 0x3f;
+        comm_r[31] &= 0x3f;
+        let replica_id = storage_proofs_porep::stacked::generate_replica_id::<
+            filecoin_hashers::poseidon::PoseidonHasher,
+            _,
+        >(&fixtures::prover_id(), SECTOR, &ticket, comm_d, &config.porep_id);
+        let c1 = SealCommitPhase1Output {
+            registered_proof: registered,
+            vanilla_proofs: VanillaSealProof::StackedDrg32GiBV1(partitions),
+            comm_r,
+            comm_d,
+            replica_id,
+            seed,
+            ticket,
+        };
+        Self {
+            json: serde_json::to_vec(&c1).expect("a C1 output serialises"),
+        }
+    }
+
+    /// The PoRep C2 request Curio's PoRepSnarkCuzk sends for it.
+    fn request(&self, request_id: String) -> SubmitProofRequest {
+        let wrapper = serde_json::to_vec(&serde_json::json!({
+            "SectorNum": SECTOR,
+            "Phase1Out": base64::engine::general_purpose::STANDARD.encode(&self.json),
+            "SectorSize": 32u64 << 30,
+        }))
+        .unwrap();
+        SubmitProofRequest {
+            request_id,
+            proof_kind: ProofKind::PorepSealCommit as i32,
+            sector_size: 32 << 30,
+            registered_proof: 8, // abi.RegisteredSealProof_StackedDrg32GiBV1_1
+            priority: Priority::Normal as i32,
+            vanilla_proof: wrapper,
+            sector_number: SECTOR,
+            miner_id: MINER,
+            ..SubmitProofRequest::default()
+        }
+    }
+}
+
+/// Requests sent to the daemon at once: each one's time from submit to its answer, and the
+/// daemon's RSS before and its peak after.
+struct InDaemon {
+    requests: usize,
+    took: Vec<Duration>,
+    rss_before: u64,
+    peak: u64,
+}
+
+impl InDaemon {
+    fn latencies(&self) -> String {
+        let mut t = self.took.clone();
+        t.sort();
+        match t.as_slice() {
+            [one] => format!("{:.2} s", one.as_secs_f64()),
+            _ => format!(
+                "median {:.2} s, last {:.2} s",
+                t[t.len() / 2].as_secs_f64(),
+                t[t.len() - 1].as_secs_f64()
+            ),
+        }
+    }
+}
+
+/// `VmRSS` and `VmHWM` of process `pid`, in bytes.
+fn rss(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kib = |key: &str| -> u64 {
+        status
+            .lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (kib("VmRSS:") << 10, kib("VmHWM:") << 10)
+}
+
+/// The 32 GiB C2 sent once, then `queued` at once, each awaited (FAILED: the parameter file
+/// is absent); the daemon (process `pid`) measured around each.
+async fn c2_in_daemon(
+    client: &ProvingEngineClient<tonic::transport::Channel>,
+    c1: &C1,
+    pid: u32,
+    queued: usize,
+) -> [InDaemon; 2] {
+    let mut rounds = Vec::new();
+    for (n, tag) in [(1, "a"), (queued, "b")] {
+        let (rss_before, _) = rss(pid);
+        let mut set = tokio::task::JoinSet::new();
+        for i in 0..n {
+            let req = c1.request(format!("porep-{MINER}-{SECTOR}-{tag}{i}"));
+            let mut c = client.clone().max_encoding_message_size(512 << 20);
+            set.spawn(async move {
+                let t = Instant::now();
+                let job = c.submit_proof(req).await.expect("accepted").into_inner().job_id;
+                let done = c
+                    .await_proof(AwaitProofRequest {
+                        job_id: job,
+                        timeout_ms: 0,
+                    })
+                    .await
+                    .expect("answered")
+                    .into_inner();
+                assert_eq!(
+                    done.status,
+                    await_proof_response::Status::Failed as i32,
+                    "no 32 GiB parameters here: {done:?}"
+                );
+                assert!(
+                    done.error_message.contains("param"),
+                    "refused before the parameter load: {}",
+                    done.error_message
+                );
+                t.elapsed()
+            });
+        }
+        let took = set.join_all().await;
+        let (_, peak) = rss(pid);
+        rounds.push(InDaemon {
+            requests: n,
+            took,
+            rss_before,
+            peak,
+        });
+    }
+    let all = rounds.pop().unwrap();
+    [rounds.pop().unwrap(), all]
+}
+
+/// `n` C1 outputs decoded into filecoin-proofs-api's type (as the Filecoin layer does) and held:
+/// the time and this process's RSS growth.
+struct Held {
+    decode: Duration,
+    bytes: u64,
+}
+
+fn held_decoded(c1: &C1, n: usize) -> Held {
+    let (before, _) = rss(std::process::id());
+    let t = Instant::now();
+    let held: Vec<filecoin_proofs_api::seal::SealCommitPhase1Output> = (0..n)
+        .map(|_| serde_json::from_slice(&c1.json).expect("the fabricated C1 output decodes"))
+        .collect();
+    let decode = t.elapsed();
+    let (after, _) = rss(std::process::id());
+    drop(held);
+    Held {
+        decode,
+        bytes: after.saturating_sub(before),
+    }
 }
 
 fn ms(d: Duration) -> f64 {
@@ -182,43 +409,11 @@ fn median(n: usize, mut f: impl FnMut() -> Duration) -> Duration {
     v[v.len() / 2]
 }
 
-/// A PoRep C2 request as Curio's PoRepSnarkCuzk sends it for a 32 GiB sector, with a C1
-/// output of that size and shape (JSON arrays of numbers: 10 partitions of 18 challenges, each
-/// with its column and Merkle paths of 8-ary trees; ~37 MB, ~50 MB once base64 in the
-/// wrapper); its size, the best of 5 protobuf decodes of the message and of 5 decodes of the
-/// request.
-fn c1_decode() -> (usize, Duration, Duration) {
-    let mut g = Fabric(0x9e37_79b9_7f4a_7c15);
-    let partitions: Vec<String> = (0..10)
-        .map(|_| format!("[{}]", g.list(18, Fabric::challenge)))
-        .collect();
-    let c1 = format!(
-        "{{\"registered_proof\":\"StackedDrg32GiBV1_1\",\"vanilla_proofs\":{{\"StackedDrg32GiBV1\":[{}]}},\"comm_r\":{},\"comm_d\":{},\"replica_id\":{},\"seed\":{},\"ticket\":{}}}",
-        partitions.join(","),
-        g.hash(),
-        g.hash(),
-        g.hash(),
-        g.hash(),
-        g.hash()
-    );
-    let wrapper = serde_json::to_vec(&serde_json::json!({
-        "SectorNum": 4242,
-        "Phase1Out": base64::engine::general_purpose::STANDARD.encode(c1.as_bytes()),
-        "SectorSize": 32u64 << 30,
-    }))
-    .unwrap();
-    let req = SubmitProofRequest {
-        request_id: "porep-1000-4242".into(),
-        proof_kind: ProofKind::PorepSealCommit as i32,
-        sector_size: 32 << 30,
-        registered_proof: 8, // abi.RegisteredSealProof_StackedDrg32GiBV1_1
-        priority: Priority::Normal as i32,
-        vanilla_proof: wrapper,
-        sector_number: 4242,
-        miner_id: MINER,
-        ..SubmitProofRequest::default()
-    };
-    let (size, c1_size) = (req.vanilla_proof.len(), c1.len());
+/// The C2 request of the fabricated 32 GiB C1 output: its size, the best of 5 protobuf decodes
+/// of the message and of 5 decodes of the request.
+fn c1_decode(c1: &C1) -> (usize, Duration, Duration) {
+    let req = c1.request(format!("porep-{MINER}-{SECTOR}"));
+    let size = req.vanilla_proof.len();
     let wire = prost::Message::encode_to_vec(&req);
     let prost_best = (0..5)
         .map(|_| {
@@ -236,67 +431,12 @@ fn c1_decode() -> (usize, Duration, Duration) {
             let t = Instant::now();
             let work = cuzk::daemon::request::decode(r).expect("the wrapper decodes");
             let took = t.elapsed();
-            assert!(matches!(work, cuzk::daemon::request::Work::SealCommit { ref c1, .. } if c1.len() == c1_size));
+            assert!(matches!(work, cuzk::daemon::request::Work::SealCommit { c1: ref got, .. } if *got == c1.json));
             took
         })
         .min()
         .unwrap();
     (size, prost_best, best)
-}
-
-/// Fabricated C1 JSON: random bytes as JSON arrays of numbers, in the shape of
-/// filecoin-proofs' StackedDrg challenge proofs for a 32 GiB sector (8-ary trees of 11 levels,
-/// 11 layers, 6 DRG and 8 expander parents).
-struct Fabric(u64);
-
-impl Fabric {
-    fn byte(&mut self) -> u8 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 32) as u8
-    }
-
-    fn hash(&mut self) -> String {
-        format!(
-            "[{}]",
-            (0..32).map(|_| self.byte().to_string()).collect::<Vec<_>>().join(",")
-        )
-    }
-
-    fn list(&mut self, n: usize, f: fn(&mut Self) -> String) -> String {
-        (0..n).map(|_| f(self)).collect::<Vec<_>>().join(",")
-    }
-
-    fn level(&mut self) -> String {
-        format!("{{\"hashes\":[{}],\"index\":3}}", self.list(7, Self::hash))
-    }
-
-    fn path(&mut self) -> String {
-        let (root, leaf) = (self.hash(), self.hash());
-        format!(
-            "{{\"root\":{root},\"leaf\":{leaf},\"path\":[{}]}}",
-            self.list(11, Self::level)
-        )
-    }
-
-    fn column(&mut self) -> String {
-        let column = self.list(11, Self::hash);
-        format!("{{\"column\":[{column}],\"inclusion_proof\":{}}}", self.path())
-    }
-
-    fn labeling(&mut self) -> String {
-        format!("{{\"layer_index\":1,\"parents\":[{}]}}", self.list(14, Self::hash))
-    }
-
-    fn challenge(&mut self) -> String {
-        let (d, r, c_x) = (self.path(), self.path(), self.column());
-        let (drg, exp) = (self.list(6, Self::column), self.list(8, Self::column));
-        let (labeling, encoding) = (self.list(11, Self::labeling), self.list(14, Self::hash));
-        format!(
-            "{{\"comm_d_proofs\":{d},\"comm_r_last_proof\":{r},\"replica_column_proofs\":{{\"c_x\":{c_x},\"drg_parents\":[{drg}],\"exp_parents\":[{exp}]}},\"labeling_proofs\":[{labeling}],\"encoding_proof\":{{\"parents\":[{encoding}]}}}}"
-        )
-    }
 }
 
 /// The machine, in one line.
