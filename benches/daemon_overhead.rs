@@ -34,6 +34,8 @@
 mod fixtures;
 #[path = "../tests/common/stacked.rs"]
 mod stacked;
+#[path = "../examples/support/mod.rs"]
+mod support;
 
 use std::time::{Duration, Instant};
 
@@ -163,7 +165,13 @@ fn main() {
     let (wrapper_bytes, wire, decode) = c1_decode(&c1);
     let held = held_decoded(&c1, queued);
 
-    println!("{}", machine());
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "machine: {}, load average {} (cuzk {}, CPU backend)",
+        support::machine(),
+        load.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
+        env!("CARGO_PKG_VERSION")
+    );
     println!("| 2 KiB request | in-process | cuzk-daemon (loopback TCP) | overhead | target |");
     println!("| --- | --- | --- | --- | --- |");
     for (what, a, b) in [
@@ -437,24 +445,4 @@ fn c1_decode(c1: &C1) -> (usize, Duration, Duration) {
         .min()
         .unwrap();
     (size, prost_best, best)
-}
-
-/// The machine, in one line.
-fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    format!(
-        "machine: {cpu}, {cores} cores, load average {} (cuzk {}, CPU backend)",
-        load.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
-        env!("CARGO_PKG_VERSION")
-    )
 }
