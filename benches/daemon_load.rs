@@ -12,7 +12,9 @@
 //!
 //! `--gpus` is the daemon's (default `auto`: GPU 0 with `cuda`, else the CPU). The 2 KiB
 //! parameters and sectors come from tests/common/filecoin.rs, made on first use (C2's and
-//! SnapDeals' parameters take tens of minutes on 2 cores, a few on the H200 host's 16).
+//! SnapDeals' parameters take tens of minutes on 2 cores, a few on the H200 host's 16). Away
+//! from its build (the GPU machine), set `CUZK_DAEMON_BIN` to the `cuzk-daemon` binary and
+//! `CUZK_FILECOIN_TMP` to a writable directory.
 
 #[path = "../tests/common/filecoin.rs"]
 mod fixtures;
@@ -337,7 +339,9 @@ fn main() {
 
     let socket = tmp_root().join(format!("daemon-load-{}.sock", std::process::id()));
     let _ = std::fs::remove_file(&socket);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"))
+    // CUZK_DAEMON_BIN where the bench runs away from its build (the GPU machine), as the tests.
+    let daemon = std::env::var_os("CUZK_DAEMON_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_cuzk-daemon").into());
+    let mut child = std::process::Command::new(daemon)
         .args([
             "--listen",
             &format!("unix://{}", socket.display()),
