@@ -94,6 +94,9 @@ enum Check {
     Window([u8; 32], usize, usize),
 }
 
+/// A SnapDeals request's vanilla proofs and commitments (CommR old, CommR new, CommD new).
+type UpdateInputs = (Vec<Vec<u8>>, [[u8; 32]; 3]);
+
 /// Client `c`'s round `r`: one request of each kind, the Window PoSt as its partitions.
 fn round(kinds: &[&'static str], c: usize, r: usize) -> Vec<Request> {
     let tag = (c * 1000 + r) as u64;
@@ -131,7 +134,11 @@ fn round(kinds: &[&'static str], c: usize, r: usize) -> Vec<Request> {
                 });
             }
             "snap" => {
-                let (vanilla, comms) = update_vanilla(&sectors()[1], "daemon-load");
+                // The same update every time (the fixture's data is seeded): made once.
+                static UPDATE_INPUTS: std::sync::OnceLock<UpdateInputs> = std::sync::OnceLock::new();
+                let (vanilla, comms) = UPDATE_INPUTS
+                    .get_or_init(|| update_vanilla(&sectors()[1], "daemon-load"))
+                    .clone();
                 out.push(Request {
                     kind,
                     submit: SubmitProofRequest {
@@ -304,16 +311,8 @@ fn verified(answers: &[Answer]) -> usize {
 
 /// `VmRSS` and `VmHWM` of process `pid`, in MiB.
 fn rss_mib(pid: u32) -> (f64, f64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let kib = |key: &str| -> f64 {
-        status
-            .lines()
-            .find(|l| l.starts_with(key))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (kib("VmRSS:") / 1024.0, kib("VmHWM:") / 1024.0)
+    let (now, peak) = support::rss(pid);
+    (now as f64 / (1 << 20) as f64, peak as f64 / (1 << 20) as f64)
 }
 
 /// The `q` quantile (0..=1) of sorted `v`, nearest rank.

@@ -206,7 +206,7 @@ fn main() {
     for (what, r) in [("one request", &in_daemon[0]), ("all at once", &in_daemon[1])] {
         println!(
             "| {what} ({}) | {} | {:.0} → {:.0} MiB (+{:.0} MiB) |",
-            r.requests,
+            r.took.len(),
             r.latencies(),
             r.rss_before as f64 / MIB,
             r.peak as f64 / MIB,
@@ -296,7 +296,6 @@ impl C1 {
 /// Requests sent to the daemon at once: each one's time from submit to its answer, and the
 /// daemon's RSS before and its peak after.
 struct InDaemon {
-    requests: usize,
     took: Vec<Duration>,
     rss_before: u64,
     peak: u64,
@@ -317,20 +316,6 @@ impl InDaemon {
     }
 }
 
-/// `VmRSS` and `VmHWM` of process `pid`, in bytes.
-fn rss(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let kib = |key: &str| -> u64 {
-        status
-            .lines()
-            .find(|l| l.starts_with(key))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
-    (kib("VmRSS:") << 10, kib("VmHWM:") << 10)
-}
-
 /// The 32 GiB C2 sent once, then `queued` at once, each awaited (FAILED: the parameter file
 /// is absent); the daemon (process `pid`) measured around each.
 async fn c2_in_daemon(
@@ -341,7 +326,7 @@ async fn c2_in_daemon(
 ) -> [InDaemon; 2] {
     let mut rounds = Vec::new();
     for (n, tag) in [(1, "a"), (queued, "b")] {
-        let (rss_before, _) = rss(pid);
+        let (rss_before, _) = support::rss(pid);
         let mut set = tokio::task::JoinSet::new();
         for i in 0..n {
             let req = c1.request(format!("porep-{MINER}-{SECTOR}-{tag}{i}"));
@@ -371,13 +356,8 @@ async fn c2_in_daemon(
             });
         }
         let took = set.join_all().await;
-        let (_, peak) = rss(pid);
-        rounds.push(InDaemon {
-            requests: n,
-            took,
-            rss_before,
-            peak,
-        });
+        let (_, peak) = support::rss(pid);
+        rounds.push(InDaemon { took, rss_before, peak });
     }
     let all = rounds.pop().unwrap();
     [rounds.pop().unwrap(), all]
@@ -391,13 +371,13 @@ struct Held {
 }
 
 fn held_decoded(c1: &C1, n: usize) -> Held {
-    let (before, _) = rss(std::process::id());
+    let (before, _) = support::rss(std::process::id());
     let t = Instant::now();
     let held: Vec<filecoin_proofs_api::seal::SealCommitPhase1Output> = (0..n)
         .map(|_| serde_json::from_slice(&c1.json).expect("the fabricated C1 output decodes"))
         .collect();
     let decode = t.elapsed();
-    let (after, _) = rss(std::process::id());
+    let (after, _) = support::rss(std::process::id());
     drop(held);
     Held {
         decode,

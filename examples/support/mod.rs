@@ -73,6 +73,20 @@ pub fn machine() -> String {
     format!("{cpu}, {} threads, {mem}", rayon::current_num_threads())
 }
 
+/// `VmRSS` and `VmHWM` (the peak) of process `pid`, in bytes (Linux `/proc`; 0 elsewhere).
+pub fn rss(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kib = |key: &str| -> u64 {
+        status
+            .lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (kib("VmRSS:") << 10, kib("VmHWM:") << 10)
+}
+
 pub fn ms(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
