@@ -293,9 +293,12 @@ struct queued_copy {
     size_t bytes;
     cudaEvent_t done;
 };
-// The witness path's z on the device (witness.cu): the inputs and the expanded aux.
+// The witness path's z on the device (witness.cu): the inputs and the aux as the witness gave
+// it — compact (bitmap, bits, per-word counts, others) or dense (others = every value).
 struct device_z {
-    dbuf inputs, aux;
+    dbuf inputs, mask, vals, before, others;
+    size_t num_aux = 0, num_others = 0;
+    bool compact = false;
 };
 // a, b, c evaluated on the device: the resident circuit's matrices over z (witness.cu).
 struct abc_eval {

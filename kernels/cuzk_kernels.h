@@ -190,22 +190,25 @@ cuzk_kresult cuzk_k_staged_free(cuzk_k_staged *staged);
 /* The witness path: a compiled circuit resident on the device, and a, b, c evaluated there from
  * a compact witness (kernels/NOTES.md, "The witness path").
  *
- * A circuit: A, B, C in CSR over z = (inputs, aux), `rows` rows each (the circuit's constraints,
- * then one per input), column j < num_inputs = input j, else aux j - num_inputs; coefficient
- * code 0 = +1, 1 = -1, k + 2 = constants[k] (num_constants scalars, Montgomery). Uploaded once
- * into counted device memory (cudaErrorMemoryAllocation past the limit), checked on the device
- * on upload: row offsets non-decreasing from 0 to nnz, every column < inputs + aux, every code
- * < 2 + num_constants (CUZK_K_ERR_RANGE otherwise). Sizes: rows < 2^31, nnz < 2^32 a matrix,
- * inputs + aux < 2^32. */
-typedef struct cuzk_k_csr_desc {
-    const uint32_t *row_starts;   /* rows + 1 */
-    const uint32_t *columns;      /* nnz */
-    const uint32_t *coefficients; /* nnz codes */
-    size_t nnz;
-} cuzk_k_csr_desc;
+ * A circuit: A, B, C over z = (inputs, aux), `rows` rows each (the circuit's constraints, then
+ * one per input), column j < num_inputs = input j, else aux j - num_inputs; packed
+ * (src/compiled/packed.rs): each term one word `column << 2 | tag`, tag 0 = +1, 1 = -1, 2 = a
+ * constant whose index into constants (num_constants scalars, Montgomery) is the next word;
+ * `lens` the words of each row; `group_starts` the first word of each group of 32 rows, then
+ * num_words. Uploaded once into counted device memory (cudaErrorMemoryAllocation past the
+ * limit), checked on the device on upload: every group's lengths add up to its span, from 0 to
+ * num_words; every row's words parse (no tag 3, a constant's index word inside the row and
+ * < num_constants); every column < inputs + aux (CUZK_K_ERR_RANGE otherwise). Sizes: rows <
+ * 2^31, num_words < 2^32 a matrix, inputs + aux <= 2^30. */
+typedef struct cuzk_k_packed_desc {
+    const uint16_t *lens;         /* rows */
+    const uint32_t *group_starts; /* ceil(rows / 32) + 1 */
+    const uint32_t *words;        /* num_words */
+    size_t num_words;
+} cuzk_k_packed_desc;
 typedef struct cuzk_k_circuit_desc {
     size_t rows, num_inputs, num_aux;
-    cuzk_k_csr_desc a, b, c;
+    cuzk_k_packed_desc a, b, c;
     const void *constants;
     size_t num_constants;
 } cuzk_k_circuit_desc;
@@ -231,9 +234,10 @@ typedef struct cuzk_k_witness {
 } cuzk_k_witness;
 
 /* cuzk_k_compute_h_msm_staged with a, b, c = A z, B z, C z evaluated on the device: the witness
- * is copied in compact and expanded there, each of a, b, c is made just before its transform,
- * and the expanded aux is kept for the batch in *staged (never NULL on success) as a device-only
- * vector named aux_key: the batch's jobs over aux pass host_scalars = aux_key and n = num_aux,
+ * is copied in compact (and checked there), each of a, b, c is made from it just before its
+ * transform (c after a and b are multiplied: two vectors of 2^log_m at a time, not three), and
+ * after the H MSM the aux is expanded and kept for the batch in *staged (never NULL on success)
+ * as a device-only vector named aux_key: the batch's jobs over aux pass host_scalars = aux_key and n = num_aux,
  * and no host copy of aux is ever read. circuit and h_bases on one device; rows <= 2^log_m. */
 cuzk_kresult cuzk_k_compute_h_msm_witness(const cuzk_k_bases *h_bases, const cuzk_k_circuit *circuit,
                                           const cuzk_k_witness *witness, uint32_t log_m, void *h_out,

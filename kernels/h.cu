@@ -36,19 +36,23 @@ cuzk_kresult stage_vector(dev_ctx *ctx, cuzk_k_staged &st, const void *h, size_t
     return ok();
 }
 
-// A vector already on the device that the batch will read (the witness path's expanded aux):
-// handed to the staged handle under `key` (the jobs name it by that pointer; no host copy of it
-// exists, so the handle is marked device-only).
+// The witness path's aux for the batch: expanded on the device from the compact witness once
+// the H MSM is done (so the dense aux never sits beside a, b, c or h) and handed to the staged
+// handle under `key` (the jobs name it by that pointer; no host copy of it exists, so the
+// handle is marked device-only).
 struct pre_staged {
     const void *key;
     size_t n;
-    dbuf *buf;
-    void hand_to(cuzk_k_staged &st) const
+    device_z *z;
+    cuzk_kresult hand_to(dev_ctx *ctx, cuzk_k_staged &st) const
     {
-        st.buf.swap(*buf);
+        dbuf aux;
+        CUZK_TRY(expand_aux(ctx, *z, aux));
+        st.buf.swap(aux);
         st.h = key;
         st.n = n;
         st.device_only = true;
+        return ok();
     }
 };
 
@@ -66,9 +70,10 @@ cuzk_kresult h_msm_streamed(dev_ctx *ctx, const cuzk_k_bases *h_bases, const abc
     const size_t m = (size_t)1 << log_m, fr = 32, pt = sizeof(affine_t<fp_t>);
     size_t room = 0;
     CUZK_TRY(headroom(ctx, &room));
-    // compute_h holds a, b and c (m scalars each) beside the NTT tables; the H MSM holds h.
+    // compute_h holds a, b and c (m scalars each; two at a time when evaluated on the device)
+    // beside the NTT tables; the H MSM holds h.
     const size_t tables = ntt_tables_to_make(ctx, log_m), slack = (size_t)64 << 20;
-    const size_t during = tables + 3 * m * fr + slack, after = tables + m * fr;
+    const size_t during = tables + (in.eval ? 2 : 3) * m * fr + slack, after = tables + m * fr;
     const size_t left = room > after ? room - after : 0, bytes = stage_n * fr;
     const bool stage_it = stage_n && left > bytes &&
                           (ctx->mem.chunk_points || stream_chunk_bases_g1(ctx, left - bytes) >= std::min(m - 1, (size_t)1 << 24));
@@ -98,7 +103,6 @@ cuzk_kresult h_msm_streamed(dev_ctx *ctx, const cuzk_k_bases *h_bases, const abc
     dbuf d_h;
     CUZK_TRY(compute_h_dev(ctx, in, log_m, d_h, h_out, qc.dst ? &qc : nullptr));
     CUZK_PHASE(ctx, CUZK_K_PHASE_H_MSM, 0);
-    if (pre) pre->hand_to(*st);
     if (stage_it) CUZK_TRY(stage_vector(ctx, *st, stage, stage_n));
     const bool carry_next = next && next->bases && next->bases->h && next->bases->device == h_bases->device &&
                             next->n >= STREAM_CARRY_MIN;
@@ -110,13 +114,17 @@ cuzk_kresult h_msm_streamed(dev_ctx *ctx, const cuzk_k_bases *h_bases, const abc
     CUZK_TRY(msm_stream<fp_t>(ctx, h_bases->h, h_bases->n, 0, d_h.p, m - 1, nullptr, out_jacobian, &hc,
                               carry_next ? &st->carry : nullptr, carry_next ? &nx : nullptr));
     CUZK_CK(cudaStreamSynchronize(sc));
+    if (pre) {
+        d_h.release();
+        CUZK_TRY(pre->hand_to(ctx, *st));
+    }
     if (!st->buf.p && !st->carry.h) st.reset();
     return ok();
 }
 
 // H and its MSM on ctx; with stage_n > 0 also a device copy of `stage` for the batch that
 // follows, queued on the copy stream behind H's own copies so that it runs while the H MSM
-// computes; with `pre`, that vector is already on the device and is handed over instead. Over
+// computes; with `pre`, that vector is the witness's aux, expanded once the H MSM is done. Over
 // resident H bases the copy is made only when the device keeps, beside it, what the H MSM may
 // take at most (its sort: 256 bytes a scalar at c = 16; a slice of pair rounds: 2^26 entries);
 // over streamed ones see h_msm_streamed. Otherwise st stays empty and the batch uploads as
@@ -132,16 +140,18 @@ cuzk_kresult h_msm_on(dev_ctx *ctx, const cuzk_k_bases *h_bases, const abc_input
     CUZK_PHASE(ctx, CUZK_K_PHASE_H_MSM, 0);
     copy_join join{ctx->s_copy};  // the staged copy is written on the copy stream
     size_t room = 0;
-    if (pre) {
-        st.reset(new cuzk_k_staged{h_bases->device});
-        pre->hand_to(*st);
-    } else if (stage_n && headroom(ctx, &room).code == 0 && room >= stage_n * 32 + h_msm_scratch_bound(m)) {
+    if (!pre && stage_n && headroom(ctx, &room).code == 0 && room >= stage_n * 32 + h_msm_scratch_bound(m)) {
         st.reset(new cuzk_k_staged{h_bases->device});
         CUZK_TRY(stage_vector(ctx, *st, stage, stage_n));
         if (!st->buf.p) st.reset();
     }
     CUZK_TRY(msm_run<fp_t>(ctx, h_bases->d, h_bases->n, 0, d_h.p, nullptr, m - 1, nullptr, out_jacobian, false));
     CUZK_CK(cudaStreamSynchronize(ctx->s_copy));
+    if (pre) {
+        d_h.release();
+        st.reset(new cuzk_k_staged{h_bases->device});
+        CUZK_TRY(pre->hand_to(ctx, *st));
+    }
     return ok();
 }
 
@@ -172,9 +182,9 @@ cuzk_kresult compute_h_msm(const cuzk_k_bases *h_bases, const void *a, const voi
     });
 }
 
-// H and its MSM with a, b, c evaluated on the device from the resident circuit and the witness
-// (expanded there); the expanded aux is kept for the batch as a device-only staged vector named
-// by aux_key.
+// H and its MSM with a, b, c evaluated on the device from the resident circuit and the compact
+// witness; the aux, expanded after the H MSM, is kept for the batch as a device-only staged
+// vector named by aux_key.
 cuzk_kresult compute_h_msm_witness(const cuzk_k_bases *h_bases, const cuzk_k_circuit *circuit,
                                    const cuzk_k_witness *w, uint32_t log_m, void *h_out, void *out_jacobian,
                                    const void *aux_key, const cuzk_k_msm_job *next, cuzk_k_staged **staged)
@@ -195,7 +205,7 @@ cuzk_kresult compute_h_msm_witness(const cuzk_k_bases *h_bases, const cuzk_k_cir
         abc_input in;
         in.n = circuit->rows;
         in.eval = &e;
-        const pre_staged pre{aux_key, circuit->num_aux, &z.aux};
+        const pre_staged pre{aux_key, circuit->num_aux, &z};
         std::unique_ptr<cuzk_k_staged> st;
         CUZK_TRY(h_msm_on(ctx, h_bases, in, log_m, h_out, out_jacobian, nullptr, 0, next, st, &pre));
         *staged = st.release();

@@ -32,14 +32,15 @@ struct cuzk_k_staged {
     bool device_only = false;          // h is only a name: no host copy exists (the witness path)
 };
 
-// A compiled circuit resident on one device (witness.cu): A, B, C in CSR over z = (inputs,
+// A compiled circuit resident on one device (witness.cu): A, B, C packed over z = (inputs,
 // aux) and the table of constants, in one counted block, checked on upload.
 struct cuzk_k_circuit {
     int device;
     size_t rows = 0, num_inputs = 0, num_aux = 0, num_constants = 0;
-    struct csr {
-        uint32_t *row_starts = nullptr, *columns = nullptr, *codes = nullptr;
-        size_t nnz = 0;
+    struct packed {  // see cuzk_k_packed_desc
+        uint16_t *lens = nullptr;
+        uint32_t *group_starts = nullptr, *words = nullptr;
+        size_t num_words = 0;
     } m[3];
     void *constants = nullptr;  // num_constants scalars (Montgomery)
     void *block = nullptr;      // the counted allocation holding all of the above
@@ -127,8 +128,11 @@ cuzk_kresult circuit_upload(int device, const cuzk_k_circuit_desc *desc, cuzk_k_
 cuzk_kresult circuit_free(cuzk_k_circuit *circuit);  // deletes the handle, on every path
 // The witness's sizes and pointers against the circuit (host-side; the expansion checks the rest).
 cuzk_kresult check_witness(const cuzk_k_circuit *circuit, const cuzk_k_witness *w);
-// The witness on the device: inputs copied, aux expanded (on the compute stream, waited for).
+// The witness on the device: inputs and the compact aux copied, checked (on the compute stream,
+// waited for); the SpMV reads the compact form.
 cuzk_kresult witness_to_device(dev_ctx *ctx, const cuzk_k_witness *w, device_z &z);
+// z's aux expanded into `out` (num_aux scalars); the compact copy is freed.
+cuzk_kresult expand_aux(dev_ctx *ctx, device_z &z, dbuf &out);
 cuzk_kresult circuit_evaluate(const cuzk_k_circuit *circuit, const cuzk_k_witness *w, void *a_out, void *b_out,
                               void *c_out, void *aux_out);
 cuzk_kresult compute_h_msm_witness(const cuzk_k_bases *h_bases, const cuzk_k_circuit *circuit,

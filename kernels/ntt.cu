@@ -227,6 +227,25 @@ __global__ void k_pointwise(fr_t *a, const fr_t *b, const fr_t *c, const fr_t *z
 #endif
 }
 
+// The same in two steps, for a, b, c evaluated on the device: a *= b, then (b's buffer holding
+// c) a = (a - c) * zinv: c is made after a·b, so two vectors of m at a time, not three.
+__global__ void k_mul(fr_t *a, const fr_t *b, size_t m)
+{
+#ifdef __CUDA_ARCH__
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += (size_t)gridDim.x * blockDim.x)
+        a[i] = a[i] * b[i];
+#endif
+}
+
+__global__ void k_sub_scale(fr_t *a, const fr_t *c, const fr_t *zinv, size_t m)
+{
+#ifdef __CUDA_ARCH__
+    fr_t z = *zinv;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += (size_t)gridDim.x * blockDim.x)
+        a[i] = (a[i] - c[i]) * z;
+#endif
+}
+
 // h[i] = x[brev(i)] * g^-i / m, the factor from the two-level tables.
 __global__ void k_gather_out(fr_t *h, const fr_t *x, const fr_t *hi, const fr_t *lo, int lo_log, int L,
                              size_t count)
@@ -385,8 +404,9 @@ cuzk_kresult compute_h_dev(dev_ctx *ctx, const abc_input &in, uint32_t log_m, db
     CUZK_TRY(get_tables(ctx, log_m, &T));
 
     profiler prof("compute_h", s, ctx->k.profile);
+    // Evaluated on the device, c is made in b's buffer once a·b is taken: two buffers.
     dbuf dx[3];
-    for (int k = 0; k < 3; k++) CUZK_CK(dx[k].alloc(ctx, m * sizeof(fr_t)));
+    for (int k = 0; k < (in.eval ? 2 : 3); k++) CUZK_CK(dx[k].alloc(ctx, m * sizeof(fr_t)));
     copy_join join{sc};  // a, b, c are copied into dx on the copy stream
     cudaEvent_t ev[4] = {};
     struct ev_guard {
@@ -411,7 +431,11 @@ cuzk_kresult compute_h_dev(dev_ctx *ctx, const abc_input &in, uint32_t log_m, db
     }
     CUZK_PHASE(ctx, CUZK_K_PHASE_ABC_COPY, 0);
     for (int k = 0; k < 3; k++) {
-        fr_t *x = dx[k].as<fr_t>();
+        fr_t *x = dx[in.eval && k == 2 ? 1 : k].as<fr_t>();
+        if (in.eval && k == 2) {
+            k_mul<<<grid_for(m, 256, sms), 256, 0, s>>>(dx[0].as<fr_t>(), dx[1].as<fr_t>(), m);
+            CUZK_CKL();
+        }
         if (in.eval) {
             CUZK_TRY(evaluate_matrix(ctx, *in.eval, k, x, m));
             prof.mark(k == 0 ? "spmv_a" : k == 1 ? "spmv_b" : "spmv_c");
@@ -428,8 +452,11 @@ cuzk_kresult compute_h_dev(dev_ctx *ctx, const abc_input &in, uint32_t log_m, db
         prof.mark("intt+coset+ntt");
     }
     CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 9);
-    k_pointwise<<<grid_for(m, 256, sms), 256, 0, s>>>(dx[0].as<fr_t>(), dx[1].as<fr_t>(),
-                                                      dx[2].as<fr_t>(), T->consts + 129, m);
+    if (in.eval)
+        k_sub_scale<<<grid_for(m, 256, sms), 256, 0, s>>>(dx[0].as<fr_t>(), dx[1].as<fr_t>(), T->consts + 129, m);
+    else
+        k_pointwise<<<grid_for(m, 256, sms), 256, 0, s>>>(dx[0].as<fr_t>(), dx[1].as<fr_t>(),
+                                                          dx[2].as<fr_t>(), T->consts + 129, m);
     CUZK_CKL();
     dx[1].release();
     dx[2].release();

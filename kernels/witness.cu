@@ -1,13 +1,14 @@
-// cuzk kernels: the witness path — a compiled circuit resident on the device (A, B, C in CSR
-// over z = (inputs, aux) and its table of constants), a compact witness expanded on the device,
-// and a, b, c = A·z, B·z, C·z evaluated there (SpMV), so that a, b, c never exist on the host.
+// cuzk kernels: the witness path — a compiled circuit resident on the device (A, B, C packed
+// over z = (inputs, aux), and its table of constants), a compact witness read there as it is,
+// a, b, c = A·z, B·z, C·z evaluated from it (SpMV), so that a, b, c never exist on the host, and
+// the aux expanded for the MSMs once H no longer needs the memory.
 //
 // Invariants (kernels/NOTES.md, "The witness path"):
-// - A circuit is checked once, on upload: row offsets non-decreasing and ending at the term
-//   count, every column < inputs + aux, every coefficient code < 2 + constants. The SpMV then
-//   reads nothing out of bounds.
-// - A witness is checked while it is expanded: every "other" value it points at exists (the
-//   per-word counts agree with the bitmap); a witness that does not is refused (RANGE).
+// - A circuit is checked once, on upload: each group's row lengths add up to its span, the
+//   spans run from 0 to the word count, every row's words parse, every column < inputs + aux,
+//   every constant index < constants. The SpMV then reads nothing out of bounds.
+// - A witness is checked on arrival: every "other" value it points at exists (the per-word
+//   counts agree with the bitmap); a witness that does not is refused (RANGE).
 // - Values stay in Montgomery form (blst_fr) throughout: the aux the MSMs read is the same
 //   vector the host would have uploaded, bit for bit.
 #include "internal.cuh"
@@ -20,20 +21,66 @@ namespace {
 constexpr size_t ALIGN = 256;
 inline size_t up(size_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
 
-__global__ void k_check_rows(const uint32_t *rs, size_t rows, size_t nnz, int *bad)
+// Row r's first word and length, for the warp's 32 rows r0 .. r0 + 31 (r0 a multiple of 32,
+// every lane present): the group's first word plus the lengths of the rows before r in it.
+__device__ __forceinline__ uint32_t row_start(const cuzk_k_circuit::packed &mx, size_t rows, size_t r0,
+                                              uint32_t *len)
 {
-    for (size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x; r < rows; r += (size_t)gridDim.x * blockDim.x) {
-        if (rs[r] > rs[r + 1] || rs[r + 1] > nnz) atomicOr(bad, 1);
-        if (r == 0 && rs[0] != 0) atomicOr(bad, 1);
-        if (r + 1 == rows && rs[rows] != nnz) atomicOr(bad, 1);
+    const unsigned lane = threadIdx.x & 31;
+    const size_t r = r0 + lane;
+    const uint32_t l = r < rows ? mx.lens[r] : 0;
+    uint32_t incl = l;
+    for (unsigned d = 1; d < 32; d <<= 1) {
+        const uint32_t v = __shfl_up_sync(0xffffffffu, incl, d);
+        if (lane >= d) incl += v;
+    }
+    *len = l;
+    return (r0 < rows ? mx.group_starts[r0 / 32] : 0) + incl - l;
+}
+
+// Every group's lengths add up to its span; the spans start at 0 and end at num_words.
+__global__ void k_check_groups(cuzk_k_circuit::packed mx, size_t rows, int *bad)
+{
+    const size_t groups = (rows + 31) / 32;
+    for (size_t g = blockIdx.x * (size_t)blockDim.x + threadIdx.x; g < groups; g += (size_t)gridDim.x * blockDim.x) {
+        uint64_t sum = 0;
+        for (size_t r = g * 32; r < rows && r < g * 32 + 32; r++) sum += mx.lens[r];
+        if ((uint64_t)mx.group_starts[g] + sum != (uint64_t)mx.group_starts[g + 1]) atomicOr(bad, 1);
+        if (g == 0 && mx.group_starts[0] != 0) atomicOr(bad, 1);
+        if (g + 1 == groups && mx.group_starts[groups] != mx.num_words) atomicOr(bad, 1);
     }
 }
 
-__global__ void k_check_terms(const uint32_t *col, const uint32_t *code, size_t nnz, size_t cols, size_t codes,
-                              int *bad)
+// Every row's words parse: inside the matrix, no tag 3, a constant's index word inside the row
+// and < constants, every column < cols. One warp-aligned thread a row, as the SpMV.
+__global__ void k_check_words(cuzk_k_circuit::packed mx, size_t rows, size_t cols, size_t constants, int *bad)
 {
-    for (size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x; t < nnz; t += (size_t)gridDim.x * blockDim.x)
-        if (col[t] >= cols || code[t] >= codes) atomicOr(bad, 2);
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t r0 = blockIdx.x * (size_t)blockDim.x + (threadIdx.x & ~31u); r0 < rows; r0 += stride) {
+        uint32_t len;
+        const uint32_t start = row_start(mx, rows, r0, &len);
+        if ((uint64_t)start + len > mx.num_words) {
+            atomicOr(bad, 2);
+            continue;
+        }
+        for (uint32_t t = start; t < start + len; t++) {
+            const uint32_t w = mx.words[t], tag = w & 3;
+            if ((w >> 2) >= cols || tag == 3) atomicOr(bad, 2);
+            if (tag == 2 && (++t >= start + len || mx.words[t] >= constants)) atomicOr(bad, 2);
+        }
+    }
+}
+
+// A witness's others: for each word of the bitmap, the last other value it points at exists.
+__global__ void k_check_witness(size_t n, const uint64_t *mask, const uint32_t *before, size_t n_others, int *bad)
+{
+    const size_t words = (n + 63) / 64;
+    for (size_t w = blockIdx.x * (size_t)blockDim.x + threadIdx.x; w < words; w += (size_t)gridDim.x * blockDim.x) {
+        const unsigned valid = w + 1 < words || n % 64 == 0 ? 64 : (unsigned)(n % 64);
+        const uint64_t in = valid == 64 ? ~0ull : (1ull << valid) - 1;
+        const unsigned cnt = (unsigned)__popcll(~mask[w] & in);
+        if (cnt && (size_t)before[w] + cnt > n_others) atomicOr(bad, 1);
+    }
 }
 
 // Aux value j from the compact form: a bit (mask set) is 0 or 1, anything else the next of
@@ -60,28 +107,65 @@ __global__ void k_expand(fr_t *aux, size_t n, const uint64_t *mask, const uint64
     }
 }
 
-// out[r] = sum over row r's terms of coefficient * z[column], for r < rows; 0 for rows..m.
-// One thread a row (most rows hold a few terms).
-__global__ void k_spmv(fr_t *out, size_t rows, size_t m, const uint32_t *rs, const uint32_t *col,
-                       const uint32_t *code, const fr_t *consts, const fr_t *inputs, uint32_t n_in, const fr_t *aux)
+// z as the SpMV reads it: inputs dense; aux compact (mask non-null) or dense (others).
+struct z_view {
+    const fr_t *inputs;
+    uint32_t n_in;
+    const uint64_t *mask, *vals;
+    const uint32_t *before;
+    const fr_t *others;
+};
+
+// acc += coefficient · z[col], the coefficient +1 (tag 0), -1 (tag 1) or k (tag 2); a 0/1 aux
+// value costs at most one addition, no multiplication.
+__device__ __forceinline__ void add_term(fr_t &acc, const z_view &z, uint32_t col, uint32_t tag, const fr_t *k)
 {
-    for (size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x; r < m; r += (size_t)gridDim.x * blockDim.x) {
+    fr_t v;
+    if (col < z.n_in) {
+        v = z.inputs[col];
+    } else if (!z.mask) {
+        v = z.others[col - z.n_in];
+    } else {
+        const uint32_t j = col - z.n_in, w = j >> 6, b = j & 63;
+        const uint64_t mw = z.mask[w];
+        if ((mw >> b) & 1) {
+            if (!((z.vals[w] >> b) & 1)) return;  // zero
+            if (tag == 0)
+                acc += fr_t::one();
+            else if (tag == 1)
+                acc -= fr_t::one();
+            else
+                acc += *k;
+            return;
+        }
+        v = z.others[(size_t)z.before[w] + (size_t)__popcll(~mw & ((1ull << b) - 1))];
+    }
+    if (tag == 0)
+        acc += v;
+    else if (tag == 1)
+        acc -= v;
+    else
+        acc += v * *k;
+}
+
+// out[r] = sum over row r's terms of coefficient * z[column], for r < rows; 0 for rows..m.
+// One thread a row (most rows hold a few terms), the warp's 32 rows one group.
+__global__ void k_spmv(fr_t *out, size_t rows, size_t m, cuzk_k_circuit::packed mx, const fr_t *consts, z_view z)
+{
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t r0 = blockIdx.x * (size_t)blockDim.x + (threadIdx.x & ~31u); r0 < m; r0 += stride) {
+        const size_t r = r0 + (threadIdx.x & 31);
+        uint32_t len;
+        const uint32_t start = row_start(mx, rows, r0, &len);
         fr_t acc;
         acc.zero();
-        if (r < rows) {
-            const uint32_t end = rs[r + 1];
-            for (uint32_t t = rs[r]; t < end; t++) {
-                const uint32_t c = col[t], k = code[t];
-                const fr_t v = c < n_in ? inputs[c] : aux[c - n_in];
-                if (k == 0)
-                    acc += v;
-                else if (k == 1)
-                    acc -= v;
-                else
-                    acc += v * consts[k - 2];
-            }
+        for (uint32_t t = start; t < start + len; t++) {
+            const uint32_t w = mx.words[t], tag = w & 3;
+            const fr_t *k = nullptr;
+            if (tag == 2) k = consts + mx.words[++t];
+            add_term(acc, z, w >> 2, tag, k);
         }
-        out[r] = acc;
+        if (r < m) out[r] = acc;
     }
 }
 
@@ -105,28 +189,28 @@ cuzk_kresult circuit_upload(int device, const cuzk_k_circuit_desc *d, cuzk_k_cir
     if (!out) return arg_err(CUZK_K_ERR_NULL_ARG, "circuit_upload: out is NULL");
     *out = nullptr;
     if (!d) return arg_err(CUZK_K_ERR_NULL_ARG, "circuit_upload: desc is NULL");
-    const cuzk_k_csr_desc *ms[3] = {&d->a, &d->b, &d->c};
+    const cuzk_k_packed_desc *ms[3] = {&d->a, &d->b, &d->c};
     if (d->rows == 0 || d->rows > 0x7fffffffu)
         return arg_err(CUZK_K_ERR_TOO_LARGE, "circuit_upload: rows must be in 1..2^31-1");
-    if (d->num_inputs == 0 || d->num_inputs + d->num_aux > 0xffffffffu)
-        return arg_err(CUZK_K_ERR_TOO_LARGE, "circuit_upload: inputs + aux must be in 1..2^32-1");
-    if (d->num_constants > 0xffffffffu - 2) return arg_err(CUZK_K_ERR_TOO_LARGE, "circuit_upload: too many constants");
+    if (d->num_inputs == 0 || d->num_inputs + d->num_aux > ((size_t)1 << 30))
+        return arg_err(CUZK_K_ERR_TOO_LARGE, "circuit_upload: inputs + aux must be in 1..2^30");
+    if (d->num_constants > 0xffffffffu) return arg_err(CUZK_K_ERR_TOO_LARGE, "circuit_upload: too many constants");
     if (d->num_constants && !d->constants) return arg_err(CUZK_K_ERR_NULL_ARG, "circuit_upload: constants is NULL");
-    for (const cuzk_k_csr_desc *m : ms) {
-        if (!m->row_starts) return arg_err(CUZK_K_ERR_NULL_ARG, "circuit_upload: row_starts is NULL");
-        if (m->nnz && (!m->columns || !m->coefficients))
-            return arg_err(CUZK_K_ERR_NULL_ARG, "circuit_upload: columns or coefficients is NULL");
-        if (m->nnz > 0xffffffffu) return arg_err(CUZK_K_ERR_TOO_LARGE, "circuit_upload: more than 2^32-1 terms");
+    for (const cuzk_k_packed_desc *m : ms) {
+        if (!m->lens || !m->group_starts) return arg_err(CUZK_K_ERR_NULL_ARG, "circuit_upload: lens or group_starts is NULL");
+        if (m->num_words && !m->words) return arg_err(CUZK_K_ERR_NULL_ARG, "circuit_upload: words is NULL");
+        if (m->num_words > 0xffffffffu) return arg_err(CUZK_K_ERR_TOO_LARGE, "circuit_upload: more than 2^32-1 words");
     }
-    // One counted block: per matrix row offsets, columns, codes; then the constants.
+    // One counted block: per matrix lengths, group starts, words; then the constants.
+    const size_t groups = (d->rows + 31) / 32;
     size_t off[3][3], total = 0;
     for (int k = 0; k < 3; k++) {
         off[k][0] = total;
-        total += up((d->rows + 1) * 4);
+        total += up(d->rows * 2);
         off[k][1] = total;
-        total += up(ms[k]->nnz * 4);
+        total += up((groups + 1) * 4);
         off[k][2] = total;
-        total += up(ms[k]->nnz * 4);
+        total += up(ms[k]->num_words * 4);
     }
     const size_t consts_off = total;
     total += up(d->num_constants * 32);
@@ -159,18 +243,16 @@ cuzk_kresult circuit_upload(int device, const cuzk_k_circuit_desc *d, cuzk_k_cir
         c->num_constants = d->num_constants;
         c->constants = base + consts_off;
         for (int k = 0; k < 3; k++) {
-            c->m[k].nnz = ms[k]->nnz;
-            c->m[k].row_starts = reinterpret_cast<uint32_t *>(base + off[k][0]);
-            c->m[k].columns = reinterpret_cast<uint32_t *>(base + off[k][1]);
-            c->m[k].codes = reinterpret_cast<uint32_t *>(base + off[k][2]);
-            CUZK_CK(cudaMemcpyAsync(c->m[k].row_starts, ms[k]->row_starts, (d->rows + 1) * 4, cudaMemcpyHostToDevice,
-                                    ctx->s_comp));
-            if (ms[k]->nnz) {
-                CUZK_CK(cudaMemcpyAsync(c->m[k].columns, ms[k]->columns, ms[k]->nnz * 4, cudaMemcpyHostToDevice,
+            c->m[k].num_words = ms[k]->num_words;
+            c->m[k].lens = reinterpret_cast<uint16_t *>(base + off[k][0]);
+            c->m[k].group_starts = reinterpret_cast<uint32_t *>(base + off[k][1]);
+            c->m[k].words = reinterpret_cast<uint32_t *>(base + off[k][2]);
+            CUZK_CK(cudaMemcpyAsync(c->m[k].lens, ms[k]->lens, d->rows * 2, cudaMemcpyHostToDevice, ctx->s_comp));
+            CUZK_CK(cudaMemcpyAsync(c->m[k].group_starts, ms[k]->group_starts, (groups + 1) * 4,
+                                    cudaMemcpyHostToDevice, ctx->s_comp));
+            if (ms[k]->num_words)
+                CUZK_CK(cudaMemcpyAsync(c->m[k].words, ms[k]->words, ms[k]->num_words * 4, cudaMemcpyHostToDevice,
                                         ctx->s_comp));
-                CUZK_CK(cudaMemcpyAsync(c->m[k].codes, ms[k]->coefficients, ms[k]->nnz * 4, cudaMemcpyHostToDevice,
-                                        ctx->s_comp));
-            }
         }
         if (d->num_constants)
             CUZK_CK(cudaMemcpyAsync(c->constants, d->constants, d->num_constants * 32, cudaMemcpyHostToDevice,
@@ -178,21 +260,18 @@ cuzk_kresult circuit_upload(int device, const cuzk_k_circuit_desc *d, cuzk_k_cir
         dbuf flag;
         CUZK_CK(flag.alloc(ctx, sizeof(int)));
         CUZK_CK(cudaMemsetAsync(flag.p, 0, sizeof(int), ctx->s_comp));
-        const size_t cols = d->num_inputs + d->num_aux, codes = 2 + d->num_constants;
+        const size_t cols = d->num_inputs + d->num_aux;
         for (int k = 0; k < 3; k++) {
-            k_check_rows<<<blocks_for(d->rows, ctx->sm_count), 256, 0, ctx->s_comp>>>(c->m[k].row_starts, d->rows,
-                                                                                     c->m[k].nnz, flag.as<int>());
+            k_check_groups<<<blocks_for(groups, ctx->sm_count), 256, 0, ctx->s_comp>>>(c->m[k], d->rows, flag.as<int>());
             CUZK_CKL();
-            if (c->m[k].nnz) {
-                k_check_terms<<<blocks_for(c->m[k].nnz, ctx->sm_count), 256, 0, ctx->s_comp>>>(
-                    c->m[k].columns, c->m[k].codes, c->m[k].nnz, cols, codes, flag.as<int>());
-                CUZK_CKL();
-            }
+            k_check_words<<<blocks_for(d->rows, ctx->sm_count), 256, 0, ctx->s_comp>>>(c->m[k], d->rows, cols,
+                                                                                     d->num_constants, flag.as<int>());
+            CUZK_CKL();
         }
         int bad = 0;
         CUZK_TRY(read_flag(ctx, flag, &bad));
-        if (bad & 1) return arg_err(CUZK_K_ERR_RANGE, "circuit_upload: row offsets not increasing or not ending at nnz");
-        if (bad & 2) return arg_err(CUZK_K_ERR_RANGE, "circuit_upload: a column or coefficient code out of range");
+        if (bad & 1) return arg_err(CUZK_K_ERR_RANGE, "circuit_upload: row lengths do not add up to the group starts");
+        if (bad & 2) return arg_err(CUZK_K_ERR_RANGE, "circuit_upload: a word past its matrix, a bad tag, column or constant index");
         CUZK_PHASE(ctx, CUZK_K_PHASE_UPLOAD, 0);
         guard.c = nullptr;
         *out = c.release();
@@ -231,29 +310,26 @@ cuzk_kresult witness_to_device(dev_ctx *ctx, const cuzk_k_witness *w, device_z &
 {
     cudaStream_t s = ctx->s_comp;
     const size_t n = w->num_aux;
+    z.num_aux = n;
+    z.compact = w->bit_mask != nullptr;
+    z.num_others = w->num_others;
     CUZK_CK(z.inputs.alloc(ctx, w->num_inputs * 32));
     CUZK_CK(cudaMemcpyAsync(z.inputs.p, w->inputs, w->num_inputs * 32, cudaMemcpyHostToDevice, s));
-    CUZK_CK(z.aux.alloc(ctx, n * 32));
-    if (!n) return ok();
-    if (!w->bit_mask) {
-        CUZK_CK(cudaMemcpyAsync(z.aux.p, w->others, n * 32, cudaMemcpyHostToDevice, s));
-        return ok();
-    }
+    CUZK_CK(z.others.alloc(ctx, w->num_others * 32));
+    if (w->num_others) CUZK_CK(cudaMemcpyAsync(z.others.p, w->others, w->num_others * 32, cudaMemcpyHostToDevice, s));
+    if (!n || !z.compact) return ok();
     const size_t words = (n + 63) / 64;
-    dbuf mask, vals, before, others, flag;
-    CUZK_CK(mask.alloc(ctx, words * 8));
-    CUZK_CK(vals.alloc(ctx, words * 8));
-    CUZK_CK(before.alloc(ctx, words * 4));
-    CUZK_CK(others.alloc(ctx, w->num_others * 32));
+    dbuf flag;
+    CUZK_CK(z.mask.alloc(ctx, words * 8));
+    CUZK_CK(z.vals.alloc(ctx, words * 8));
+    CUZK_CK(z.before.alloc(ctx, words * 4));
     CUZK_CK(flag.alloc(ctx, sizeof(int)));
-    CUZK_CK(cudaMemcpyAsync(mask.p, w->bit_mask, words * 8, cudaMemcpyHostToDevice, s));
-    CUZK_CK(cudaMemcpyAsync(vals.p, w->bit_values, words * 8, cudaMemcpyHostToDevice, s));
-    CUZK_CK(cudaMemcpyAsync(before.p, w->others_before, words * 4, cudaMemcpyHostToDevice, s));
-    if (w->num_others) CUZK_CK(cudaMemcpyAsync(others.p, w->others, w->num_others * 32, cudaMemcpyHostToDevice, s));
+    CUZK_CK(cudaMemcpyAsync(z.mask.p, w->bit_mask, words * 8, cudaMemcpyHostToDevice, s));
+    CUZK_CK(cudaMemcpyAsync(z.vals.p, w->bit_values, words * 8, cudaMemcpyHostToDevice, s));
+    CUZK_CK(cudaMemcpyAsync(z.before.p, w->others_before, words * 4, cudaMemcpyHostToDevice, s));
     CUZK_CK(cudaMemsetAsync(flag.p, 0, sizeof(int), s));
-    k_expand<<<blocks_for(n, ctx->sm_count), 256, 0, s>>>(z.aux.as<fr_t>(), n, mask.as<uint64_t>(), vals.as<uint64_t>(),
-                                                          before.as<uint32_t>(), others.as<fr_t>(), w->num_others,
-                                                          flag.as<int>());
+    k_check_witness<<<blocks_for(words, ctx->sm_count), 256, 0, s>>>(n, z.mask.as<uint64_t>(), z.before.as<uint32_t>(),
+                                                                     w->num_others, flag.as<int>());
     CUZK_CKL();
     int bad = 0;
     CUZK_TRY(read_flag(ctx, flag, &bad));
@@ -261,14 +337,40 @@ cuzk_kresult witness_to_device(dev_ctx *ctx, const cuzk_k_witness *w, device_z &
     return ok();
 }
 
+cuzk_kresult expand_aux(dev_ctx *ctx, device_z &z, dbuf &out)
+{
+    const size_t n = z.num_aux;
+    if (!z.compact || !n) {
+        out.swap(z.others);  // dense: the values are the aux (an empty aux: an empty buffer)
+        if (!out.p) CUZK_CK(out.alloc(ctx, n * 32));
+        return ok();
+    }
+    CUZK_CK(out.alloc(ctx, n * 32));
+    dbuf flag;
+    CUZK_CK(flag.alloc(ctx, sizeof(int)));
+    CUZK_CK(cudaMemsetAsync(flag.p, 0, sizeof(int), ctx->s_comp));
+    k_expand<<<blocks_for(n, ctx->sm_count), 256, 0, ctx->s_comp>>>(
+        out.as<fr_t>(), n, z.mask.as<uint64_t>(), z.vals.as<uint64_t>(), z.before.as<uint32_t>(), z.others.as<fr_t>(),
+        z.num_others, flag.as<int>());
+    CUZK_CKL();
+    // Checked on arrival (witness_to_device): the flag cannot be set; the buffers go back now.
+    z.mask.release();
+    z.vals.release();
+    z.before.release();
+    z.others.release();
+    return ok();
+}
+
 cuzk_kresult evaluate_matrix(dev_ctx *ctx, const abc_eval &e, int k, void *out_v, size_t m)
 {
     fr_t *out = static_cast<fr_t *>(out_v);
     const cuzk_k_circuit *c = e.circuit;
-    const auto &mx = c->m[k];
-    k_spmv<<<blocks_for(m, ctx->sm_count), 256, 0, ctx->s_comp>>>(
-        out, c->rows, m, mx.row_starts, mx.columns, mx.codes, static_cast<const fr_t *>(c->constants),
-        e.z->inputs.as<fr_t>(), (uint32_t)c->num_inputs, e.z->aux.as<fr_t>());
+    const device_z &z = *e.z;
+    const z_view zv{z.inputs.as<fr_t>(), (uint32_t)c->num_inputs,
+                    z.compact ? z.mask.as<uint64_t>() : nullptr,
+                    z.vals.as<uint64_t>(), z.before.as<uint32_t>(), z.others.as<fr_t>()};
+    k_spmv<<<blocks_for(m, ctx->sm_count), 256, 0, ctx->s_comp>>>(out, c->rows, m, c->m[k],
+                                                                  static_cast<const fr_t *>(c->constants), zv);
     CUZK_CKL();
     return ok();
 }
@@ -290,8 +392,12 @@ cuzk_kresult circuit_evaluate(const cuzk_k_circuit *c, const cuzk_k_witness *w, 
             CUZK_CK(cudaMemcpyAsync(outs[k], d.p, c->rows * 32, cudaMemcpyDeviceToHost, ctx->s_comp));
             CUZK_CK(cudaStreamSynchronize(ctx->s_comp));
         }
-        if (aux_out && c->num_aux)
-            CUZK_CK(cudaMemcpyAsync(aux_out, z.aux.p, c->num_aux * 32, cudaMemcpyDeviceToHost, ctx->s_comp));
+        if (aux_out && c->num_aux) {
+            dbuf aux;
+            CUZK_TRY(expand_aux(ctx, z, aux));
+            CUZK_CK(cudaMemcpyAsync(aux_out, aux.p, c->num_aux * 32, cudaMemcpyDeviceToHost, ctx->s_comp));
+            CUZK_CK(cudaStreamSynchronize(ctx->s_comp));
+        }
         CUZK_CK(cudaStreamSynchronize(ctx->s_comp));
         return ok();
     });

@@ -71,11 +71,11 @@ pub struct KCircuit {
 }
 
 #[repr(C)]
-pub struct KCsrDesc {
-    pub row_starts: *const u32,
-    pub columns: *const u32,
-    pub coefficients: *const u32,
-    pub nnz: usize,
+pub struct KPackedDesc {
+    pub lens: *const u16,
+    pub group_starts: *const u32,
+    pub words: *const u32,
+    pub num_words: usize,
 }
 
 #[repr(C)]
@@ -83,9 +83,9 @@ pub struct KCircuitDesc {
     pub rows: usize,
     pub num_inputs: usize,
     pub num_aux: usize,
-    pub a: KCsrDesc,
-    pub b: KCsrDesc,
-    pub c: KCsrDesc,
+    pub a: KPackedDesc,
+    pub b: KPackedDesc,
+    pub c: KPackedDesc,
     pub constants: *const c_void,
     pub num_constants: usize,
 }

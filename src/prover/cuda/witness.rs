@@ -28,7 +28,7 @@ use super::error::{check, is_out_of_memory};
 use super::ffi;
 use super::health::Health;
 use super::residency::Residency;
-use crate::compiled::{CompiledCircuit, Matrix, Witness, WitnessAux};
+use crate::compiled::{CompiledCircuit, PackedCircuit, PackedMatrix, Witness, WitnessAux};
 use crate::error::{Error, Result};
 use crate::params::Parameters;
 use crate::prover::msm_plan::{Densities, Scalars, Sums, PROOF_MSMS};
@@ -71,30 +71,32 @@ impl Drop for DeviceCircuit {
     }
 }
 
-fn csr(m: &Matrix) -> ffi::KCsrDesc {
-    ffi::KCsrDesc {
-        row_starts: m.row_starts().as_ptr(),
-        columns: m.columns().as_ptr(),
-        coefficients: m.coefficients().as_ptr(),
-        nnz: m.non_zeros(),
+fn packed(m: &PackedMatrix) -> ffi::KPackedDesc {
+    ffi::KPackedDesc {
+        lens: m.lens().as_ptr(),
+        group_starts: m.group_starts().as_ptr(),
+        words: m.words().as_ptr(),
+        num_words: m.words().len(),
     }
 }
 
-fn upload(device: i32, c: &CompiledCircuit) -> Result<DeviceCircuit> {
+/// `c`, packed as `p` ([`CompiledCircuit::pack`]: about half its CSR bytes), uploaded.
+fn upload(device: i32, c: &CompiledCircuit, p: &PackedCircuit) -> Result<DeviceCircuit> {
+    let [a, b, cm] = &p.matrices;
     let desc = ffi::KCircuitDesc {
         rows: c.num_constraints(),
         num_inputs: c.num_inputs(),
         num_aux: c.num_aux(),
-        a: csr(c.a()),
-        b: csr(c.b()),
-        c: csr(c.c()),
+        a: packed(a),
+        b: packed(b),
+        c: packed(cm),
         constants: c.constants().as_ptr().cast::<c_void>(),
         num_constants: c.constants().len(),
     };
     let mut raw = std::ptr::null_mut();
-    // SAFETY: every pointer in `desc` is a live slice of `c` with the length stated beside it
-    // (row_starts has rows + 1 entries by construction of a Matrix); the call copies them
-    // before it returns; `raw` is a valid out-pointer.
+    // SAFETY: every pointer in `desc` is a live slice of `p` or `c` with the length stated
+    // beside it (a packed matrix has `rows` lengths and ceil(rows / 32) + 1 group starts by
+    // construction); the call copies them before it returns; `raw` is a valid out-pointer.
     let r = unsafe { ffi::cuzk_k_circuit_upload(device, &desc, &mut raw) };
     check("cuzk_k_circuit_upload", r)?;
     // SAFETY: `raw` is the live handle the upload returned.
@@ -238,7 +240,29 @@ impl DeviceCircuits {
         if self.refused.lock().contains(&fp) {
             return Ok(None);
         }
-        match residency.with_oom_retry(keep, || upload(self.health.device(), c)) {
+        // The packed host copy lives until the device has it.
+        let start = Instant::now();
+        let packed = match c.pack() {
+            Ok(p) => p,
+            Err(Error::Unsupported(why)) => {
+                log::warn!(
+                    "GPU {}: {why}; its a, b, c are evaluated on the host",
+                    self.health.device()
+                );
+                self.refused.lock().push(fp);
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        log::debug!(
+            "compiled circuit {} packed for GPU {}: {} MiB (CSR {} MiB) in {:.2?}",
+            c.circuit_type(),
+            self.health.device(),
+            packed.byte_size() >> 20,
+            c.byte_size() >> 20,
+            start.elapsed()
+        );
+        match residency.with_oom_retry(keep, || upload(self.health.device(), c, &packed)) {
             Ok(d) => {
                 log::info!(
                     "GPU {}: compiled circuit {} resident ({} MiB)",
