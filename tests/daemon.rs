@@ -1188,10 +1188,17 @@ fn c2_through_the_daemon_verifies_with_filecoin_proofs() {
         let mut c = daemon.client().await;
         let r = prove(&mut c, c2(seed)).await;
         let status = c.get_status(GetStatusRequest {}).await.unwrap().into_inner();
+        let metrics = c
+            .get_metrics(GetMetricsRequest {})
+            .await
+            .unwrap()
+            .into_inner()
+            .prometheus_text;
         // The C2 redone with a new C1 (another seed) under the same request id: a new proof.
         let redone = prove(&mut c, c2([19; 32])).await;
-        (r, status, redone)
+        (r, (status, metrics), redone)
     });
+    let (status, metrics) = status;
     assert!(verify_seal(s, s.comm_r(), seed, completed(&r)));
     assert_ne!(redone.job_id, r.job_id, "a new C1 under a kept id is proved anew");
     assert!(verify_seal(s, s.comm_r(), [19; 32], completed(&redone)));
@@ -1203,9 +1210,19 @@ fn c2_through_the_daemon_verifies_with_filecoin_proofs() {
             gpu.vram_free_bytes > 0 && gpu.vram_free_bytes <= gpu.vram_total_bytes,
             "{status:?}"
         );
-        // The 2 KiB PoRep set is small: resident on the GPU after the proof, so HOT.
+        // The 2 KiB PoRep set is small: resident on the GPU after the proof, so HOT, and the
+        // metrics say where (the GPU chose: no flag).
         let porep = status.loaded_srs.iter().find(|s| s.circuit_id == "porep-2k");
         assert_eq!(porep.map(|s| s.tier), Some(0), "{status:?}");
+        for (placement, n) in [("device", 1), ("streamed", 0)] {
+            let row = format!("cuzk_parameter_set_gpus{{circuit_id=\"porep-2k\",placement=\"{placement}\"}} {n}");
+            assert!(metrics.contains(&row), "{row} in {metrics}");
+        }
+    } else {
+        assert!(
+            !metrics.contains("cuzk_parameter_set_gpus"),
+            "no GPU, no rows: {metrics}"
+        );
     }
     assert!(!verify_seal(s, s.comm_r(), [18; 32], &r.proof));
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use cuzk::engine::budget::{assignment_bytes, params_hint, partition_bytes};
 use cuzk::engine::{Engine, EngineBackend, EngineConfig, Job, PacerMode, Partition, PiConfig, Progress};
 use cuzk::prover::cpu::CpuBackend;
-use cuzk::prover::{Backend, Commitments, Timings};
+use cuzk::prover::{Backend, Commitments, Placement, Timings};
 use cuzk::testing::{random_parameters, Synthetic};
 use cuzk::{
     BackendChoice, Circuit, ConstraintSystem, Error, HeapAllocator, Parameters, PinnedPool, PoolConfig, Proof, Prover,
@@ -925,6 +925,89 @@ impl Backend for FakeGpu {
     ) -> cuzk::Result<Commitments> {
         CpuBackend.commitments(a, params, t)
     }
+}
+
+/// A GPU that says where it holds each set it prepared: `placed` for those, absent for others
+/// (a CUDA backend that streams the set, or evicted it under its own limit).
+struct PlacingGpu {
+    placed: Placement,
+    prepared: parking_lot::Mutex<Vec<u64>>,
+}
+
+impl Backend for PlacingGpu {
+    fn name(&self) -> &'static str {
+        "placing-gpu"
+    }
+
+    fn prepare(&self, params: &Parameters) -> cuzk::Result<()> {
+        self.prepared.lock().push(params.id());
+        Ok(())
+    }
+
+    fn placement(&self, params_id: u64) -> Option<Placement> {
+        Some(if self.prepared.lock().contains(&params_id) {
+            self.placed
+        } else {
+            Placement::Absent
+        })
+    }
+
+    fn evict_params(&self, params_id: u64) {
+        self.prepared.lock().retain(|&id| id != params_id);
+    }
+
+    fn commitments(
+        &self,
+        a: &mut ProvingAssignment,
+        params: &Parameters,
+        t: &mut Timings,
+    ) -> cuzk::Result<Commitments> {
+        CpuBackend.commitments(a, params, t)
+    }
+}
+
+/// The statistics say where each GPU holds a set, as the GPU says (issue 47: the mode is the
+/// backend's choice, visible without a flag): on the device, streamed, or — for a backend
+/// that does not say — where the engine prepared it; device bytes count only the sets on a
+/// device, and the C ABI's totals are these sums.
+#[test]
+fn the_statistics_say_where_each_gpu_holds_a_set() {
+    let placing = |placed| {
+        Arc::new(PlacingGpu {
+            placed,
+            prepared: parking_lot::Mutex::new(Vec::new()),
+        })
+    };
+    let (on_device, streaming) = (placing(Placement::Device), placing(Placement::Streamed));
+    let engine = Engine::new(EngineConfig {
+        backends: vec![
+            EngineBackend::Custom(on_device.clone()),
+            EngineBackend::Custom(streaming.clone()),
+            EngineBackend::Custom(Arc::new(FakeGpu::default())),
+            EngineBackend::Choice(BackendChoice::Cpu),
+        ],
+        ..config(1, 1 << 30)
+    })
+    .unwrap();
+    let p = other_params(17);
+    engine.add_parameters(&p).unwrap();
+    let stats = engine.stats();
+    let set = &stats.params[0];
+    assert_eq!(
+        (set.resident_backends, set.streamed_backends),
+        (2, 1),
+        "the device one and the silent one on the device, one streamed, the CPU neither"
+    );
+    assert_eq!(stats.params_device_bytes, 2 * p.device_bytes());
+    // The streaming GPU lets the set go on its own (its memory limit): the engine says so.
+    streaming.evict_params(p.id());
+    let set = engine.stats().params[0].clone();
+    assert_eq!((set.resident_backends, set.streamed_backends), (2, 0));
+    // And a proof over it still goes through, wherever it runs.
+    let mut rng = ChaCha20Rng::seed_from_u64(17);
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let job = Job::from_circuits(p.clone(), vec![Synthetic::new(K).with_seed(3)]).with_randomness(vec![r], vec![s]);
+    assert_eq!(engine.prove(job).unwrap(), reference_with(&p, &[3], &[r], &[s]));
 }
 
 #[test]

@@ -14,6 +14,7 @@ use blstrs::Scalar;
 use cuzk::compiled::{CompiledCircuit, WitnessCs};
 use cuzk::pool::PinMode;
 use cuzk::prover::cuda::CudaBackend;
+use cuzk::prover::Placement;
 use cuzk::testing::{random_parameters, Synthetic};
 use cuzk::{BackendChoice, Parameters, PinnedPool, PoolConfig, Prover};
 use ff::Field;
@@ -26,6 +27,10 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 fn cpu_prover() -> Prover {
     Prover::new().with_backend(BackendChoice::Cpu).unwrap()
+}
+
+fn gpu_prover(backend: &Arc<CudaBackend>) -> Prover {
+    Prover::new().with_custom_backend(backend.clone())
 }
 
 fn prover_on(backend: Arc<CudaBackend>) -> Prover {
@@ -212,6 +217,13 @@ fn streamed_parameters_and_a_circuit_that_does_not_fit() {
     same_bytes_on_device("streamed 2^14", &backend, &params, circuit, &compiled, true);
     assert_eq!(backend.witness_evaluations().on_device, 2);
     assert_eq!(backend.streamed_sets(), 1);
+    assert_eq!(backend.placement(params.id()), Placement::Streamed);
+    backend.set_always_stream(false);
+    backend.release_device_memory().unwrap();
+    assert_eq!(backend.placement(params.id()), Placement::Absent, "released");
+    // Without `always_stream` the backend places the set itself: it fits, so on the device.
+    gpu_prover(&backend).prepare(&params).unwrap();
+    assert_eq!(backend.placement(params.id()), Placement::Device);
 
     // A circuit larger than the limit: its a, b, c are evaluated on the host, same bytes.
     backend.release_device_memory().unwrap();

@@ -396,8 +396,8 @@ typedef struct cuzk_engine_statistics {
   uint64_t params_sets;
   // Of `budget_used`: the host bytes of those sets, each set once.
   uint64_t params_host_bytes;
-  // Device bytes of those sets resident on non-CPU backends (an upper bound: a backend
-  // also evicts under its own memory limit).
+  // Device bytes of those sets on the devices of non-CPU backends (each set times the
+  // GPUs holding it there).
   uint64_t params_device_bytes;
   // Dispatches that found no room in the budget and nothing to evict, and waited.
   uint64_t budget_waits;
@@ -440,6 +440,13 @@ typedef struct cuzk_engine_statistics {
   uint64_t witness_fallbacks;
   // Of `budget_used`: the bytes of the compiled circuits the engine holds, each once.
   uint64_t compiled_bytes;
+  // (parameter set, GPU) pairs whose set is on that GPU's device. Each GPU chooses from its
+  // memory, with no setting: on the device when the set fits beside a proof's working set,
+  // else streamed.
+  uint64_t params_on_device;
+  // (parameter set, GPU) pairs whose set that GPU streams: its query vectors stay in
+  // page-locked host memory and cross PCIe for every proof.
+  uint64_t params_streamed;
 } cuzk_engine_statistics;
 
 // A byte string the caller passes (one vanilla proof): `len` bytes at `data`.

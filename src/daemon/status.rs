@@ -157,7 +157,11 @@ fn parameter_sets(engine: Option<&EngineView>) -> Vec<SrsStatus> {
         let (tier, size, users) = match filecoin::loaded_parameters(kind).ok().flatten() {
             Some(params) => {
                 let set = in_engine(&params);
-                let resident = set.as_ref().is_some_and(|s| s.resident_backends > 0);
+                // On a GPU's device or streamed from page-locked host memory: either proves
+                // without a load.
+                let resident = set
+                    .as_ref()
+                    .is_some_and(|s| s.resident_backends + s.streamed_backends > 0);
                 let tier = if resident || !on_gpus { Tier::Hot } else { Tier::Warm };
                 // A set kept on the GPUs without its host copy (params_on_device): its size there.
                 let size = if params.has_host_copy() {
@@ -191,6 +195,21 @@ pub fn metrics_now(jobs: &Jobs) -> String {
     let engine = EngineView::now();
     let s = status(jobs, engine.as_ref());
     metrics(&s, jobs, engine.as_ref())
+}
+
+/// Per loaded parameter set the engine holds, on an engine with GPUs: its circuit id and the
+/// GPUs holding it on the device and streamed.
+fn set_placements(engine: Option<&EngineView>) -> Vec<(String, usize, usize)> {
+    let Some(e) = engine.filter(|e| e.devices.iter().any(Option::is_some)) else {
+        return Vec::new();
+    };
+    circuit_ids()
+        .filter_map(|id| {
+            let params = filecoin::loaded_parameters(circuit(&id).ok()?).ok().flatten()?;
+            let set = e.stats.params.iter().find(|s| s.id == params.id())?;
+            Some((id, set.resident_backends, set.streamed_backends))
+        })
+        .collect()
 }
 
 /// The status and the engine's statistics in Prometheus' text exposition format.
@@ -245,6 +264,23 @@ pub fn metrics(status: &GetStatusResponse, jobs: &Jobs, engine: Option<&EngineVi
             &format!("circuit_id=\"{}\",tier=\"{tier}\"", s.circuit_id),
             s.size_bytes,
         );
+    }
+    let placed = set_placements(engine);
+    if !placed.is_empty() {
+        m.head(
+            "cuzk_parameter_set_gpus",
+            "gauge",
+            "GPUs holding each loaded parameter set, by placement: device (on the GPU) or streamed (in page-locked host memory, crossing PCIe every proof); each GPU chooses from its memory.",
+        );
+        for (id, device, streamed) in placed {
+            for (placement, n) in [("device", device), ("streamed", streamed)] {
+                m.row(
+                    "cuzk_parameter_set_gpus",
+                    &format!("circuit_id=\"{id}\",placement=\"{placement}\""),
+                    n as u64,
+                );
+            }
+        }
     }
     let gpus: Vec<_> = status.gpus.iter().filter(|g| g.vram_total_bytes > 0).collect();
     if !gpus.is_empty() {

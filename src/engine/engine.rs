@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::params::Parameters;
 use crate::pool::{PinnedPool, PoolConfig, PoolStats, WhenFull};
 use crate::proof::Proof;
-use crate::prover::Prover;
+use crate::prover::{Placement, Prover};
 
 /// The proving engine: see the [module docs](crate::engine).
 pub struct Engine {
@@ -479,31 +479,34 @@ impl Engine {
                 }
             })
             .collect();
-        let params_device_bytes = self
-            .shared
-            .backend_provers
-            .iter()
-            .zip(st.params.resident())
-            .filter(|(p, _)| p.backend_name() != "cpu")
-            .flat_map(|(_, ids)| ids.iter())
-            .filter_map(|&id| st.params.get(id))
-            .map(|e| e.params.device_bytes())
-            .sum();
+        // Per set, the non-CPU backends holding it on the device and streamed: as each
+        // backend says, else where the engine prepared it.
+        let placements = |id: u64| {
+            let (mut device, mut streamed) = (0, 0);
+            for (p, ids) in self.shared.backend_provers.iter().zip(st.params.resident()) {
+                if p.backend_name() == "cpu" || !ids.contains(&id) {
+                    continue;
+                }
+                match p.placement(id) {
+                    Some(Placement::Streamed) => streamed += 1,
+                    Some(Placement::Absent) => {}
+                    Some(Placement::Device) | None => device += 1,
+                }
+            }
+            (device, streamed)
+        };
+        let mut params_device_bytes = 0;
         let mut params: Vec<(u64, ParamSetStats)> = st
             .params
             .iter()
             .map(|(&id, e)| {
-                let resident_backends = self
-                    .shared
-                    .backend_provers
-                    .iter()
-                    .zip(st.params.resident())
-                    .filter(|(p, ids)| p.backend_name() != "cpu" && ids.contains(&id))
-                    .count();
+                let (resident_backends, streamed_backends) = placements(id);
+                params_device_bytes += resident_backends * e.params.device_bytes();
                 let stats = ParamSetStats {
                     id,
                     host_bytes: e.host_bytes,
                     resident_backends,
+                    streamed_backends,
                     partitions: st.params_users(id),
                     idle_for: e.last_used.elapsed(),
                 };

@@ -34,8 +34,14 @@ pub struct ParamSetStats {
     pub id: u64,
     /// Host bytes charged to the budget.
     pub host_bytes: usize,
-    /// Non-CPU backends it is (at most) resident on (see [`EngineStats::params_device_bytes`]).
+    /// Non-CPU backends holding it on the device: as the backend says
+    /// ([`Backend::placement`](crate::prover::Backend::placement)), or, for a backend that does
+    /// not say, those the engine prepared it on.
     pub resident_backends: usize,
+    /// Non-CPU backends holding it streamed: its query vectors in page-locked host memory,
+    /// crossing PCIe for every proof, because it does not fit beside a proof under that
+    /// device's memory (chosen by the backend, no setting).
+    pub streamed_backends: usize,
     /// Partitions of the engine's jobs using it (pending or in flight); 0: idle, evictable.
     pub partitions: usize,
     /// Time since a job used it last (submission, dispatch or proof).
@@ -121,10 +127,9 @@ pub struct EngineStats {
     pub params: Vec<ParamSetStats>,
     /// Of `budget_used`: the host bytes of those sets, each set once.
     pub params_host_bytes: usize,
-    /// Device bytes of the sets the engine holds that it proved with (or prepared) on each
-    /// non-CPU backend since that backend's last eviction, summed over backends. An upper
-    /// bound: a backend evicts idle sets under its own memory limit and streams sets too large
-    /// to be resident (`CudaBackend::resident_bytes` is exact for one backend).
+    /// Device bytes of the sets the engine holds on the device of each non-CPU backend
+    /// (`resident_backends` of each set times its bytes). A backend that does not say where
+    /// it holds a set counts every set the engine prepared on it since its last eviction.
     pub params_device_bytes: usize,
     /// Dispatches that found no room in the budget and nothing to evict, and waited (counted
     /// once per wait, when the wait starts).

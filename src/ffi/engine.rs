@@ -63,8 +63,8 @@ pub struct cuzk_engine_statistics {
     pub params_sets: u64,
     /// Of `budget_used`: the host bytes of those sets, each set once.
     pub params_host_bytes: u64,
-    /// Device bytes of those sets resident on non-CPU backends (an upper bound: a backend
-    /// also evicts under its own memory limit).
+    /// Device bytes of those sets on the devices of non-CPU backends (each set times the
+    /// GPUs holding it there).
     pub params_device_bytes: u64,
     /// Dispatches that found no room in the budget and nothing to evict, and waited.
     pub budget_waits: u64,
@@ -107,6 +107,13 @@ pub struct cuzk_engine_statistics {
     pub witness_fallbacks: u64,
     /// Of `budget_used`: the bytes of the compiled circuits the engine holds, each once.
     pub compiled_bytes: u64,
+    /// (parameter set, GPU) pairs whose set is on that GPU's device. Each GPU chooses from its
+    /// memory, with no setting: on the device when the set fits beside a proof's working set,
+    /// else streamed.
+    pub params_on_device: u64,
+    /// (parameter set, GPU) pairs whose set that GPU streams: its query vectors stay in
+    /// page-locked host memory and cross PCIe for every proof.
+    pub params_streamed: u64,
 }
 
 /// An engine. Opaque; thread-safe (submit, stats and job calls from any thread).
@@ -421,6 +428,8 @@ pub unsafe extern "C" fn cuzk_engine_stats(
             compiled_recorded: s.witness.recorded,
             witness_fallbacks: s.witness.fallbacks,
             compiled_bytes: n(s.compiled_bytes),
+            params_on_device: n(s.params.iter().map(|p| p.resident_backends).sum()),
+            params_streamed: n(s.params.iter().map(|p| p.streamed_backends).sum()),
         };
         // SAFETY: non-NULL, writable per the contract.
         unsafe { out.write(stats) };

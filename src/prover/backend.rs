@@ -41,6 +41,30 @@ pub struct DeviceStatus {
     pub total_bytes: usize,
 }
 
+/// Where a GPU backend holds a parameter set ([`Backend::placement`]), chosen by the backend
+/// from its device memory: no setting asks for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// Its query vectors are on the device.
+    Device,
+    /// Its query vectors stay in page-locked host memory and cross PCIe in chunks for every
+    /// proof: the set does not fit beside a proof's working set under the device's memory.
+    Streamed,
+    /// Not held (never prepared there, or evicted).
+    Absent,
+}
+
+impl Placement {
+    /// `device`, `streamed` or `absent` (logs, metrics).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Placement::Device => "device",
+            Placement::Streamed => "streamed",
+            Placement::Absent => "absent",
+        }
+    }
+}
+
 /// Where the commitments are computed.
 pub trait Backend: Send + Sync {
     /// A short name for logs.
@@ -82,6 +106,12 @@ pub trait Backend: Send + Sync {
     /// keep it until they finish. Does nothing for a set the backend does not hold (and on a
     /// backend that keeps nothing, the CPU).
     fn evict_params(&self, _params_id: u64) {}
+
+    /// Where the set `params_id` is held for this backend's proofs now; `None` when the
+    /// backend does not say (the CPU, which holds nothing of its own; a custom backend).
+    fn placement(&self, _params_id: u64) -> Option<Placement> {
+        None
+    }
 
     /// Whether the backend can no longer prove (a GPU that hit a sticky error). `Auto`
     /// provers then go on on the CPU.
@@ -187,6 +217,14 @@ impl Backend for Fallback {
         self.primary.evict();
     }
 
+    fn evict_params(&self, params_id: u64) {
+        self.primary.evict_params(params_id);
+    }
+
+    fn placement(&self, params_id: u64) -> Option<Placement> {
+        self.usable().and_then(|b| b.placement(params_id))
+    }
+
     fn commitments(
         &self,
         assignment: &mut ProvingAssignment,
@@ -267,5 +305,51 @@ mod tests {
             .prove_with_randomness(vec![circuit], &params, &r, &s)
             .unwrap_err();
         assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    }
+
+    /// A backend that records the sets it is asked to evict and holds set 7 streamed.
+    #[derive(Default)]
+    struct Holder {
+        evicted: parking_lot::Mutex<Vec<u64>>,
+        lost: std::sync::atomic::AtomicBool,
+    }
+
+    impl Backend for Holder {
+        fn name(&self) -> &'static str {
+            "holder"
+        }
+        fn is_lost(&self) -> bool {
+            self.lost.load(std::sync::atomic::Ordering::Acquire)
+        }
+        fn evict_params(&self, params_id: u64) {
+            self.evicted.lock().push(params_id);
+        }
+        fn placement(&self, params_id: u64) -> Option<Placement> {
+            Some(if params_id == 7 {
+                Placement::Streamed
+            } else {
+                Placement::Absent
+            })
+        }
+        fn commitments(&self, a: &mut ProvingAssignment, p: &Parameters, t: &mut Timings) -> Result<Commitments> {
+            cpu::CpuBackend.commitments(a, p, t)
+        }
+    }
+
+    /// The `Auto` backend's wrapper passes one set's eviction and the placement query on (an
+    /// engine over `Auto` evicting a set left its device copy before), and a lost device holds
+    /// nothing.
+    #[test]
+    fn the_fallback_wrapper_forwards_evictions_and_placement() {
+        let holder = Arc::new(Holder::default());
+        let fallback = with_cpu_fallback(holder.clone());
+        fallback.evict_params(7);
+        assert_eq!(*holder.evicted.lock(), [7]);
+        assert_eq!(fallback.placement(7), Some(Placement::Streamed));
+        assert_eq!(fallback.placement(8), Some(Placement::Absent));
+        holder.lost.store(true, std::sync::atomic::Ordering::Release);
+        assert_eq!(fallback.placement(7), None, "proving on the CPU now");
+        fallback.evict_params(9);
+        assert_eq!(*holder.evicted.lock(), [7, 9], "a lost device still frees what it can");
     }
 }

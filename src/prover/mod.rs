@@ -29,7 +29,7 @@ pub(crate) mod witness;
 
 #[cfg(all(feature = "cuda", feature = "fault-injection"))]
 pub(crate) use backend::with_cpu_fallback;
-pub use backend::{Backend, Commitments, DeviceStatus};
+pub use backend::{Backend, Commitments, DeviceStatus, Placement};
 pub use choice::BackendChoice;
 pub(crate) use groth16::check_assignment;
 pub use groth16::draw_randomness;

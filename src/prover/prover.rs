@@ -99,6 +99,13 @@ impl Prover {
         self.backend.device()
     }
 
+    /// Where the backend holds the parameter set `params_id` now ([`Backend::placement`]:
+    /// on the device or streamed, as the backend chose from its memory; `None` when the
+    /// backend does not say).
+    pub fn placement(&self, params_id: u64) -> Option<super::Placement> {
+        self.backend.placement(params_id)
+    }
+
     /// Whether the backend can no longer prove ([`Backend::is_lost`]: a GPU after a sticky
     /// error; never for `Auto`, which goes on on the CPU).
     pub fn is_backend_lost(&self) -> bool {

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::params::Parameters;
 use crate::pool::PinnedPool;
 use crate::prover::witness::evaluate_on_host;
-use crate::prover::{Backend, Commitments, DeviceStatus, Timings};
+use crate::prover::{Backend, Commitments, DeviceStatus, Placement, Timings};
 
 /// Proves on one CUDA device.
 ///
@@ -238,6 +238,13 @@ impl CudaBackend {
         self.residency.evict_params(params_id)
     }
 
+    /// Where the set `params_id` is held on this device now: on the device, streamed from
+    /// page-locked host memory (chosen when the set does not fit beside a proof's working set
+    /// under the memory limit: [`CudaBackend::would_stream`]), or not at all.
+    pub fn placement(&self, params_id: u64) -> Placement {
+        self.residency.placement(params_id)
+    }
+
     /// Same as [`CudaBackend::release_device_memory`].
     pub fn evict_all(&self) {
         if let Err(e) = self.release_device_memory() {
@@ -315,6 +322,10 @@ impl Backend for CudaBackend {
 
     fn evict_params(&self, params_id: u64) {
         CudaBackend::evict_params(self, params_id);
+    }
+
+    fn placement(&self, params_id: u64) -> Option<Placement> {
+        Some(CudaBackend::placement(self, params_id))
     }
 
     fn is_lost(&self) -> bool {

@@ -16,6 +16,7 @@ use crate::curve::{G1, G2};
 use crate::error::{Error, Result};
 use crate::params::Parameters;
 use crate::prover::msm_plan::Query;
+use crate::prover::Placement;
 
 /// Device memory cuzk's kernels hold on one GPU, as they count it (see
 /// [`CudaBackend::memory_stats`](super::CudaBackend::memory_stats)).
@@ -195,6 +196,24 @@ impl Residency {
             .iter()
             .filter(|s| s.state.lock().as_ref().is_some_and(|r| r.streamed))
             .count()
+    }
+
+    /// Where the set `params_id` is held now: on the device, streamed, or not at all (never
+    /// placed, evicted, or being placed now: the slot's lock is held through an upload, and
+    /// this never waits for one).
+    pub(super) fn placement(&self, params_id: u64) -> Placement {
+        let slot = self.slots.lock().iter().find(|s| s.params_id == params_id).cloned();
+        let Some(slot) = slot.filter(|s| !s.evicted.load(Ordering::Acquire)) else {
+            return Placement::Absent;
+        };
+        let Some(state) = slot.state.try_lock() else {
+            return Placement::Absent;
+        };
+        match state.as_ref() {
+            Some(r) if r.streamed => Placement::Streamed,
+            Some(_) => Placement::Device,
+            None => Placement::Absent,
+        }
     }
 
     /// Caps the device memory held by resident parameters.
