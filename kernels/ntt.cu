@@ -10,8 +10,8 @@
 //   A <- (A*B - C) / (g^m - 1)
 //   A <- iNTT_DIF(A)                 (bit-reversed)
 //   h[i] = A[brev(i)] * g^-i / m     (gather to natural order), i < m-1
-// Per log_m tables (cached per device): omega^k and omega^-k (k < m/2), g^brev(j)/m and
-// g^-i/m (m entries each) = 3 m scalars.
+// Per log_m tables (cached per device): omega^k (k < m/2; omega^-k = -omega^(m/2-k)), and
+// g^brev(j)/m and g^-i/m as two-level tables: ~m/2 scalars.
 #include "common.cuh"
 #include "field.cuh"
 #include <algorithm>
@@ -20,8 +20,7 @@ namespace cuzk {
 
 struct ntt_tables {
     uint32_t log_m = 0;
-    fr_t *tw = nullptr;     // omega^k, k < m/2
-    fr_t *itw = nullptr;    // omega^-k, k < m/2
+    fr_t *tw = nullptr;     // omega^k, k < m/2 (the inverse's omega^-k from it: twiddle_at)
     // Coset factors as two-level tables (v = hi[e >> lo_log] * lo[e & mask]): m/2^lo_log +
     // 2^lo_log values instead of m, one extra multiplication per element.
     //   coset scale g^brev(j) / m:  cs_hi (with the 1/m), cs_lo
@@ -84,6 +83,16 @@ __global__ void k_pow_table(fr_t *dst, size_t count, const fr_t *pows, const fr_
 #endif
 }
 
+// The twiddle omega^k (forward, DIT) or omega^-k (inverse, DIF) for k < m/2 from the one table
+// of omega^k: omega^-k = omega^(m-k) = -omega^(m/2-k) for k > 0 (omega^(m/2) = -1). One table
+// of m/2 scalars instead of two (2 GiB less at 2^27: what a 16 GiB card needs).
+template <bool FWD>
+__device__ __forceinline__ fr_t twiddle_at(const fr_t *tw, size_t k, int L)
+{
+    if (FWD || k == 0) return tw[k];
+    return -tw[((size_t)1 << (L - 1)) - k];
+}
+
 // Scalars in shared memory as two planes of 16-byte halves: a warp reading 32 consecutive
 // scalars then reads 512 contiguous bytes per plane, which the banks serve without conflicts
 // (whole 32-byte scalars at a 32-byte stride gave two-way conflicts on every 16-byte access).
@@ -133,7 +142,7 @@ __global__ void __launch_bounds__(1 << (SH_LOG - 1), 2)
     sh.set(tid + half, blk[tid + half]);
     // The twiddle of each stage is loaded one stage ahead, so its latency hides behind the
     // previous stage's products and barrier.
-    auto twiddle = [&](int lh) { return tw[(size_t)(tid & ((1u << lh) - 1)) << (L - 1 - lh)]; };
+    auto twiddle = [&](int lh) { return twiddle_at<DIT>(tw, (size_t)(tid & ((1u << lh) - 1)) << (L - 1 - lh), L); };
     fr_t w_next = twiddle(DIT ? 0 : S - 1);
     __syncthreads();
     for (int st = 0; st < S; st++) {
@@ -190,7 +199,9 @@ __global__ void __launch_bounds__(GC << (GK - 1), 2) k_ntt_group(fr_t *x, const 
     const size_t c = cg * GC + col;
     // Twiddles one stage ahead (as in k_shared_stages): at 2^26 the top stages' twiddles come
     // from DRAM, and a load per stage behind the barrier exposed its latency.
-    auto twiddle = [&](int r) { return tw[(c + (size_t)(p & ((1u << r) - 1)) * s) << (L - 1 - (lo + r))]; };
+    auto twiddle = [&](int r) {
+        return twiddle_at<DIT>(tw, (c + (size_t)(p & ((1u << r) - 1)) * s) << (L - 1 - (lo + r)), L);
+    };
     fr_t w_next = twiddle(DIT ? 0 : k - 1);
     __syncthreads();
     for (int st = 0; st < k; st++) {
@@ -313,7 +324,6 @@ void destroy_tables(dev_ctx *ctx, ntt_tables *t)
     if (!t) return;
     size_t m = (size_t)1 << t->log_m;
     counted_free(ctx, t->tw, (m / 2) * sizeof(fr_t));
-    counted_free(ctx, t->itw, (m / 2) * sizeof(fr_t));
     counted_free(ctx, t->small, (2 * ((m >> t->lo_log) + ((size_t)1 << t->lo_log))) * sizeof(fr_t));
     counted_free(ctx, t->consts, 160 * sizeof(fr_t));
     delete t;
@@ -330,7 +340,6 @@ cuzk_kresult get_tables(dev_ctx *ctx, uint32_t L, ntt_tables **out)
     const size_t nlo = (size_t)1 << t->lo_log, nhi = m >> t->lo_log;
     cudaError_t e = cudaSuccess;
     if (e == cudaSuccess) e = counted_malloc(ctx, (void **)&t->tw, (m / 2) * sizeof(fr_t));
-    if (e == cudaSuccess) e = counted_malloc(ctx, (void **)&t->itw, (m / 2) * sizeof(fr_t));
     if (e == cudaSuccess) e = counted_malloc(ctx, (void **)&t->small, 2 * (nhi + nlo) * sizeof(fr_t));
     if (e == cudaSuccess) e = counted_malloc(ctx, (void **)&t->consts, 160 * sizeof(fr_t));
     if (e != cudaSuccess) { CUZK_CLEAR_LAST_ERROR(); destroy_tables(ctx, t); return cuda_err(e); }
@@ -343,10 +352,6 @@ cuzk_kresult get_tables(dev_ctx *ctx, uint32_t L, ntt_tables **out)
     e = cudaGetLastError();
     if (e == cudaSuccess) {
         k_pow_table<<<grid_for(m / 2, 256, sms), 256, 0, s>>>(t->tw, m / 2, t->consts + 0, nullptr, (int)L, false);
-        e = cudaGetLastError();
-    }
-    if (e == cudaSuccess) {
-        k_pow_table<<<grid_for(m / 2, 256, sms), 256, 0, s>>>(t->itw, m / 2, t->consts + 32, nullptr, (int)L, false);
         e = cudaGetLastError();
     }
     // hi[j] = g^(j * 2^lo_log) / m (powers g^(2^(t + lo_log))), lo[j] = g^j; and with g^-1.
@@ -387,7 +392,7 @@ size_t ntt_tables_to_make(const dev_ctx *ctx, uint32_t log_m)
     if (ctx->tables[log_m]) return 0;
     const size_t m = (size_t)1 << log_m;
     const size_t lo = (size_t)1 << ((log_m + 1) / 2);
-    return (m + 2 * ((m / lo) + lo) + 160) * sizeof(fr_t);
+    return (m / 2 + 2 * ((m / lo) + lo) + 160) * sizeof(fr_t);
 }
 
 cuzk_kresult compute_h_dev(dev_ctx *ctx, const abc_input &in, uint32_t log_m, dbuf &d_h, void *h_out,
@@ -444,9 +449,9 @@ cuzk_kresult compute_h_dev(dev_ctx *ctx, const abc_input &in, uint32_t log_m, db
             prof.mark(k == 0 ? "wait_a" : k == 1 ? "wait_b" : "wait_c");
         }
         CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 3 * k);
-        CUZK_TRY(ntt_dif_strided(ctx, x, T->itw, L));
+        CUZK_TRY(ntt_dif_strided(ctx, x, T->tw, L));
         CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 3 * k + 1);
-        CUZK_TRY(ntt_dif_last(ctx, x, T->itw, L, coset_tabs{T->cs_hi, T->cs_lo, T->lo_log}));
+        CUZK_TRY(ntt_dif_last(ctx, x, T->tw, L, coset_tabs{T->cs_hi, T->cs_lo, T->lo_log}));
         CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 3 * k + 2);
         CUZK_TRY(ntt_dit(ctx, x, T->tw, L));
         prof.mark("intt+coset+ntt");
@@ -461,8 +466,8 @@ cuzk_kresult compute_h_dev(dev_ctx *ctx, const abc_input &in, uint32_t log_m, db
     dx[1].release();
     dx[2].release();
     CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 10);
-    CUZK_TRY(ntt_dif_strided(ctx, dx[0].as<fr_t>(), T->itw, L));
-    CUZK_TRY(ntt_dif_last(ctx, dx[0].as<fr_t>(), T->itw, L, coset_tabs{}));
+    CUZK_TRY(ntt_dif_strided(ctx, dx[0].as<fr_t>(), T->tw, L));
+    CUZK_TRY(ntt_dif_last(ctx, dx[0].as<fr_t>(), T->tw, L, coset_tabs{}));
     CUZK_CK(d_h.alloc(ctx, (m - 1) * sizeof(fr_t)));
     CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 11);
     if (m > 1) {
