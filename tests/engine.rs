@@ -887,22 +887,43 @@ fn reference_with(params: &Parameters, seeds: &[u64], r: &[Scalar], s: &[Scalar]
 }
 
 /// A "GPU" that proves on the CPU and records what it was asked to evict: everything
-/// (`evictions`) or one set (`evicted_sets`, by id).
+/// (`evictions`) or one set (`evicted_sets`, by id). With `placed` it says where it holds
+/// each set it prepared and did not evict (as a CUDA backend that streams, or keeps on the
+/// device); without, it does not say.
 #[derive(Default)]
 struct FakeGpu {
     evictions: std::sync::atomic::AtomicUsize,
     evicted_sets: parking_lot::Mutex<Vec<u64>>,
+    placed: Option<Placement>,
+    prepared: parking_lot::Mutex<Vec<u64>>,
 }
 
 impl FakeGpu {
     fn evicted_sets(&self) -> Vec<u64> {
         self.evicted_sets.lock().clone()
     }
+
+    fn placing(placed: Placement) -> Self {
+        Self {
+            placed: Some(placed),
+            ..Self::default()
+        }
+    }
 }
 
 impl Backend for FakeGpu {
     fn name(&self) -> &'static str {
         "fake-gpu"
+    }
+
+    fn prepare(&self, params: &Parameters) -> cuzk::Result<()> {
+        self.prepared.lock().push(params.id());
+        Ok(())
+    }
+
+    fn placement(&self, params_id: u64) -> Option<Placement> {
+        let held = self.prepared.lock().contains(&params_id) && !self.evicted_sets.lock().contains(&params_id);
+        self.placed.map(|p| if held { p } else { Placement::Absent })
     }
 
     fn evict(&self) {
@@ -927,58 +948,14 @@ impl Backend for FakeGpu {
     }
 }
 
-/// A GPU that says where it holds each set it prepared: `placed` for those, absent for others
-/// (a CUDA backend that streams the set, or evicted it under its own limit).
-struct PlacingGpu {
-    placed: Placement,
-    prepared: parking_lot::Mutex<Vec<u64>>,
-}
-
-impl Backend for PlacingGpu {
-    fn name(&self) -> &'static str {
-        "placing-gpu"
-    }
-
-    fn prepare(&self, params: &Parameters) -> cuzk::Result<()> {
-        self.prepared.lock().push(params.id());
-        Ok(())
-    }
-
-    fn placement(&self, params_id: u64) -> Option<Placement> {
-        Some(if self.prepared.lock().contains(&params_id) {
-            self.placed
-        } else {
-            Placement::Absent
-        })
-    }
-
-    fn evict_params(&self, params_id: u64) {
-        self.prepared.lock().retain(|&id| id != params_id);
-    }
-
-    fn commitments(
-        &self,
-        a: &mut ProvingAssignment,
-        params: &Parameters,
-        t: &mut Timings,
-    ) -> cuzk::Result<Commitments> {
-        CpuBackend.commitments(a, params, t)
-    }
-}
-
 /// The statistics say where each GPU holds a set, as the GPU says (issue 47: the mode is the
 /// backend's choice, visible without a flag): on the device, streamed, or — for a backend
 /// that does not say — where the engine prepared it; device bytes count only the sets on a
 /// device, and the C ABI's totals are these sums.
 #[test]
 fn the_statistics_say_where_each_gpu_holds_a_set() {
-    let placing = |placed| {
-        Arc::new(PlacingGpu {
-            placed,
-            prepared: parking_lot::Mutex::new(Vec::new()),
-        })
-    };
-    let (on_device, streaming) = (placing(Placement::Device), placing(Placement::Streamed));
+    let on_device = Arc::new(FakeGpu::placing(Placement::Device));
+    let streaming = Arc::new(FakeGpu::placing(Placement::Streamed));
     let engine = Engine::new(EngineConfig {
         backends: vec![
             EngineBackend::Custom(on_device.clone()),
