@@ -27,6 +27,15 @@
 //!   holds the decoded vanilla proofs (the request's bytes are dropped then): their size is
 //!   measured here in-process, ten decoded and held.
 //!
+//! With `--preload-dir DIR [--preload ID] [--gpus G]` it measures only **the daemon's memory
+//! with a parameter set loaded** (issue 45 item 9): `cuzk-daemon --param-dir DIR` started idle,
+//! `PreloadSRS ID` (default `porep-32g`), its RSS then and after a few idle seconds, its peak
+//! (`VmHWM`) through the load, and after `EvictSRS`. DIR holds the set, e.g. 32 GiB-shape random
+//! parameters written by `sector_bench --layers 11 --challenges 18 --write-params DIR` (the
+//! real file, 47 GB, loads the same way):
+//!
+//!     cargo bench --features daemon --bench daemon_overhead -- --preload-dir DIR
+//!
 //! Both sides use the daemon's engine settings (CPU, 2 synthesis threads, 4 GiB) and the test
 //! parameters tests/common/filecoin.rs makes (generated on first use).
 
@@ -51,12 +60,20 @@ const RANDOMNESS: [u8; 32] = [47; 32];
 fn main() {
     let mut args = std::env::args().skip(1);
     let (mut proofs, mut queued) = (5usize, 10usize);
+    let (mut preload_dir, mut preload, mut gpus) = (None, "porep-32g".to_string(), "cpu".to_string());
     while let Some(a) = args.next() {
         match a.as_str() {
             "--proofs" => proofs = args.next().and_then(|n| n.parse().ok()).expect("--proofs N"),
             "--queued" => queued = args.next().and_then(|n| n.parse().ok()).expect("--queued N"),
+            "--preload-dir" => preload_dir = Some(args.next().expect("--preload-dir DIR")),
+            "--preload" => preload = args.next().expect("--preload ID"),
+            "--gpus" => gpus = args.next().expect("--gpus G"),
             _ => {}
         }
+    }
+    if let Some(dir) = preload_dir {
+        preloaded(&dir, &preload, &gpus);
+        return;
     }
     ensure_params(ParamsKind::PoSt(WINNING));
     let (vanilla, _) = winning_vanilla(&RANDOMNESS);
@@ -425,4 +442,95 @@ fn c1_decode(c1: &C1) -> (usize, Duration, Duration) {
         .min()
         .unwrap();
     (size, prost_best, best)
+}
+
+/// `--preload-dir`: the daemon's memory idle, with `id`'s set loaded from `dir`, and after its
+/// eviction (see the module docs).
+fn preloaded(dir: &str, id: &str, gpus: &str) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut child = std::process::Command::new(
+        std::env::var("CUZK_DAEMON_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_cuzk-daemon").into()),
+    )
+    .args([
+        "--listen",
+        &listen,
+        "--log-level",
+        "warn",
+        "--gpus",
+        gpus,
+        "--param-dir",
+        dir,
+    ])
+    .spawn()
+    .expect("start cuzk-daemon");
+    let pid = child.id();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let rows = rt.block_on(async {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut c = loop {
+            match tonic::transport::Channel::from_shared(format!("http://{listen}"))
+                .unwrap()
+                .connect()
+                .await
+            {
+                Ok(ch) => break ProvingEngineClient::new(ch),
+                Err(e) => {
+                    assert!(Instant::now() < deadline, "cuzk-daemon did not answer: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        };
+        let mut rows = vec![("started, idle", support::rss(pid), None)];
+        let t = Instant::now();
+        let p = c
+            .preload_srs(PreloadSrsRequest { circuit_id: id.into() })
+            .await
+            .unwrap_or_else(|e| panic!("PreloadSRS {id} from {dir}: {e}"))
+            .into_inner();
+        assert!(!p.already_loaded, "{p:?}");
+        rows.push(("PreloadSRS answered", support::rss(pid), Some(t.elapsed())));
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        rows.push(("5 s later, idle with the set", support::rss(pid), None));
+        let size = c
+            .get_status(GetStatusRequest {})
+            .await
+            .unwrap()
+            .into_inner()
+            .loaded_srs
+            .iter()
+            .find(|s| s.circuit_id == id)
+            .map_or(0, |s| s.size_bytes);
+        let e = c
+            .evict_srs(EvictSrsRequest { circuit_id: id.into() })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(e.was_loaded, "{e:?}");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        rows.push(("EvictSRS, 2 s later", support::rss(pid), None));
+        (rows, size)
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let (rows, size) = rows;
+    println!(
+        "\n## cuzk-daemon with {id} loaded ({}, --gpus {gpus})",
+        support::machine()
+    );
+    println!("set in GetStatus: {:.2} GiB\n", gib(size));
+    println!("| moment | RSS GiB | peak RSS (VmHWM) GiB | took |");
+    println!("|---|---|---|---|");
+    for (what, (now, peak), took) in rows {
+        let took = took.map_or(String::new(), |d| format!("{:.1} s", d.as_secs_f64()));
+        println!("| {what} | {:.2} | {:.2} | {took} |", gib(now), gib(peak));
+    }
 }

@@ -114,6 +114,13 @@ pub(crate) struct Args {
     /// host copy).
     #[arg(long)]
     pub(crate) params_on_device: bool,
+    /// Write the random parameters (after the shape's synthesis) as filecoin-proofs names
+    /// the sector size's PoRep C2 file, into DIR (FIL_PROOFS_PARAMETER_CACHE is set to DIR), and
+    /// exit: a daemon or `cuzk::filecoin` pointed there loads them as that file (random points:
+    /// proofs over them do not verify). For memory measurements at 32 GiB (issue 45: the
+    /// daemon's idle RSS with the set loaded). PoRep only.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) write_params: Option<PathBuf>,
     /// What the memory check allows beyond B and the RSS before the parameters, in GiB.
     #[arg(long, value_name = "G", default_value_t = 2.0)]
     pub(crate) slack_gib: f64,

@@ -333,6 +333,30 @@ const MOST_REPLICATED: u64 = 1 << 30;
 const HOST_SHARE: f64 = 0.9;
 pub(crate) const GIB: f64 = (1u64 << 30) as f64;
 
+/// `--write-params`: `params` written where filecoin-proofs looks for the sector size's PoRep
+/// C2 parameters (registered proof V1_1), FIL_PROOFS_PARAMETER_CACHE being the directory.
+fn write_params(args: &Args, params: &cuzk::Parameters, out: &mut Out) {
+    let size = args.porep_sector_size();
+    let sizes: [u64; 5] = [2 << 10, 8 << 20, 512 << 20, 32 << 30, 64 << 30];
+    let Some(i) = sizes.iter().position(|&s| s == size) else {
+        fail(&format!("--write-params: {size} B is not a registered sector size"));
+    };
+    let proof = cuzk::filecoin::seal_proof_from_abi(5 + i as u64).expect("the V1_1 block has five sizes");
+    let path = ok(
+        "the parameter file's path",
+        cuzk::filecoin::parameter_path(cuzk::filecoin::ParamsKind::Seal(proof)),
+    );
+    let t = Instant::now();
+    ok("writing the parameters", params.save(&path));
+    out.line(&format!(
+        "parameters of the {} shape written to {} ({:.2} GiB) in {:.1} s; random points: proofs over them do not verify",
+        cuzk::filecoin::SECTOR_SIZES[i],
+        path.display(),
+        gib(std::fs::metadata(&path).map_or(0, |m| m.len() as usize)),
+        secs(t.elapsed())
+    ));
+}
+
 pub(crate) fn ok<T, E: std::fmt::Display>(what: &str, r: Result<T, E>) -> T {
     r.unwrap_or_else(|e| fail(&format!("{what}: {e}")))
 }
@@ -340,6 +364,14 @@ pub(crate) fn ok<T, E: std::fmt::Display>(what: &str, r: Result<T, E>) -> T {
 fn main() {
     support::init_logging("warn");
     let args = Args::parse();
+    if let Some(dir) = &args.write_params {
+        if args.kind != Kind::Porep {
+            fail("--write-params writes a PoRep C2 parameter file (--kind porep)");
+        }
+        ok("creating the --write-params directory", std::fs::create_dir_all(dir));
+        // filecoin-proofs reads it once, at its first use: before anything touches it.
+        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", dir);
+    }
     let streams = if args.streams.is_empty() {
         vec![StreamSpec {
             witness: args.witness_path,
@@ -507,6 +539,11 @@ fn main() {
     let t = Instant::now();
     let params = ok("random parameters", random_parameters_for(&shape, 32));
     drop(shape);
+    if args.write_params.is_some() {
+        eprintln!("random parameters made in {:.2} s", secs(t.elapsed()));
+        write_params(&args, &params, &mut out);
+        return;
+    }
     let wparams = ok(
         "Winning PoSt stand-in parameters",
         random_parameters(winning_circuit(winning_k, 0), 22),
