@@ -1,16 +1,17 @@
 //! The witness path on the device ([`DeviceCircuits`]: the compiled circuits a backend keeps
-//! there, and its witness proofs): a compiled circuit resident beside the parameters, the
-//! compact witness expanded there, a, b, c evaluated inside the H call (SpMV), and the L, A, B
-//! MSMs fed from the expanded aux without it ever existing on the host.
+//! there, and its witness proofs): a compiled circuit resident beside the parameters, packed
+//! ([`crate::compiled::packed`]: a 2^27 PoRep partition's 7 GiB of CSR is 4.3 GiB there), a, b,
+//! c evaluated inside the H call (SpMV over the compact witness), and the L, A, B MSMs fed from
+//! the aux, expanded on the device after the H MSM, without it ever existing on the host.
 //!
 //! A circuit is uploaded once per fingerprint, into counted device memory (under the backend's
 //! memory limit). When it does not fit, even after the idle parameter sets and caches are
-//! freed, that proof evaluates a, b, c on the host instead (the trait's default: same bytes),
-//! logged once per circuit at warn and counted in [`WitnessEvaluations::on_host`]. A circuit
-//! that fits but not beside a proof's own device vectors (out of memory in the witness H call
-//! past its one retry: a 2^27 PoRep partition's 6 GiB circuit under a 24 GiB limit) leaves the
-//! device and is refused there until `release_device_memory`; that proof and the next evaluate
-//! on the host the same way.
+//! freed, or does not pack, that proof evaluates a, b, c on the host instead (the trait's
+//! default: same bytes), logged once per circuit at warn and counted in
+//! [`WitnessEvaluations::on_host`]. A circuit that fits but not beside a proof's own device
+//! vectors (out of memory in the witness H call past its one retry: before the packed form, a
+//! 2^27 PoRep partition's circuit under a 24 GiB limit) leaves the device and is refused there
+//! until `release_device_memory`; that proof and the next evaluate on the host the same way.
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -391,8 +392,9 @@ impl DeviceCircuits {
         });
         match fitted {
             Err(e) if is_out_of_memory(&e) => {
-                // The circuit fits, but not beside the proof's device vectors (a, b, c, the
-                // expanded aux, streamed bases: a 2^27 PoRep partition under a 24 GiB limit):
+                // The circuit fits, but not beside the proof's device vectors (two of a, b,
+                // c, the NTT tables, streamed bases' chunks; a 2^27 partition under 16 GiB
+                // before the one twiddle table):
                 // it leaves the device, is refused there from now on, and this proof and the
                 // next evaluate a, b, c on the host.
                 drop(dc);
