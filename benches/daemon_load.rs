@@ -16,6 +16,8 @@
 //! from its build (the GPU machine), set `CUZK_DAEMON_BIN` to the `cuzk-daemon` binary and
 //! `CUZK_FILECOIN_TMP` to a writable directory.
 
+#[path = "../tests/common/daemon_client.rs"]
+mod daemon_client;
 #[path = "../tests/common/filecoin.rs"]
 mod fixtures;
 #[path = "../examples/support/mod.rs"]
@@ -24,9 +26,9 @@ mod support;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use cuzk::daemon::proto::proving_engine_client::ProvingEngineClient;
 use cuzk::daemon::proto::*;
 use cuzk::filecoin::ParamsKind;
+use daemon_client::{connect, daemon_bin, Client};
 use filecoin_proofs_api::post as api_post;
 use fixtures::*;
 
@@ -212,25 +214,6 @@ struct Answer {
     check: Check,
 }
 
-type Client = ProvingEngineClient<tonic::transport::Channel>;
-
-async fn connect(address: &str) -> Client {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        match tonic::transport::Endpoint::from_shared(address.to_string())
-            .unwrap()
-            .connect()
-            .await
-        {
-            Ok(ch) => return ProvingEngineClient::new(ch),
-            Err(e) => {
-                assert!(Instant::now() < deadline, "cuzk-daemon did not answer: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    }
-}
-
 /// Sends `requests` one after the other on `client`, each awaited.
 async fn client_run(mut client: Client, requests: Vec<Request>) -> Vec<Answer> {
     let mut out = Vec::new();
@@ -338,9 +321,7 @@ fn main() {
 
     let socket = tmp_root().join(format!("daemon-load-{}.sock", std::process::id()));
     let _ = std::fs::remove_file(&socket);
-    // CUZK_DAEMON_BIN where the bench runs away from its build (the GPU machine), as the tests.
-    let daemon = std::env::var_os("CUZK_DAEMON_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_cuzk-daemon").into());
-    let mut child = std::process::Command::new(daemon)
+    let mut child = std::process::Command::new(daemon_bin())
         .args([
             "--listen",
             &format!("unix://{}", socket.display()),

@@ -39,6 +39,8 @@
 //! Both sides use the daemon's engine settings (CPU, 2 synthesis threads, 4 GiB) and the test
 //! parameters tests/common/filecoin.rs makes (generated on first use).
 
+#[path = "../tests/common/daemon_client.rs"]
+mod daemon_client;
 #[path = "../tests/common/filecoin.rs"]
 mod fixtures;
 #[path = "../tests/common/stacked.rs"]
@@ -50,9 +52,9 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use cuzk::daemon::config::{Args, Config};
-use cuzk::daemon::proto::proving_engine_client::ProvingEngineClient;
 use cuzk::daemon::proto::*;
 use cuzk::filecoin::{self, Options, ParamsKind};
+use daemon_client::{connect, daemon_bin, free_listen, Client};
 use fixtures::*;
 
 const RANDOMNESS: [u8; 32] = [47; 32];
@@ -106,13 +108,8 @@ fn main() {
         t
     });
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let listen = format!("127.0.0.1:{port}");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"))
+    let listen = free_listen();
+    let mut child = std::process::Command::new(daemon_bin())
         .args(["--listen", &listen, "--log-level", "warn"])
         .args(daemon_args)
         .arg("--param-dir")
@@ -123,22 +120,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let mut client = rt.block_on(async {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            match tonic::transport::Channel::from_shared(format!("http://{listen}"))
-                .unwrap()
-                .connect()
-                .await
-            {
-                Ok(ch) => break ProvingEngineClient::new(ch),
-                Err(e) => {
-                    assert!(Instant::now() < deadline, "cuzk-daemon did not answer: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            }
-        }
-    });
+    let mut client = rt.block_on(connect(&format!("http://{listen}")));
     let request = |v: &[Vec<u8>]| SubmitProofRequest {
         proof_kind: ProofKind::WinningPost as i32,
         sector_size: 2048,
@@ -335,12 +317,7 @@ impl InDaemon {
 
 /// The 32 GiB C2 sent once, then `queued` at once, each awaited (FAILED: the parameter file
 /// is absent); the daemon (process `pid`) measured around each.
-async fn c2_in_daemon(
-    client: &ProvingEngineClient<tonic::transport::Channel>,
-    c1: &C1,
-    pid: u32,
-    queued: usize,
-) -> [InDaemon; 2] {
+async fn c2_in_daemon(client: &Client, c1: &C1, pid: u32, queued: usize) -> [InDaemon; 2] {
     let mut rounds = Vec::new();
     for (n, tag) in [(1, "a"), (queued, "b")] {
         let (rss_before, _) = support::rss(pid);
@@ -447,27 +424,20 @@ fn c1_decode(c1: &C1) -> (usize, Duration, Duration) {
 /// `--preload-dir`: the daemon's memory idle, with `id`'s set loaded from `dir`, and after its
 /// eviction (see the module docs).
 fn preloaded(dir: &str, id: &str, gpus: &str) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let listen = format!("127.0.0.1:{port}");
-    let mut child = std::process::Command::new(
-        std::env::var("CUZK_DAEMON_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_cuzk-daemon").into()),
-    )
-    .args([
-        "--listen",
-        &listen,
-        "--log-level",
-        "warn",
-        "--gpus",
-        gpus,
-        "--param-dir",
-        dir,
-    ])
-    .spawn()
-    .expect("start cuzk-daemon");
+    let listen = free_listen();
+    let mut child = std::process::Command::new(daemon_bin())
+        .args([
+            "--listen",
+            &listen,
+            "--log-level",
+            "warn",
+            "--gpus",
+            gpus,
+            "--param-dir",
+            dir,
+        ])
+        .spawn()
+        .expect("start cuzk-daemon");
     let pid = child.id();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -475,20 +445,7 @@ fn preloaded(dir: &str, id: &str, gpus: &str) {
         .unwrap();
     let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
     let rows = rt.block_on(async {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let mut c = loop {
-            match tonic::transport::Channel::from_shared(format!("http://{listen}"))
-                .unwrap()
-                .connect()
-                .await
-            {
-                Ok(ch) => break ProvingEngineClient::new(ch),
-                Err(e) => {
-                    assert!(Instant::now() < deadline, "cuzk-daemon did not answer: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            }
-        };
+        let mut c = connect(&format!("http://{listen}")).await;
         let mut rows = vec![("started, idle", support::rss(pid), None)];
         let t = Instant::now();
         let p = c

@@ -156,6 +156,15 @@ fn rt() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// GetMetrics' Prometheus text.
+async fn metrics_text(c: &mut Client) -> String {
+    c.get_metrics(GetMetricsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .prometheus_text
+}
+
 /// A free loopback TCP port.
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -372,12 +381,7 @@ fn submit_await_timeout_cancel_idempotency_and_status_under_load_over_tcp() {
             status.queues.iter().all(|q| q.pending + q.in_progress == 0),
             "{status:?}"
         );
-        let metrics = c
-            .get_metrics(GetMetricsRequest {})
-            .await
-            .unwrap()
-            .into_inner()
-            .prometheus_text;
+        let metrics = metrics_text(&mut c).await;
         assert!(
             metrics.contains(&format!("cuzk_proofs_total{{outcome=\"completed\"}} {done}")),
             "{metrics}"
@@ -1188,12 +1192,7 @@ fn c2_through_the_daemon_verifies_with_filecoin_proofs() {
         let mut c = daemon.client().await;
         let r = prove(&mut c, c2(seed)).await;
         let status = c.get_status(GetStatusRequest {}).await.unwrap().into_inner();
-        let metrics = c
-            .get_metrics(GetMetricsRequest {})
-            .await
-            .unwrap()
-            .into_inner()
-            .prometheus_text;
+        let metrics = metrics_text(&mut c).await;
         // The C2 redone with a new C1 (another seed) under the same request id: a new proof.
         let redone = prove(&mut c, c2([19; 32])).await;
         (r, (status, metrics), redone)

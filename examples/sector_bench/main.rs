@@ -337,8 +337,10 @@ pub(crate) const GIB: f64 = (1u64 << 30) as f64;
 /// C2 parameters (registered proof V1_1), FIL_PROOFS_PARAMETER_CACHE being the directory.
 fn write_params(args: &Args, params: &cuzk::Parameters, out: &mut Out) {
     let size = args.porep_sector_size();
-    let sizes: [u64; 5] = [2 << 10, 8 << 20, 512 << 20, 32 << 30, 64 << 30];
-    let Some(i) = sizes.iter().position(|&s| s == size) else {
+    let registered = cuzk::filecoin::SECTOR_SIZES
+        .iter()
+        .position(|s| cuzk::byte_size::parse(s).is_ok_and(|b| b as u64 == size));
+    let Some(i) = registered else {
         fail(&format!("--write-params: {size} B is not a registered sector size"));
     };
     let proof = cuzk::filecoin::seal_proof_from_abi(5 + i as u64).expect("the V1_1 block has five sizes");
