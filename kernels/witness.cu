@@ -247,16 +247,13 @@ cuzk_kresult circuit_upload(int device, const cuzk_k_circuit_desc *d, cuzk_k_cir
             c->m[k].lens = reinterpret_cast<uint16_t *>(base + off[k][0]);
             c->m[k].group_starts = reinterpret_cast<uint32_t *>(base + off[k][1]);
             c->m[k].words = reinterpret_cast<uint32_t *>(base + off[k][2]);
-            CUZK_CK(cudaMemcpyAsync(c->m[k].lens, ms[k]->lens, d->rows * 2, cudaMemcpyHostToDevice, ctx->s_comp));
-            CUZK_CK(cudaMemcpyAsync(c->m[k].group_starts, ms[k]->group_starts, (groups + 1) * 4,
-                                    cudaMemcpyHostToDevice, ctx->s_comp));
+            CUZK_CK(h2d(ctx, c->m[k].lens, ms[k]->lens, d->rows * 2, ctx->s_comp));
+            CUZK_CK(h2d(ctx, c->m[k].group_starts, ms[k]->group_starts, (groups + 1) * 4, ctx->s_comp));
             if (ms[k]->num_words)
-                CUZK_CK(cudaMemcpyAsync(c->m[k].words, ms[k]->words, ms[k]->num_words * 4, cudaMemcpyHostToDevice,
-                                        ctx->s_comp));
+                CUZK_CK(h2d(ctx, c->m[k].words, ms[k]->words, ms[k]->num_words * 4, ctx->s_comp));
         }
         if (d->num_constants)
-            CUZK_CK(cudaMemcpyAsync(c->constants, d->constants, d->num_constants * 32, cudaMemcpyHostToDevice,
-                                    ctx->s_comp));
+            CUZK_CK(h2d(ctx, c->constants, d->constants, d->num_constants * 32, ctx->s_comp));
         dbuf flag;
         CUZK_CK(flag.alloc(ctx, sizeof(int)));
         CUZK_CK(cudaMemsetAsync(flag.p, 0, sizeof(int), ctx->s_comp));
@@ -314,9 +311,9 @@ cuzk_kresult witness_to_device(dev_ctx *ctx, const cuzk_k_witness *w, device_z &
     z.compact = w->bit_mask != nullptr;
     z.num_others = w->num_others;
     CUZK_CK(z.inputs.alloc(ctx, w->num_inputs * 32));
-    CUZK_CK(cudaMemcpyAsync(z.inputs.p, w->inputs, w->num_inputs * 32, cudaMemcpyHostToDevice, s));
+    CUZK_CK(h2d(ctx, z.inputs.p, w->inputs, w->num_inputs * 32, s));
     CUZK_CK(z.others.alloc(ctx, w->num_others * 32));
-    if (w->num_others) CUZK_CK(cudaMemcpyAsync(z.others.p, w->others, w->num_others * 32, cudaMemcpyHostToDevice, s));
+    if (w->num_others) CUZK_CK(h2d(ctx, z.others.p, w->others, w->num_others * 32, s));
     if (!n || !z.compact) return ok();
     const size_t words = (n + 63) / 64;
     dbuf flag;
@@ -324,9 +321,9 @@ cuzk_kresult witness_to_device(dev_ctx *ctx, const cuzk_k_witness *w, device_z &
     CUZK_CK(z.vals.alloc(ctx, words * 8));
     CUZK_CK(z.before.alloc(ctx, words * 4));
     CUZK_CK(flag.alloc(ctx, sizeof(int)));
-    CUZK_CK(cudaMemcpyAsync(z.mask.p, w->bit_mask, words * 8, cudaMemcpyHostToDevice, s));
-    CUZK_CK(cudaMemcpyAsync(z.vals.p, w->bit_values, words * 8, cudaMemcpyHostToDevice, s));
-    CUZK_CK(cudaMemcpyAsync(z.before.p, w->others_before, words * 4, cudaMemcpyHostToDevice, s));
+    CUZK_CK(h2d(ctx, z.mask.p, w->bit_mask, words * 8, s));
+    CUZK_CK(h2d(ctx, z.vals.p, w->bit_values, words * 8, s));
+    CUZK_CK(h2d(ctx, z.before.p, w->others_before, words * 4, s));
     CUZK_CK(cudaMemsetAsync(flag.p, 0, sizeof(int), s));
     k_check_witness<<<blocks_for(words, ctx->sm_count), 256, 0, s>>>(n, z.mask.as<uint64_t>(), z.before.as<uint32_t>(),
                                                                      w->num_others, flag.as<int>());
