@@ -29,7 +29,8 @@ use super::error::{check, is_out_of_memory};
 use super::ffi;
 use super::health::Health;
 use super::residency::Residency;
-use crate::compiled::{CompiledCircuit, PackedCircuit, PackedMatrix, Witness, WitnessAux};
+use crate::compiled::packed::MAX_COLUMNS;
+use crate::compiled::{CompiledCircuit, PackedIndex, Witness, WitnessAux};
 use crate::error::{Error, Result};
 use crate::params::Parameters;
 use crate::prover::msm_plan::{Densities, Scalars, Sums, PROOF_MSMS};
@@ -64,7 +65,7 @@ unsafe impl Sync for DeviceCircuit {}
 
 impl Drop for DeviceCircuit {
     fn drop(&mut self) {
-        // SAFETY: a live handle from cuzk_k_circuit_upload, freed once (here).
+        // SAFETY: a live handle from cuzk_k_circuit_begin, freed once (here).
         let r = unsafe { ffi::cuzk_k_circuit_free(self.raw) };
         if let Err(e) = check("cuzk_k_circuit_free", r) {
             log::warn!("compiled circuit not freed from the device: {e}");
@@ -72,41 +73,110 @@ impl Drop for DeviceCircuit {
     }
 }
 
-fn packed(m: &PackedMatrix) -> ffi::KPackedDesc {
-    ffi::KPackedDesc {
-        lens: m.lens().as_ptr(),
-        group_starts: m.group_starts().as_ptr(),
-        words: m.words().as_ptr(),
-        num_words: m.words().len(),
-    }
+/// Words a piece of a matrix carries to the device (64 MiB).
+const PIECE_WORDS: usize = 1 << 24;
+
+/// Copies `data` into part `part` of the circuit being uploaded, at element `at`.
+fn put<T>(raw: *mut ffi::KCircuit, part: i32, at: usize, data: &[T]) -> Result<()> {
+    let size = std::mem::size_of::<T>();
+    // SAFETY: `raw` is a live, unfinished handle from cuzk_k_circuit_begin; `data` is a live
+    // slice of `data.len() * size` bytes, copied before the call returns (the kernels check the
+    // range against the part).
+    let r = unsafe {
+        ffi::cuzk_k_circuit_put(
+            raw,
+            part,
+            at * size,
+            data.as_ptr().cast::<c_void>(),
+            std::mem::size_of_val(data),
+        )
+    };
+    check("cuzk_k_circuit_put", r)
 }
 
-/// `c`, packed as `p` ([`CompiledCircuit::pack`]: about half its CSR bytes), uploaded.
-fn upload(device: i32, c: &CompiledCircuit, p: &PackedCircuit) -> Result<DeviceCircuit> {
-    let [a, b, cm] = &p.matrices;
-    let desc = ffi::KCircuitDesc {
+/// `c` packed ([`crate::compiled::packed`]: about half its CSR bytes) and uploaded a piece at a
+/// time: the host holds one matrix's index and 64 MiB of words at once, never the packed form
+/// whole (4.3 GiB for the real PoRep partition, which pushed a stream's peak RSS up by as much).
+///
+/// # Errors
+/// [`Error::Unsupported`] when `c` does not pack (its a, b, c are then evaluated on the host);
+/// device errors (out of memory among them).
+fn upload(device: i32, c: &CompiledCircuit) -> Result<DeviceCircuit> {
+    let start = Instant::now();
+    let columns = c.num_inputs() + c.num_aux();
+    if columns > MAX_COLUMNS {
+        return Err(Error::Unsupported(format!(
+            "compiled circuit {} has {columns} columns: a packed one names at most {MAX_COLUMNS}",
+            c.circuit_type()
+        )));
+    }
+    let matrices = [c.a(), c.b(), c.c()];
+    let sizes = ffi::KCircuitSizes {
         rows: c.num_constraints(),
         num_inputs: c.num_inputs(),
         num_aux: c.num_aux(),
-        a: packed(a),
-        b: packed(b),
-        c: packed(cm),
-        constants: c.constants().as_ptr().cast::<c_void>(),
         num_constants: c.constants().len(),
+        num_words: matrices.map(PackedIndex::count_words),
     };
     let mut raw = std::ptr::null_mut();
-    // SAFETY: every pointer in `desc` is a live slice of `p` or `c` with the length stated
-    // beside it (a packed matrix has `rows` lengths and ceil(rows / 32) + 1 group starts by
-    // construction); the call copies them before it returns; `raw` is a valid out-pointer.
-    let r = unsafe { ffi::cuzk_k_circuit_upload(device, &desc, &mut raw) };
-    check("cuzk_k_circuit_upload", r)?;
-    // SAFETY: `raw` is the live handle the upload returned.
+    // SAFETY: `sizes` is a valid struct, `raw` a valid out-pointer.
+    let r = unsafe { ffi::cuzk_k_circuit_begin(device, &sizes, &mut raw) };
+    check("cuzk_k_circuit_begin", r)?;
+    // SAFETY: `raw` is the live handle begin returned.
     let bytes = unsafe { ffi::cuzk_k_circuit_bytes(raw) };
-    Ok(DeviceCircuit {
+    // Freed on drop from here, on every error path.
+    let dc = DeviceCircuit {
         raw,
         fingerprint: c.fingerprint(),
         bytes,
-    })
+    };
+    put(raw, ffi::CIRCUIT_PART_CONSTANTS, 0, c.constants())?;
+    let mut piece: Vec<u32> = Vec::new();
+    for (k, m) in matrices.into_iter().enumerate() {
+        let index = PackedIndex::of(m, columns).map_err(|e| match e {
+            Error::Unsupported(why) => {
+                Error::Unsupported(format!("compiled circuit {} does not pack: {why}", c.circuit_type()))
+            }
+            e => e,
+        })?;
+        put(raw, ffi::circuit_part_lens(k), 0, index.lens())?;
+        put(raw, ffi::circuit_part_group_starts(k), 0, index.group_starts())?;
+        // Pieces of whole groups, each at most PIECE_WORDS words (a group holds at most 32 ×
+        // 65,535).
+        let (groups, mut g0) = (index.groups(), 0);
+        while g0 < groups {
+            let mut g1 = g0 + 1;
+            while g1 < groups && index.span(g0, g1 + 1) <= PIECE_WORDS {
+                g1 += 1;
+            }
+            let n = index.span(g0, g1);
+            if piece.len() < n {
+                piece
+                    .try_reserve_exact(n - piece.len())
+                    .map_err(|e| crate::pool::heap_error(n, 4, &e))?;
+                piece.resize(n, 0);
+            }
+            index.fill(m, g0, g1, &mut piece[..n]);
+            put(
+                raw,
+                ffi::circuit_part_words(k),
+                index.group_starts()[g0] as usize,
+                &piece[..n],
+            )?;
+            g0 = g1;
+        }
+    }
+    // SAFETY: `raw` is live and every part has been written.
+    let r = unsafe { ffi::cuzk_k_circuit_finish(raw) };
+    check("cuzk_k_circuit_finish", r)?;
+    log::debug!(
+        "compiled circuit {} on GPU {device}: {} MiB packed (CSR {} MiB) in {:.2?}",
+        c.circuit_type(),
+        bytes >> 20,
+        c.byte_size() >> 20,
+        start.elapsed()
+    );
+    Ok(dc)
 }
 
 fn zeroed(n: usize) -> Result<Vec<Scalar>> {
@@ -241,29 +311,7 @@ impl DeviceCircuits {
         if self.refused.lock().contains(&fp) {
             return Ok(None);
         }
-        // The packed host copy lives until the device has it.
-        let start = Instant::now();
-        let packed = match c.pack() {
-            Ok(p) => p,
-            Err(Error::Unsupported(why)) => {
-                log::warn!(
-                    "GPU {}: {why}; its a, b, c are evaluated on the host",
-                    self.health.device()
-                );
-                self.refused.lock().push(fp);
-                return Ok(None);
-            }
-            Err(e) => return Err(e),
-        };
-        log::debug!(
-            "compiled circuit {} packed for GPU {}: {} MiB (CSR {} MiB) in {:.2?}",
-            c.circuit_type(),
-            self.health.device(),
-            packed.byte_size() >> 20,
-            c.byte_size() >> 20,
-            start.elapsed()
-        );
-        match residency.with_oom_retry(keep, || upload(self.health.device(), c, &packed)) {
+        match residency.with_oom_retry(keep, || upload(self.health.device(), c)) {
             Ok(d) => {
                 log::info!(
                     "GPU {}: compiled circuit {} resident ({} MiB)",
@@ -274,6 +322,14 @@ impl DeviceCircuits {
                 let d = Arc::new(d);
                 self.list.lock().push(d.clone());
                 Ok(Some(d))
+            }
+            Err(Error::Unsupported(why)) => {
+                log::warn!(
+                    "GPU {}: {why}; its a, b, c are evaluated on the host",
+                    self.health.device()
+                );
+                self.refused.lock().push(fp);
+                Ok(None)
             }
             Err(e) if is_out_of_memory(&e) => {
                 log::warn!(
