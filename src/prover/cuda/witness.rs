@@ -278,11 +278,18 @@ impl DeviceCircuits {
     /// holds it) and it is refused on this device until `release_device_memory`.
     fn give_up_circuit(&self, residency: &Residency, c: &CompiledCircuit, e: &Error) {
         let fp = c.fingerprint();
+        // Its device bytes (packed), or the host's CSR bytes when it is not resident.
+        let bytes = self
+            .list
+            .lock()
+            .iter()
+            .find(|d| d.fingerprint == fp)
+            .map_or(c.byte_size(), |d| d.bytes);
         log::warn!(
-            "GPU {}: compiled circuit {} ({} MiB) does not fit beside a proof's device vectors under the device limit ({} MiB): {e}; dropped from the device, its a, b, c are evaluated on the host",
+            "GPU {}: compiled circuit {} ({} MiB on the device) does not fit beside a proof's device vectors under the device limit ({} MiB): {e}; dropped from the device, its a, b, c are evaluated on the host",
             self.health.device(),
             c.circuit_type(),
-            c.byte_size() >> 20,
+            bytes >> 20,
             residency.memory_limit() >> 20
         );
         self.list.lock().retain(|d| d.fingerprint != fp);
