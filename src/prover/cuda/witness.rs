@@ -102,6 +102,12 @@ fn put<T>(raw: *mut ffi::KCircuit, part: i32, at: usize, data: &[T]) -> Result<(
 /// [`Error::Unsupported`] when `c` does not pack (its a, b, c are then evaluated on the host);
 /// device errors (out of memory among them).
 fn upload(device: i32, c: &CompiledCircuit) -> Result<DeviceCircuit> {
+    upload_in_pieces(device, c, PIECE_WORDS)
+}
+
+/// [`upload`] with pieces of at most `piece_words` words (whole groups: a group larger than
+/// that goes alone).
+fn upload_in_pieces(device: i32, c: &CompiledCircuit, piece_words: usize) -> Result<DeviceCircuit> {
     let start = Instant::now();
     let columns = c.num_inputs() + c.num_aux();
     if columns > MAX_COLUMNS {
@@ -146,7 +152,7 @@ fn upload(device: i32, c: &CompiledCircuit) -> Result<DeviceCircuit> {
         let (groups, mut g0) = (index.groups(), 0);
         while g0 < groups {
             let mut g1 = g0 + 1;
-            while g1 < groups && index.span(g0, g1 + 1) <= PIECE_WORDS {
+            while g1 < groups && index.span(g0, g1 + 1) <= piece_words {
                 g1 += 1;
             }
             let n = index.span(g0, g1);
@@ -177,6 +183,31 @@ fn upload(device: i32, c: &CompiledCircuit) -> Result<DeviceCircuit> {
         start.elapsed()
     );
     Ok(dc)
+}
+
+/// a, b, c of `witness` (checked against `circuit`) evaluated on the device from `dc`, with the
+/// kernel's result (the caller checks it).
+fn evaluate_on(
+    dc: &DeviceCircuit,
+    circuit: &CompiledCircuit,
+    witness: &Witness,
+) -> Result<(crate::compiled::Abc, ffi::KResult)> {
+    let rows = circuit.num_constraints();
+    let (mut a, mut b, mut c) = (zeroed(rows)?, zeroed(rows)?, zeroed(rows)?);
+    let kw = k_witness(witness);
+    // SAFETY: `dc` is live; `kw` borrows `witness`'s buffers with their lengths; a, b, c hold
+    // `rows` scalars each (blst_fr layout), written before the call returns; aux_out is null.
+    let r = unsafe {
+        ffi::cuzk_k_circuit_evaluate(
+            dc.raw,
+            &kw,
+            a.as_mut_ptr().cast::<c_void>(),
+            b.as_mut_ptr().cast::<c_void>(),
+            c.as_mut_ptr().cast::<c_void>(),
+            std::ptr::null_mut(),
+        )
+    };
+    Ok((crate::compiled::Abc { a, b, c }, r))
 }
 
 fn zeroed(n: usize) -> Result<Vec<Scalar>> {
@@ -372,24 +403,9 @@ impl DeviceCircuits {
                 self.health.device()
             )));
         };
-        let rows = circuit.num_constraints();
-        let (mut a, mut b, mut c) = (zeroed(rows)?, zeroed(rows)?, zeroed(rows)?);
-        let kw = k_witness(witness);
-        // SAFETY: `dc` is live; `kw` borrows `witness`'s buffers with their lengths; a, b, c
-        // hold `rows` scalars each (blst_fr layout), written before the call returns; aux_out
-        // is null.
-        let r = unsafe {
-            ffi::cuzk_k_circuit_evaluate(
-                dc.raw,
-                &kw,
-                a.as_mut_ptr().cast::<c_void>(),
-                b.as_mut_ptr().cast::<c_void>(),
-                c.as_mut_ptr().cast::<c_void>(),
-                std::ptr::null_mut(),
-            )
-        };
+        let (abc, r) = evaluate_on(&dc, circuit, witness)?;
         self.health.check("cuzk_k_circuit_evaluate", r)?;
-        Ok(crate::compiled::Abc { a, b, c })
+        Ok(abc)
     }
 
     /// [`Backend::witness_commitments`](crate::prover::Backend::witness_commitments) on this
@@ -501,5 +517,35 @@ impl DeviceCircuits {
         let Sums { l, a, b_g1, b_g2 } = unsafe { batch.run_batch(residency, &dev, keep, &jobs, &staged, t)? };
         self.on_device.fetch_add(1, Ordering::AcqRel);
         Ok(Some(Commitments { h, l, a, b_g1, b_g2 }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compiled::WitnessCs;
+    use crate::testing::Synthetic;
+
+    /// A circuit sent in pieces of a few words (hundreds of puts a matrix, pieces ending at
+    /// group boundaries) evaluates on the device as the host does, element for element; and
+    /// in one piece the same. GPU machine only (the `cuda` build's unit tests).
+    #[test]
+    fn a_circuit_sent_in_small_pieces_evaluates_as_the_host() {
+        let circuit = Synthetic {
+            bit_percent: 90,
+            ..Synthetic::new(12)
+        };
+        let (_, compiled) = CompiledCircuit::record(circuit.clone(), None, None).unwrap();
+        let witness = WitnessCs::new().synthesize(circuit).unwrap();
+        let host = compiled.evaluate(&witness).unwrap();
+        for piece_words in [100, PIECE_WORDS] {
+            let dc = upload_in_pieces(0, &compiled, piece_words).unwrap();
+            let (device, r) = evaluate_on(&dc, &compiled, &witness).unwrap();
+            assert_eq!(r.code, 0, "pieces of {piece_words} words: kernel code {}", r.code);
+            assert!(
+                device == host,
+                "pieces of {piece_words} words: a, b, c differ from the host's"
+            );
+        }
     }
 }
