@@ -131,6 +131,21 @@ cuzk_kresult cuzk_k_circuit_upload(int device, const cuzk_k_circuit_desc *desc, 
     API_GUARD(return circuit_upload(device, desc, out);)
 }
 
+cuzk_kresult cuzk_k_circuit_begin(int device, const cuzk_k_circuit_sizes *sizes, cuzk_k_circuit **out)
+{
+    API_GUARD(return circuit_begin(device, sizes, out);)
+}
+
+cuzk_kresult cuzk_k_circuit_put(cuzk_k_circuit *circuit, int part, size_t offset, const void *src, size_t bytes)
+{
+    API_GUARD(return circuit_put(circuit, part, offset, src, bytes);)
+}
+
+cuzk_kresult cuzk_k_circuit_finish(cuzk_k_circuit *circuit)
+{
+    API_GUARD(return circuit_finish(circuit);)
+}
+
 cuzk_kresult cuzk_k_circuit_free(cuzk_k_circuit *circuit)
 {
     if (!circuit) return ok();

@@ -13,7 +13,7 @@ cuzk_kresult scalars_to_device(dev_ctx *ctx, const void *h, size_t n, dbuf &d)
 {
     if (!n) return ok();
     CUZK_CK(d.alloc(ctx, n * 32));
-    CUZK_CK(cudaMemcpyAsync(d.p, h, n * 32, cudaMemcpyHostToDevice, ctx->s_comp));
+    CUZK_CK(h2d(ctx, d.p, h, n * 32, ctx->s_comp));
     return ok();
 }
 
@@ -145,7 +145,7 @@ struct preloaded_scalars {
         CUZK_CK(cudaEventRecord(allocated, ctx->s_comp));
         CUZK_CK(cudaStreamWaitEvent(ctx->s_copy, allocated, 0));
         for (size_t k = 0; k < v.uniq.size(); k++) {
-            CUZK_CK(cudaMemcpyAsync(bufs[k].p, v.uniq[k].h, v.uniq[k].n * 32, cudaMemcpyHostToDevice, ctx->s_copy));
+            CUZK_CK(h2d(ctx, bufs[k].p, v.uniq[k].h, v.uniq[k].n * 32, ctx->s_copy));
             CUZK_CK(cudaEventRecord(copied[k], ctx->s_copy));
         }
         return ok();
@@ -190,8 +190,7 @@ struct pingpong_scalars {
         held[slot] = scalar_vec{b.jobs[i].host_scalars, b.jobs[i].n};
         CUZK_CK(cudaEventRecord(allocated, ctx->s_comp));
         CUZK_CK(cudaStreamWaitEvent(ctx->s_copy, allocated, 0));
-        CUZK_CK(cudaMemcpyAsync(buf[slot].p, b.jobs[i].host_scalars, b.jobs[i].n * 32, cudaMemcpyHostToDevice,
-                                ctx->s_copy));
+        CUZK_CK(h2d(ctx, buf[slot].p, b.jobs[i].host_scalars, b.jobs[i].n * 32, ctx->s_copy));
         CUZK_CK(cudaEventRecord(copied[slot], ctx->s_copy));
         return ok();
     }

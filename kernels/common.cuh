@@ -77,6 +77,15 @@ struct knobs {
     bool profile = false; // CUZK_K_PROFILE: print phase times to stderr
     bool affine = true;   // CUZK_K_AFFINE=0: no affine pair rounds before the bucket walk (A/B runs)
     size_t slice = 0;     // CUZK_K_SLICE: entries per accumulation slice (tests: many slices), 0 = by memory
+    double h2d_gbps = 0;  // CUZK_K_EMULATE_H2D_GBPS: host->device copies paced to this link rate (GB/s;
+                          // benchmarks emulating a slower bus, e.g. 25 for PCIe Gen4 x16), 0 = as fast as they go
+};
+
+// An emulated host->device link (knobs::h2d_gbps): one per device, a serial timeline every
+// paced copy reserves its slot on, so copies on both streams share the link as on real hardware.
+struct h2d_link {
+    std::mutex mu;
+    double free_at = 0;  // seconds (steady clock) when the link is free again
 };
 
 // Device memory cuzk holds on one device, counted by cuzk itself (pool buffers in use, NTT
@@ -109,7 +118,16 @@ struct dev_ctx {
     int phase = 0, index = 0;       // where the running call is (CUZK_PHASE)
     ntt_tables *tables[32] = {};    // NTT tables per log_m (ntt.cu owns them)
     mem_account mem;
+    h2d_link link;
 };
+
+// A host->device copy of `bytes` on stream s. With an emulated link rate (knobs::h2d_gbps) the
+// stream also waits, after the copy, until the copy's slot on the device's link timeline ends:
+// a host function reserves the slot when the copy is about to start (bytes / rate, after the
+// slots before it), another sleeps out what the real copy did not take. So every upload of 1 MiB
+// or more crosses at most that fast, overlapping compute as before. Benchmarks only: never set
+// in production, where the copy is a plain cudaMemcpyAsync.
+cudaError_t h2d(dev_ctx *ctx, void *dst, const void *src, size_t bytes, cudaStream_t s);
 
 // cudaMalloc / cudaFree counted in ctx->mem (for memory that outlives a call: tables, bases).
 cudaError_t counted_malloc(dev_ctx *ctx, void **p, size_t bytes);

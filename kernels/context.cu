@@ -8,6 +8,9 @@
 #include <cstring>
 #include <vector>
 #include <algorithm>
+#include <chrono>
+#include <memory>
+#include <thread>
 
 namespace cuzk {
 namespace {
@@ -32,6 +35,12 @@ knobs read_knobs()
     k.affine = !(e && *e == '0');
     e = getenv("CUZK_K_SLICE");
     if (e && *e && atol(e) > 0) k.slice = (size_t)atol(e);
+    e = getenv("CUZK_K_EMULATE_H2D_GBPS");
+    if (e && *e && atof(e) > 0) {
+        k.h2d_gbps = atof(e);
+        fprintf(stderr, "cuzk kernels: host->device copies paced to an emulated %.1f GB/s link (CUZK_K_EMULATE_H2D_GBPS)\n",
+                k.h2d_gbps);
+    }
 #ifdef CUZK_FAULT_INJECTION
     std::call_once(g_break_once, [] {
         const char *b = getenv("CUZK_K_FAULT_BREAK");
@@ -42,6 +51,35 @@ knobs read_knobs()
     });
 #endif
     return k;
+}
+
+double steady_seconds()
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// One paced copy: its link, its duration at the emulated rate, and (set when it starts) when
+// its slot ends.
+struct paced_copy {
+    h2d_link *link;
+    double secs;
+    double end = 0;
+};
+
+void CUDART_CB pace_start(void *p)
+{
+    paced_copy *c = static_cast<paced_copy *>(p);
+    std::lock_guard<std::mutex> lk(c->link->mu);
+    const double start = std::max(steady_seconds(), c->link->free_at);
+    c->end = start + c->secs;
+    c->link->free_at = c->end;
+}
+
+void CUDART_CB pace_end(void *p)
+{
+    std::unique_ptr<paced_copy> c(static_cast<paced_copy *>(p));
+    const double left = c->end - steady_seconds();
+    if (left > 0) std::this_thread::sleep_for(std::chrono::duration<double>(left));
 }
 
 __global__ void k_probe(uint32_t *out, uint32_t v)
@@ -129,6 +167,22 @@ profiler::~profiler()
         fprintf(stderr, " | total %.2f ms\n", tot);
     }
     for (int i = 0; i < n; i++) cudaEventDestroy(ev[i]);
+}
+
+cudaError_t h2d(dev_ctx *ctx, void *dst, const void *src, size_t bytes, cudaStream_t s)
+{
+    if (ctx->k.h2d_gbps <= 0 || bytes < ((size_t)1 << 20))
+        return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s);
+    paced_copy *c = new paced_copy{&ctx->link, (double)bytes / (ctx->k.h2d_gbps * 1e9)};
+    cudaError_t e = cudaLaunchHostFunc(s, pace_start, c);
+    if (e != cudaSuccess) {
+        delete c;
+        return e;
+    }
+    e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s);
+    // Queued whatever the copy's outcome: it frees c (pace_start may still read it).
+    const cudaError_t e2 = cudaLaunchHostFunc(s, pace_end, c);
+    return e != cudaSuccess ? e : e2;
 }
 
 cudaError_t counted_malloc(dev_ctx *ctx, void **p, size_t bytes)

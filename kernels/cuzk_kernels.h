@@ -214,6 +214,24 @@ typedef struct cuzk_k_circuit_desc {
 } cuzk_k_circuit_desc;
 typedef struct cuzk_k_circuit cuzk_k_circuit;
 cuzk_kresult cuzk_k_circuit_upload(int device, const cuzk_k_circuit_desc *desc, cuzk_k_circuit **out);
+/* The same in pieces, so the host never holds the packed form whole: begin allocates the counted
+ * block for the sizes (the checks of the sizes as above); put copies `bytes` from src to byte
+ * `offset` of one part (CUZK_K_ERR_RANGE past its end, or once finished), and src may be reused
+ * when it returns; finish checks the whole on the device as cuzk_k_circuit_upload does and makes
+ * the circuit usable (CUZK_K_ERR_RANGE from every call that reads one not finished). Free it
+ * with cuzk_k_circuit_free, finished or not. */
+typedef struct cuzk_k_circuit_sizes {
+    size_t rows, num_inputs, num_aux, num_constants;
+    size_t num_words[3]; /* A, B, C */
+} cuzk_k_circuit_sizes;
+#define CUZK_K_CIRCUIT_PART_LENS(k) (3 * (k))             /* rows u16 */
+#define CUZK_K_CIRCUIT_PART_GROUP_STARTS(k) (3 * (k) + 1) /* ceil(rows / 32) + 1 u32 */
+#define CUZK_K_CIRCUIT_PART_WORDS(k) (3 * (k) + 2)        /* num_words[k] u32 */
+#define CUZK_K_CIRCUIT_PART_CONSTANTS 9                   /* num_constants scalars */
+#define CUZK_K_CIRCUIT_PARTS 10
+cuzk_kresult cuzk_k_circuit_begin(int device, const cuzk_k_circuit_sizes *sizes, cuzk_k_circuit **out);
+cuzk_kresult cuzk_k_circuit_put(cuzk_k_circuit *circuit, int part, size_t offset, const void *src, size_t bytes);
+cuzk_kresult cuzk_k_circuit_finish(cuzk_k_circuit *circuit);
 cuzk_kresult cuzk_k_circuit_free(cuzk_k_circuit *circuit); /* NULL is allowed */
 size_t cuzk_k_circuit_bytes(const cuzk_k_circuit *circuit); /* counted device bytes it holds */
 

@@ -30,7 +30,7 @@ cuzk_kresult stage_vector(dev_ctx *ctx, cuzk_k_staged &st, const void *h, size_t
     CUZK_CK(evs.add(&allocated));
     CUZK_CK(cudaEventRecord(allocated, ctx->s_comp));  // the buffer is the compute stream's
     CUZK_CK(cudaStreamWaitEvent(ctx->s_copy, allocated, 0));
-    CUZK_CK(cudaMemcpyAsync(st.buf.p, h, n * 32, cudaMemcpyHostToDevice, ctx->s_copy));
+    CUZK_CK(h2d(ctx, st.buf.p, h, n * 32, ctx->s_copy));
     st.h = h;
     st.n = n;
     return ok();

@@ -45,6 +45,8 @@ struct cuzk_k_circuit {
     void *constants = nullptr;  // num_constants scalars (Montgomery)
     void *block = nullptr;      // the counted allocation holding all of the above
     size_t bytes = 0;
+    size_t part_off[CUZK_K_CIRCUIT_PARTS] = {}, part_bytes[CUZK_K_CIRCUIT_PARTS] = {};  // in block
+    bool ready = false;         // finished: checked on the device, usable
 };
 
 namespace cuzk {
@@ -125,6 +127,9 @@ cuzk_kresult compute_h_msm(const cuzk_k_bases *h_bases, const void *a, const voi
 
 // ---- witness.cu ----
 cuzk_kresult circuit_upload(int device, const cuzk_k_circuit_desc *desc, cuzk_k_circuit **out);
+cuzk_kresult circuit_begin(int device, const cuzk_k_circuit_sizes *sizes, cuzk_k_circuit **out);
+cuzk_kresult circuit_put(cuzk_k_circuit *c, int part, size_t offset, const void *src, size_t bytes);
+cuzk_kresult circuit_finish(cuzk_k_circuit *c);
 cuzk_kresult circuit_free(cuzk_k_circuit *circuit);  // deletes the handle, on every path
 // The witness's sizes and pointers against the circuit (host-side; the expansion checks the rest).
 cuzk_kresult check_witness(const cuzk_k_circuit *circuit, const cuzk_k_witness *w);

@@ -426,12 +426,12 @@ cuzk_kresult compute_h_dev(dev_ctx *ctx, const abc_input &in, uint32_t log_m, db
     // its transform (below), and the copy stream carries only `then`.
     for (int k = 0; k < 3 && !in.eval; k++) {
         fr_t *x = dx[k].as<fr_t>();
-        if (n) CUZK_CK(cudaMemcpyAsync(x, in.host[k], n * sizeof(fr_t), cudaMemcpyHostToDevice, sc));
+        if (n) CUZK_CK(h2d(ctx, x, in.host[k], n * sizeof(fr_t), sc));
         if (n < m) CUZK_CK(cudaMemsetAsync(x + n, 0, (m - n) * sizeof(fr_t), sc));
         CUZK_CK(cudaEventRecord(ev[k], sc));
     }
     if (then) {
-        CUZK_CK(cudaMemcpyAsync(then->dst, then->src, then->bytes, cudaMemcpyHostToDevice, sc));
+        CUZK_CK(h2d(ctx, then->dst, then->src, then->bytes, sc));
         CUZK_CK(cudaEventRecord(then->done, sc));
     }
     CUZK_PHASE(ctx, CUZK_K_PHASE_ABC_COPY, 0);

@@ -184,35 +184,32 @@ cuzk_kresult read_flag(dev_ctx *ctx, const dbuf &flag, int *out)
 
 }  // namespace
 
-cuzk_kresult circuit_upload(int device, const cuzk_k_circuit_desc *d, cuzk_k_circuit **out)
+cuzk_kresult circuit_begin(int device, const cuzk_k_circuit_sizes *d, cuzk_k_circuit **out)
 {
-    if (!out) return arg_err(CUZK_K_ERR_NULL_ARG, "circuit_upload: out is NULL");
+    if (!out) return arg_err(CUZK_K_ERR_NULL_ARG, "circuit_begin: out is NULL");
     *out = nullptr;
-    if (!d) return arg_err(CUZK_K_ERR_NULL_ARG, "circuit_upload: desc is NULL");
-    const cuzk_k_packed_desc *ms[3] = {&d->a, &d->b, &d->c};
+    if (!d) return arg_err(CUZK_K_ERR_NULL_ARG, "circuit_begin: sizes is NULL");
     if (d->rows == 0 || d->rows > 0x7fffffffu)
-        return arg_err(CUZK_K_ERR_TOO_LARGE, "circuit_upload: rows must be in 1..2^31-1");
+        return arg_err(CUZK_K_ERR_TOO_LARGE, "circuit_begin: rows must be in 1..2^31-1");
     if (d->num_inputs == 0 || d->num_inputs + d->num_aux > ((size_t)1 << 30))
-        return arg_err(CUZK_K_ERR_TOO_LARGE, "circuit_upload: inputs + aux must be in 1..2^30");
-    if (d->num_constants > 0xffffffffu) return arg_err(CUZK_K_ERR_TOO_LARGE, "circuit_upload: too many constants");
-    if (d->num_constants && !d->constants) return arg_err(CUZK_K_ERR_NULL_ARG, "circuit_upload: constants is NULL");
-    for (const cuzk_k_packed_desc *m : ms) {
-        if (!m->lens || !m->group_starts) return arg_err(CUZK_K_ERR_NULL_ARG, "circuit_upload: lens or group_starts is NULL");
-        if (m->num_words && !m->words) return arg_err(CUZK_K_ERR_NULL_ARG, "circuit_upload: words is NULL");
-        if (m->num_words > 0xffffffffu) return arg_err(CUZK_K_ERR_TOO_LARGE, "circuit_upload: more than 2^32-1 words");
-    }
+        return arg_err(CUZK_K_ERR_TOO_LARGE, "circuit_begin: inputs + aux must be in 1..2^30");
+    if (d->num_constants > 0xffffffffu) return arg_err(CUZK_K_ERR_TOO_LARGE, "circuit_begin: too many constants");
+    for (int k = 0; k < 3; k++)
+        if (d->num_words[k] > 0xffffffffu) return arg_err(CUZK_K_ERR_TOO_LARGE, "circuit_begin: more than 2^32-1 words");
     // One counted block: per matrix lengths, group starts, words; then the constants.
     const size_t groups = (d->rows + 31) / 32;
-    size_t off[3][3], total = 0;
+    std::unique_ptr<cuzk_k_circuit> c(new cuzk_k_circuit{});
+    size_t total = 0;
     for (int k = 0; k < 3; k++) {
-        off[k][0] = total;
-        total += up(d->rows * 2);
-        off[k][1] = total;
-        total += up((groups + 1) * 4);
-        off[k][2] = total;
-        total += up(ms[k]->num_words * 4);
+        const size_t sizes[3] = {d->rows * 2, (groups + 1) * 4, d->num_words[k] * 4};
+        for (int q = 0; q < 3; q++) {
+            c->part_off[3 * k + q] = total;
+            c->part_bytes[3 * k + q] = sizes[q];
+            total += up(sizes[q]);
+        }
     }
-    const size_t consts_off = total;
+    c->part_off[9] = total;
+    c->part_bytes[9] = d->num_constants * 32;
     total += up(d->num_constants * 32);
     return run_on(device, [&](dev_ctx *ctx) -> cuzk_kresult {
         ctx->phase = CUZK_K_PHASE_UPLOAD;
@@ -224,59 +221,95 @@ cuzk_kresult circuit_upload(int device, const cuzk_k_circuit_desc *d, cuzk_k_cir
             e = counted_malloc(ctx, &p, total);
         }
         CUZK_CK(e);
-        std::unique_ptr<cuzk_k_circuit> c(new cuzk_k_circuit{});
         c->device = device;
         c->block = p;
         c->bytes = total;
-        struct free_on_error {
-            dev_ctx *ctx;
-            cuzk_k_circuit *c;
-            ~free_on_error()
-            {
-                if (c) counted_free(ctx, c->block, c->bytes);
-            }
-        } guard{ctx, c.get()};
         char *base = static_cast<char *>(p);
         c->rows = d->rows;
         c->num_inputs = d->num_inputs;
         c->num_aux = d->num_aux;
         c->num_constants = d->num_constants;
-        c->constants = base + consts_off;
+        c->constants = base + c->part_off[9];
         for (int k = 0; k < 3; k++) {
-            c->m[k].num_words = ms[k]->num_words;
-            c->m[k].lens = reinterpret_cast<uint16_t *>(base + off[k][0]);
-            c->m[k].group_starts = reinterpret_cast<uint32_t *>(base + off[k][1]);
-            c->m[k].words = reinterpret_cast<uint32_t *>(base + off[k][2]);
-            CUZK_CK(cudaMemcpyAsync(c->m[k].lens, ms[k]->lens, d->rows * 2, cudaMemcpyHostToDevice, ctx->s_comp));
-            CUZK_CK(cudaMemcpyAsync(c->m[k].group_starts, ms[k]->group_starts, (groups + 1) * 4,
-                                    cudaMemcpyHostToDevice, ctx->s_comp));
-            if (ms[k]->num_words)
-                CUZK_CK(cudaMemcpyAsync(c->m[k].words, ms[k]->words, ms[k]->num_words * 4, cudaMemcpyHostToDevice,
-                                        ctx->s_comp));
+            c->m[k].num_words = d->num_words[k];
+            c->m[k].lens = reinterpret_cast<uint16_t *>(base + c->part_off[3 * k]);
+            c->m[k].group_starts = reinterpret_cast<uint32_t *>(base + c->part_off[3 * k + 1]);
+            c->m[k].words = reinterpret_cast<uint32_t *>(base + c->part_off[3 * k + 2]);
         }
-        if (d->num_constants)
-            CUZK_CK(cudaMemcpyAsync(c->constants, d->constants, d->num_constants * 32, cudaMemcpyHostToDevice,
-                                    ctx->s_comp));
+        *out = c.release();
+        return ok();
+    });
+}
+
+cuzk_kresult circuit_put(cuzk_k_circuit *c, int part, size_t offset, const void *src, size_t bytes)
+{
+    if (!c || (bytes && !src)) return arg_err(CUZK_K_ERR_NULL_ARG, "circuit_put: circuit or src is NULL");
+    if (c->ready) return arg_err(CUZK_K_ERR_RANGE, "circuit_put: the circuit is finished");
+    if (part < 0 || part >= CUZK_K_CIRCUIT_PARTS) return arg_err(CUZK_K_ERR_RANGE, "circuit_put: no such part");
+    if (offset > c->part_bytes[part] || bytes > c->part_bytes[part] - offset)
+        return arg_err(CUZK_K_ERR_RANGE, "circuit_put: past the end of the part");
+    if (!bytes) return ok();
+    return run_on(c->device, [&](dev_ctx *ctx) -> cuzk_kresult {
+        ctx->phase = CUZK_K_PHASE_UPLOAD;
+        // Waited for by run_on before it returns: the caller may reuse src at once.
+        CUZK_CK(h2d(ctx, static_cast<char *>(c->block) + c->part_off[part] + offset, src, bytes, ctx->s_comp));
+        return ok();
+    });
+}
+
+cuzk_kresult circuit_finish(cuzk_k_circuit *c)
+{
+    if (!c) return arg_err(CUZK_K_ERR_NULL_ARG, "circuit_finish: circuit is NULL");
+    if (c->ready) return ok();
+    return run_on(c->device, [&](dev_ctx *ctx) -> cuzk_kresult {
+        ctx->phase = CUZK_K_PHASE_UPLOAD;
         dbuf flag;
         CUZK_CK(flag.alloc(ctx, sizeof(int)));
         CUZK_CK(cudaMemsetAsync(flag.p, 0, sizeof(int), ctx->s_comp));
-        const size_t cols = d->num_inputs + d->num_aux;
+        const size_t cols = c->num_inputs + c->num_aux, groups = (c->rows + 31) / 32;
         for (int k = 0; k < 3; k++) {
-            k_check_groups<<<blocks_for(groups, ctx->sm_count), 256, 0, ctx->s_comp>>>(c->m[k], d->rows, flag.as<int>());
+            k_check_groups<<<blocks_for(groups, ctx->sm_count), 256, 0, ctx->s_comp>>>(c->m[k], c->rows, flag.as<int>());
             CUZK_CKL();
-            k_check_words<<<blocks_for(d->rows, ctx->sm_count), 256, 0, ctx->s_comp>>>(c->m[k], d->rows, cols,
-                                                                                     d->num_constants, flag.as<int>());
+            k_check_words<<<blocks_for(c->rows, ctx->sm_count), 256, 0, ctx->s_comp>>>(c->m[k], c->rows, cols,
+                                                                                     c->num_constants, flag.as<int>());
             CUZK_CKL();
         }
         int bad = 0;
         CUZK_TRY(read_flag(ctx, flag, &bad));
-        if (bad & 1) return arg_err(CUZK_K_ERR_RANGE, "circuit_upload: row lengths do not add up to the group starts");
-        if (bad & 2) return arg_err(CUZK_K_ERR_RANGE, "circuit_upload: a word past its matrix, a bad tag, column or constant index");
+        if (bad & 1) return arg_err(CUZK_K_ERR_RANGE, "circuit_finish: row lengths do not add up to the group starts");
+        if (bad & 2) return arg_err(CUZK_K_ERR_RANGE, "circuit_finish: a word past its matrix, a bad tag, column or constant index");
         CUZK_PHASE(ctx, CUZK_K_PHASE_UPLOAD, 0);
-        guard.c = nullptr;
-        *out = c.release();
+        c->ready = true;
         return ok();
     });
+}
+
+cuzk_kresult circuit_upload(int device, const cuzk_k_circuit_desc *d, cuzk_k_circuit **out)
+{
+    if (!out) return arg_err(CUZK_K_ERR_NULL_ARG, "circuit_upload: out is NULL");
+    *out = nullptr;
+    if (!d) return arg_err(CUZK_K_ERR_NULL_ARG, "circuit_upload: desc is NULL");
+    const cuzk_k_packed_desc *ms[3] = {&d->a, &d->b, &d->c};
+    if (d->num_constants && !d->constants) return arg_err(CUZK_K_ERR_NULL_ARG, "circuit_upload: constants is NULL");
+    for (const cuzk_k_packed_desc *m : ms) {
+        if (!m->lens || !m->group_starts) return arg_err(CUZK_K_ERR_NULL_ARG, "circuit_upload: lens or group_starts is NULL");
+        if (m->num_words && !m->words) return arg_err(CUZK_K_ERR_NULL_ARG, "circuit_upload: words is NULL");
+    }
+    const cuzk_k_circuit_sizes sizes{d->rows, d->num_inputs, d->num_aux, d->num_constants,
+                                     {d->a.num_words, d->b.num_words, d->c.num_words}};
+    cuzk_k_circuit *c = nullptr;
+    CUZK_TRY(circuit_begin(device, &sizes, &c));
+    std::unique_ptr<cuzk_k_circuit, cuzk_kresult (*)(cuzk_k_circuit *)> own(c, circuit_free);
+    const size_t groups = (d->rows + 31) / 32;
+    for (int k = 0; k < 3; k++) {
+        CUZK_TRY(circuit_put(c, CUZK_K_CIRCUIT_PART_LENS(k), 0, ms[k]->lens, d->rows * 2));
+        CUZK_TRY(circuit_put(c, CUZK_K_CIRCUIT_PART_GROUP_STARTS(k), 0, ms[k]->group_starts, (groups + 1) * 4));
+        CUZK_TRY(circuit_put(c, CUZK_K_CIRCUIT_PART_WORDS(k), 0, ms[k]->words, ms[k]->num_words * 4));
+    }
+    CUZK_TRY(circuit_put(c, CUZK_K_CIRCUIT_PART_CONSTANTS, 0, d->constants, d->num_constants * 32));
+    CUZK_TRY(circuit_finish(c));
+    *out = own.release();
+    return ok();
 }
 
 cuzk_kresult circuit_free(cuzk_k_circuit *c)
@@ -292,6 +325,7 @@ cuzk_kresult circuit_free(cuzk_k_circuit *c)
 cuzk_kresult check_witness(const cuzk_k_circuit *c, const cuzk_k_witness *w)
 {
     if (!c || !w) return arg_err(CUZK_K_ERR_NULL_ARG, "witness: circuit or witness is NULL");
+    if (!c->ready) return arg_err(CUZK_K_ERR_RANGE, "witness: the circuit's upload is not finished");
     if (w->num_inputs != c->num_inputs || w->num_aux != c->num_aux)
         return arg_err(CUZK_K_ERR_RANGE, "witness: inputs or aux count differs from the circuit's");
     if (!w->inputs) return arg_err(CUZK_K_ERR_NULL_ARG, "witness: inputs is NULL");
@@ -314,9 +348,9 @@ cuzk_kresult witness_to_device(dev_ctx *ctx, const cuzk_k_witness *w, device_z &
     z.compact = w->bit_mask != nullptr;
     z.num_others = w->num_others;
     CUZK_CK(z.inputs.alloc(ctx, w->num_inputs * 32));
-    CUZK_CK(cudaMemcpyAsync(z.inputs.p, w->inputs, w->num_inputs * 32, cudaMemcpyHostToDevice, s));
+    CUZK_CK(h2d(ctx, z.inputs.p, w->inputs, w->num_inputs * 32, s));
     CUZK_CK(z.others.alloc(ctx, w->num_others * 32));
-    if (w->num_others) CUZK_CK(cudaMemcpyAsync(z.others.p, w->others, w->num_others * 32, cudaMemcpyHostToDevice, s));
+    if (w->num_others) CUZK_CK(h2d(ctx, z.others.p, w->others, w->num_others * 32, s));
     if (!n || !z.compact) return ok();
     const size_t words = (n + 63) / 64;
     dbuf flag;
@@ -324,9 +358,9 @@ cuzk_kresult witness_to_device(dev_ctx *ctx, const cuzk_k_witness *w, device_z &
     CUZK_CK(z.vals.alloc(ctx, words * 8));
     CUZK_CK(z.before.alloc(ctx, words * 4));
     CUZK_CK(flag.alloc(ctx, sizeof(int)));
-    CUZK_CK(cudaMemcpyAsync(z.mask.p, w->bit_mask, words * 8, cudaMemcpyHostToDevice, s));
-    CUZK_CK(cudaMemcpyAsync(z.vals.p, w->bit_values, words * 8, cudaMemcpyHostToDevice, s));
-    CUZK_CK(cudaMemcpyAsync(z.before.p, w->others_before, words * 4, cudaMemcpyHostToDevice, s));
+    CUZK_CK(h2d(ctx, z.mask.p, w->bit_mask, words * 8, s));
+    CUZK_CK(h2d(ctx, z.vals.p, w->bit_values, words * 8, s));
+    CUZK_CK(h2d(ctx, z.before.p, w->others_before, words * 4, s));
     CUZK_CK(cudaMemsetAsync(flag.p, 0, sizeof(int), s));
     k_check_witness<<<blocks_for(words, ctx->sm_count), 256, 0, s>>>(n, z.mask.as<uint64_t>(), z.before.as<uint32_t>(),
                                                                      w->num_others, flag.as<int>());

@@ -121,6 +121,12 @@ pub(crate) struct Args {
     /// daemon's idle RSS with the set loaded). PoRep only.
     #[arg(long, value_name = "DIR")]
     pub(crate) write_params: Option<PathBuf>,
+    /// Pace every host->device copy of 1 MiB or more to an emulated link of G GB/s (the
+    /// kernels' `CUZK_K_EMULATE_H2D_GBPS`; 25 for PCIe Gen4 x16), one link a GPU shared by its
+    /// copies: rows measured so emulate a slower bus on this host, never measure other
+    /// hardware. CUDA only; set before any GPU is touched.
+    #[arg(long, value_name = "G")]
+    pub(crate) emulate_h2d_gbps: Option<f64>,
     /// What the memory check allows beyond B and the RSS before the parameters, in GiB.
     #[arg(long, value_name = "G", default_value_t = 2.0)]
     pub(crate) slack_gib: f64,

@@ -423,6 +423,13 @@ fn main() {
     let cores = std::thread::available_parallelism().map_or(2, |c| c.get());
     let synthesis_workers = args.synthesis_workers.unwrap_or(cores);
     let winning_k = args.winning_log_size.unwrap_or(if args.cpu { 14 } else { 22 });
+    if let Some(g) = args.emulate_h2d_gbps {
+        if args.cpu || !g.is_finite() || g <= 0.0 {
+            fail("--emulate-h2d-gbps paces the GPUs' host->device copies: a rate > 0, without --cpu");
+        }
+        // Read once by the kernels when a device context is made: before any GPU is touched.
+        std::env::set_var("CUZK_K_EMULATE_H2D_GBPS", g.to_string());
+    }
     let gpus = Gpus::new(&args);
     let mut out = Out::open(args.out.as_deref());
     let command: Vec<String> = std::env::args().collect();
@@ -442,6 +449,11 @@ fn main() {
     ));
     out.line(&format!("command: `{}`", command.join(" ")));
     out.line(&format!("machine: {}", machine()));
+    if let Some(g) = args.emulate_h2d_gbps {
+        out.line(&format!(
+            "host->device link: EMULATED at {g} GB/s (every copy of 1 MiB or more paced on one timeline a GPU): an emulation of a slower bus on this host, not a measurement of other hardware"
+        ));
+    }
     if args.check_builders {
         if !check::check_builders(&args, pps, &mut out) {
             std::process::exit(1);

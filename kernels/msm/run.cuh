@@ -69,7 +69,7 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
     const uint64_t *dens = h_density ? d_density : nullptr;  // set below when it is copied here
     if (h_density) {
         if (!d_density) {
-            CUZK_CK(cudaMemcpyAsync(d_dens.p, h_density, nwords * 8, cudaMemcpyHostToDevice, s));
+            CUZK_CK(h2d(ctx, d_dens.p, h_density, nwords * 8, s));
             dens = d_dens.as<uint64_t>();
         }
         k_popcount<<<(unsigned)((nwords + 255) / 256), 256, 0, s>>>(dens, d_pop.as<uint32_t>(), nwords);
@@ -98,8 +98,8 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
         const fr_t *src;
         if (!d_scalars) {
             fr_t *dst = d_sc.as<fr_t>() + i0;
-            CUZK_CK(cudaMemcpyAsync(dst, static_cast<const fr_t *>(h_scalars) + i0,
-                                    cnt * sizeof(fr_t), cudaMemcpyHostToDevice, sc));
+            CUZK_CK(h2d(ctx, dst, static_cast<const fr_t *>(h_scalars) + i0,
+                                    cnt * sizeof(fr_t), sc));
             cudaEvent_t e;
             CUZK_CK(evs.add(&e));
             CUZK_CK(cudaEventRecord(e, sc));

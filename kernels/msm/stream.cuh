@@ -93,7 +93,7 @@ cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases_v, size_t bases_len, s
     dbuf d_dens;
     if (h_density) {
         CUZK_CK(d_dens.alloc(ctx, nwords * 8));
-        CUZK_CK(cudaMemcpyAsync(d_dens.p, h_density, nwords * 8, cudaMemcpyHostToDevice, s));
+        CUZK_CK(h2d(ctx, d_dens.p, h_density, nwords * 8, s));
     }
     copy_join join{sc};  // the staging buffers are written on the copy stream
     event_list evs;
@@ -112,8 +112,7 @@ cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases_v, size_t bases_len, s
             CUZK_CK(cudaEventRecord(e_alloc, s));
             CUZK_CK(cudaStreamWaitEvent(sc, e_alloc, 0));
         }
-        CUZK_CK(cudaMemcpyAsync(stage[j % 2].p, h_bases + base_offset + p.b0, p.nb * sizeof(affine_t<F>),
-                                cudaMemcpyHostToDevice, sc));
+        CUZK_CK(h2d(ctx, stage[j % 2].p, h_bases + base_offset + p.b0, p.nb * sizeof(affine_t<F>), sc));
         CUZK_CK(cudaEventRecord(e_copied[j % 2], sc));
         return ok();
     };
@@ -134,7 +133,7 @@ cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases_v, size_t bases_len, s
         if (!try_alloc(out->buf, ctx, p.nb * next->elem)) return ok();
         CUZK_CK(cudaEventRecord(e_alloc, s));
         CUZK_CK(cudaStreamWaitEvent(sc, e_alloc, 0));
-        CUZK_CK(cudaMemcpyAsync(out->buf.p, next->h_bases, p.nb * next->elem, cudaMemcpyHostToDevice, sc));
+        CUZK_CK(h2d(ctx, out->buf.p, next->h_bases, p.nb * next->elem, sc));
         CUZK_CK(cudaEventRecord(out->copied, sc));
         out->h = next->h_bases;
         out->cap = cap;

@@ -131,5 +131,5 @@ pub use compact::CompactAux;
 pub(crate) use compact::{bit_of, bitmap_words, default_others};
 pub use evaluate::Abc;
 pub use matrix::{Coefficient, Matrix};
-pub use packed::{PackedCircuit, PackedMatrix};
+pub use packed::{PackedCircuit, PackedIndex, PackedMatrix};
 pub use witness::{Witness, WitnessAux, WitnessCs, DEFAULT_DENSE_BELOW_PERCENT};

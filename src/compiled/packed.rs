@@ -36,11 +36,18 @@ pub const TAG_CONSTANT: u32 = 2;
 /// Groups a task packs (2^15 rows).
 const GROUPS_PER_TASK: usize = 1 << 10;
 
+/// A matrix's row lengths and group starts: what locates every row's words, without the words
+/// (they can then be written a range of groups at a time: [`PackedIndex::fill`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackedIndex {
+    lens: Vec<u16>,
+    group_starts: Vec<u32>,
+}
+
 /// One matrix packed (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PackedMatrix {
-    lens: Vec<u16>,
-    group_starts: Vec<u32>,
+    index: PackedIndex,
     words: Vec<u32>,
 }
 
@@ -75,13 +82,13 @@ fn try_vec<T: Clone>(n: usize, fill: T) -> Result<Vec<T>> {
     Ok(v)
 }
 
-impl PackedMatrix {
-    /// `m` packed, its columns below `columns`.
+impl PackedIndex {
+    /// The index of `m` packed, its columns below `columns`.
     ///
     /// # Errors
     /// [`Error::Unsupported`] when `m` does not pack (see the module docs);
     /// [`Error::Allocation`] when the host cannot hold the arrays.
-    pub fn pack(m: &Matrix, columns: usize) -> Result<Self> {
+    pub fn of(m: &Matrix, columns: usize) -> Result<Self> {
         if columns > MAX_COLUMNS {
             return Err(Error::Unsupported(format!(
                 "{columns} columns: a packed matrix names at most {MAX_COLUMNS}"
@@ -114,15 +121,56 @@ impl PackedMatrix {
             total += s;
         }
         group_starts[groups] = u32::try_from(total).map_err(|_| too_many_words(total))?;
-        let mut words = try_vec(total as usize, 0u32)?;
-        // Each task's slice of `words`: the words of its groups.
-        let mut tasks = Vec::with_capacity(groups.div_ceil(GROUPS_PER_TASK));
-        let mut rest = words.as_mut_slice();
-        for g0 in (0..groups).step_by(GROUPS_PER_TASK) {
-            let g1 = (g0 + GROUPS_PER_TASK).min(groups);
-            let n = (group_starts[g1] - group_starts[g0]) as usize;
-            let (mine, more) = rest.split_at_mut(n);
-            tasks.push((g0 * GROUP_ROWS, (g1 * GROUP_ROWS).min(rows), mine));
+        Ok(Self { lens, group_starts })
+    }
+
+    /// Words `m` packs into (one a term, two a constant's), counted without packing.
+    pub fn count_words(m: &Matrix) -> usize {
+        m.non_zeros() + m.coefficients().par_iter().filter(|&&c| c >= CONSTANTS_BASE).count()
+    }
+
+    /// Rows.
+    pub fn rows(&self) -> usize {
+        self.lens.len()
+    }
+
+    /// Groups of [`GROUP_ROWS`] rows (the last may be shorter).
+    pub fn groups(&self) -> usize {
+        self.group_starts.len() - 1
+    }
+
+    /// Words of each row.
+    pub fn lens(&self) -> &[u16] {
+        &self.lens
+    }
+
+    /// First word of each group of [`GROUP_ROWS`] rows, then the word count.
+    pub fn group_starts(&self) -> &[u32] {
+        &self.group_starts
+    }
+
+    /// Words of the matrix.
+    pub fn num_words(&self) -> usize {
+        *self.group_starts.last().expect("one start at least") as usize
+    }
+
+    /// Words of groups `g0..g1`: `group_starts[g1] - group_starts[g0]`.
+    pub fn span(&self, g0: usize, g1: usize) -> usize {
+        (self.group_starts[g1] - self.group_starts[g0]) as usize
+    }
+
+    /// Writes the words of `m`'s groups `g0..g1` (`m` the matrix this index is of) into `out`,
+    /// which holds exactly [`span`](Self::span)`(g0, g1)` words; in parallel.
+    pub fn fill(&self, m: &Matrix, g0: usize, g1: usize, out: &mut [u32]) {
+        assert_eq!(out.len(), self.span(g0, g1), "fill: out is not the groups' span");
+        let rows = self.rows();
+        // Each task's slice of `out`: the words of its groups.
+        let mut tasks = Vec::with_capacity((g1 - g0).div_ceil(GROUPS_PER_TASK));
+        let mut rest = out;
+        for t0 in (g0..g1).step_by(GROUPS_PER_TASK) {
+            let t1 = (t0 + GROUPS_PER_TASK).min(g1);
+            let (mine, more) = rest.split_at_mut(self.span(t0, t1));
+            tasks.push((t0 * GROUP_ROWS, (t1 * GROUP_ROWS).min(rows), mine));
             rest = more;
         }
         tasks.into_par_iter().for_each(|(r0, r1, out)| {
@@ -140,26 +188,40 @@ impl PackedMatrix {
                 }
             }
         });
-        Ok(Self {
-            lens,
-            group_starts,
-            words,
-        })
+    }
+
+    /// Bytes of its arrays.
+    pub fn byte_size(&self) -> usize {
+        2 * self.lens.len() + 4 * self.group_starts.len()
+    }
+}
+
+impl PackedMatrix {
+    /// `m` packed, its columns below `columns`.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] when `m` does not pack (see the module docs);
+    /// [`Error::Allocation`] when the host cannot hold the arrays.
+    pub fn pack(m: &Matrix, columns: usize) -> Result<Self> {
+        let index = PackedIndex::of(m, columns)?;
+        let mut words = try_vec(index.num_words(), 0u32)?;
+        index.fill(m, 0, index.groups(), &mut words);
+        Ok(Self { index, words })
     }
 
     /// Rows.
     pub fn rows(&self) -> usize {
-        self.lens.len()
+        self.index.rows()
     }
 
     /// Words of each row.
     pub fn lens(&self) -> &[u16] {
-        &self.lens
+        self.index.lens()
     }
 
     /// First word of each group of [`GROUP_ROWS`] rows, then the word count.
     pub fn group_starts(&self) -> &[u32] {
-        &self.group_starts
+        self.index.group_starts()
     }
 
     /// The terms (see the module docs).
@@ -169,15 +231,16 @@ impl PackedMatrix {
 
     /// Bytes of its arrays.
     pub fn byte_size(&self) -> usize {
-        2 * self.lens.len() + 4 * (self.group_starts.len() + self.words.len())
+        self.index.byte_size() + 4 * self.words.len()
     }
 
     /// Row `r`'s words, found as the device finds them.
     pub fn row_words(&self, r: usize) -> &[u32] {
+        let (lens, starts) = (self.lens(), self.group_starts());
         let g = r / GROUP_ROWS;
-        let before: usize = self.lens[g * GROUP_ROWS..r].iter().map(|&l| usize::from(l)).sum();
-        let start = self.group_starts[g] as usize + before;
-        &self.words[start..start + usize::from(self.lens[r])]
+        let before: usize = lens[g * GROUP_ROWS..r].iter().map(|&l| usize::from(l)).sum();
+        let start = starts[g] as usize + before;
+        &self.words[start..start + usize::from(lens[r])]
     }
 
     /// Row `r`'s terms decoded: (column, coefficient code as in [`Matrix`]).
@@ -287,6 +350,7 @@ mod tests {
             assert_eq!(p.group_starts().len(), rows.div_ceil(GROUP_ROWS) + 1);
             let constants = want.iter().flatten().filter(|t| t.1 >= CONSTANTS_BASE).count();
             assert_eq!(p.words().len(), m.non_zeros() + constants);
+            assert_eq!(PackedIndex::count_words(&m), p.words().len());
             assert_eq!(*p.group_starts().last().unwrap() as usize, p.words().len());
             for (r, row) in want.iter().enumerate() {
                 assert_eq!(&p.row_terms(r), row, "row {r} of {rows}");
@@ -297,6 +361,30 @@ mod tests {
                 assert!(p.byte_size() < 4 * (m.rows() + 1 + 2 * m.non_zeros()));
             }
         }
+    }
+
+    /// The device receives the words a range of groups at a time (the host never holds them
+    /// whole): the pieces, in order, are the whole pack's words.
+    #[test]
+    fn words_filled_a_range_of_groups_at_a_time_are_the_whole_packs() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+        let m = matrix(&random_rows(&mut rng, GROUP_ROWS * GROUPS_PER_TASK + 77, 1 << 20));
+        let whole = PackedMatrix::pack(&m, 1 << 20).unwrap();
+        let index = PackedIndex::of(&m, 1 << 20).unwrap();
+        assert_eq!(
+            (index.lens(), index.group_starts()),
+            (whole.lens(), whole.group_starts())
+        );
+        let (mut pieces, mut g0) = (Vec::new(), 0usize);
+        for step in [1, 5, 1000, 3, usize::MAX] {
+            let g1 = g0.saturating_add(step).min(index.groups());
+            let mut out = vec![0; index.span(g0, g1)];
+            index.fill(&m, g0, g1, &mut out);
+            pieces.extend(out);
+            g0 = g1;
+        }
+        assert_eq!(g0, index.groups());
+        assert_eq!(pieces, whole.words());
     }
 
     #[test]

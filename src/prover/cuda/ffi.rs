@@ -71,26 +71,6 @@ pub struct KCircuit {
 }
 
 #[repr(C)]
-pub struct KPackedDesc {
-    pub lens: *const u16,
-    pub group_starts: *const u32,
-    pub words: *const u32,
-    pub num_words: usize,
-}
-
-#[repr(C)]
-pub struct KCircuitDesc {
-    pub rows: usize,
-    pub num_inputs: usize,
-    pub num_aux: usize,
-    pub a: KPackedDesc,
-    pub b: KPackedDesc,
-    pub c: KPackedDesc,
-    pub constants: *const c_void,
-    pub num_constants: usize,
-}
-
-#[repr(C)]
 pub struct KWitness {
     pub inputs: *const c_void,
     pub num_inputs: usize,
@@ -103,6 +83,27 @@ pub struct KWitness {
 }
 
 #[repr(C)]
+pub struct KCircuitSizes {
+    pub rows: usize,
+    pub num_inputs: usize,
+    pub num_aux: usize,
+    pub num_constants: usize,
+    pub num_words: [usize; 3],
+}
+
+/// The parts of a circuit uploaded in pieces (`CUZK_K_CIRCUIT_PART_*`).
+pub const fn circuit_part_lens(k: usize) -> c_int {
+    3 * k as c_int
+}
+pub const fn circuit_part_group_starts(k: usize) -> c_int {
+    3 * k as c_int + 1
+}
+pub const fn circuit_part_words(k: usize) -> c_int {
+    3 * k as c_int + 2
+}
+pub const CIRCUIT_PART_CONSTANTS: c_int = 9;
+
+#[repr(C)]
 pub struct KMsmJob {
     pub bases: *const KBases,
     pub base_offset: usize,
@@ -113,7 +114,15 @@ pub struct KMsmJob {
 }
 
 extern "C" {
-    pub fn cuzk_k_circuit_upload(device: c_int, desc: *const KCircuitDesc, out: *mut *mut KCircuit) -> KResult;
+    pub fn cuzk_k_circuit_begin(device: c_int, sizes: *const KCircuitSizes, out: *mut *mut KCircuit) -> KResult;
+    pub fn cuzk_k_circuit_put(
+        circuit: *mut KCircuit,
+        part: c_int,
+        offset: usize,
+        src: *const c_void,
+        bytes: usize,
+    ) -> KResult;
+    pub fn cuzk_k_circuit_finish(circuit: *mut KCircuit) -> KResult;
     pub fn cuzk_k_circuit_free(circuit: *mut KCircuit) -> KResult;
     pub fn cuzk_k_circuit_bytes(circuit: *const KCircuit) -> usize;
     pub fn cuzk_k_compute_h_msm_witness(

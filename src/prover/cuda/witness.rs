@@ -29,7 +29,8 @@ use super::error::{check, is_out_of_memory};
 use super::ffi;
 use super::health::Health;
 use super::residency::Residency;
-use crate::compiled::{CompiledCircuit, PackedCircuit, PackedMatrix, Witness, WitnessAux};
+use crate::compiled::packed::MAX_COLUMNS;
+use crate::compiled::{CompiledCircuit, PackedIndex, Witness, WitnessAux};
 use crate::error::{Error, Result};
 use crate::params::Parameters;
 use crate::prover::msm_plan::{Densities, Scalars, Sums, PROOF_MSMS};
@@ -64,7 +65,7 @@ unsafe impl Sync for DeviceCircuit {}
 
 impl Drop for DeviceCircuit {
     fn drop(&mut self) {
-        // SAFETY: a live handle from cuzk_k_circuit_upload, freed once (here).
+        // SAFETY: a live handle from cuzk_k_circuit_begin, freed once (here).
         let r = unsafe { ffi::cuzk_k_circuit_free(self.raw) };
         if let Err(e) = check("cuzk_k_circuit_free", r) {
             log::warn!("compiled circuit not freed from the device: {e}");
@@ -72,41 +73,141 @@ impl Drop for DeviceCircuit {
     }
 }
 
-fn packed(m: &PackedMatrix) -> ffi::KPackedDesc {
-    ffi::KPackedDesc {
-        lens: m.lens().as_ptr(),
-        group_starts: m.group_starts().as_ptr(),
-        words: m.words().as_ptr(),
-        num_words: m.words().len(),
-    }
+/// Words a piece of a matrix carries to the device (64 MiB).
+const PIECE_WORDS: usize = 1 << 24;
+
+/// Copies `data` into part `part` of the circuit being uploaded, at element `at`.
+fn put<T>(raw: *mut ffi::KCircuit, part: i32, at: usize, data: &[T]) -> Result<()> {
+    let size = std::mem::size_of::<T>();
+    // SAFETY: `raw` is a live, unfinished handle from cuzk_k_circuit_begin; `data` is a live
+    // slice of `data.len() * size` bytes, copied before the call returns (the kernels check the
+    // range against the part).
+    let r = unsafe {
+        ffi::cuzk_k_circuit_put(
+            raw,
+            part,
+            at * size,
+            data.as_ptr().cast::<c_void>(),
+            std::mem::size_of_val(data),
+        )
+    };
+    check("cuzk_k_circuit_put", r)
 }
 
-/// `c`, packed as `p` ([`CompiledCircuit::pack`]: about half its CSR bytes), uploaded.
-fn upload(device: i32, c: &CompiledCircuit, p: &PackedCircuit) -> Result<DeviceCircuit> {
-    let [a, b, cm] = &p.matrices;
-    let desc = ffi::KCircuitDesc {
+/// `c` packed ([`crate::compiled::packed`]: about half its CSR bytes) and uploaded a piece at a
+/// time: the host holds one matrix's index and 64 MiB of words at once, never the packed form
+/// whole (4.3 GiB for the real PoRep partition, which pushed a stream's peak RSS up by as much).
+///
+/// # Errors
+/// [`Error::Unsupported`] when `c` does not pack (its a, b, c are then evaluated on the host);
+/// device errors (out of memory among them).
+fn upload(device: i32, c: &CompiledCircuit) -> Result<DeviceCircuit> {
+    upload_in_pieces(device, c, PIECE_WORDS)
+}
+
+/// [`upload`] with pieces of at most `piece_words` words (whole groups: a group larger than
+/// that goes alone).
+fn upload_in_pieces(device: i32, c: &CompiledCircuit, piece_words: usize) -> Result<DeviceCircuit> {
+    let start = Instant::now();
+    let columns = c.num_inputs() + c.num_aux();
+    if columns > MAX_COLUMNS {
+        return Err(Error::Unsupported(format!(
+            "compiled circuit {} has {columns} columns: a packed one names at most {MAX_COLUMNS}",
+            c.circuit_type()
+        )));
+    }
+    let matrices = [c.a(), c.b(), c.c()];
+    let sizes = ffi::KCircuitSizes {
         rows: c.num_constraints(),
         num_inputs: c.num_inputs(),
         num_aux: c.num_aux(),
-        a: packed(a),
-        b: packed(b),
-        c: packed(cm),
-        constants: c.constants().as_ptr().cast::<c_void>(),
         num_constants: c.constants().len(),
+        num_words: matrices.map(PackedIndex::count_words),
     };
     let mut raw = std::ptr::null_mut();
-    // SAFETY: every pointer in `desc` is a live slice of `p` or `c` with the length stated
-    // beside it (a packed matrix has `rows` lengths and ceil(rows / 32) + 1 group starts by
-    // construction); the call copies them before it returns; `raw` is a valid out-pointer.
-    let r = unsafe { ffi::cuzk_k_circuit_upload(device, &desc, &mut raw) };
-    check("cuzk_k_circuit_upload", r)?;
-    // SAFETY: `raw` is the live handle the upload returned.
+    // SAFETY: `sizes` is a valid struct, `raw` a valid out-pointer.
+    let r = unsafe { ffi::cuzk_k_circuit_begin(device, &sizes, &mut raw) };
+    check("cuzk_k_circuit_begin", r)?;
+    // SAFETY: `raw` is the live handle begin returned.
     let bytes = unsafe { ffi::cuzk_k_circuit_bytes(raw) };
-    Ok(DeviceCircuit {
+    // Freed on drop from here, on every error path.
+    let dc = DeviceCircuit {
         raw,
         fingerprint: c.fingerprint(),
         bytes,
-    })
+    };
+    put(raw, ffi::CIRCUIT_PART_CONSTANTS, 0, c.constants())?;
+    let mut piece: Vec<u32> = Vec::new();
+    for (k, m) in matrices.into_iter().enumerate() {
+        let index = PackedIndex::of(m, columns).map_err(|e| match e {
+            Error::Unsupported(why) => {
+                Error::Unsupported(format!("compiled circuit {} does not pack: {why}", c.circuit_type()))
+            }
+            e => e,
+        })?;
+        put(raw, ffi::circuit_part_lens(k), 0, index.lens())?;
+        put(raw, ffi::circuit_part_group_starts(k), 0, index.group_starts())?;
+        // Pieces of whole groups, each at most PIECE_WORDS words (a group holds at most 32 ×
+        // 65,535).
+        let (groups, mut g0) = (index.groups(), 0);
+        while g0 < groups {
+            let mut g1 = g0 + 1;
+            while g1 < groups && index.span(g0, g1 + 1) <= piece_words {
+                g1 += 1;
+            }
+            let n = index.span(g0, g1);
+            if piece.len() < n {
+                piece
+                    .try_reserve_exact(n - piece.len())
+                    .map_err(|e| crate::pool::heap_error(n, 4, &e))?;
+                piece.resize(n, 0);
+            }
+            index.fill(m, g0, g1, &mut piece[..n]);
+            put(
+                raw,
+                ffi::circuit_part_words(k),
+                index.group_starts()[g0] as usize,
+                &piece[..n],
+            )?;
+            g0 = g1;
+        }
+    }
+    // SAFETY: `raw` is live and every part has been written.
+    let r = unsafe { ffi::cuzk_k_circuit_finish(raw) };
+    check("cuzk_k_circuit_finish", r)?;
+    log::debug!(
+        "compiled circuit {} on GPU {device}: {} MiB packed (CSR {} MiB) in {:.2?}",
+        c.circuit_type(),
+        bytes >> 20,
+        c.byte_size() >> 20,
+        start.elapsed()
+    );
+    Ok(dc)
+}
+
+/// a, b, c of `witness` (checked against `circuit`) evaluated on the device from `dc`, with the
+/// kernel's result (the caller checks it).
+fn evaluate_on(
+    dc: &DeviceCircuit,
+    circuit: &CompiledCircuit,
+    witness: &Witness,
+) -> Result<(crate::compiled::Abc, ffi::KResult)> {
+    let rows = circuit.num_constraints();
+    let (mut a, mut b, mut c) = (zeroed(rows)?, zeroed(rows)?, zeroed(rows)?);
+    let kw = k_witness(witness);
+    // SAFETY: `dc` is live; `kw` borrows `witness`'s buffers with their lengths; a, b, c hold
+    // `rows` scalars each (blst_fr layout), written before the call returns; aux_out is null.
+    let r = unsafe {
+        ffi::cuzk_k_circuit_evaluate(
+            dc.raw,
+            &kw,
+            a.as_mut_ptr().cast::<c_void>(),
+            b.as_mut_ptr().cast::<c_void>(),
+            c.as_mut_ptr().cast::<c_void>(),
+            std::ptr::null_mut(),
+        )
+    };
+    Ok((crate::compiled::Abc { a, b, c }, r))
 }
 
 fn zeroed(n: usize) -> Result<Vec<Scalar>> {
@@ -208,11 +309,18 @@ impl DeviceCircuits {
     /// holds it) and it is refused on this device until `release_device_memory`.
     fn give_up_circuit(&self, residency: &Residency, c: &CompiledCircuit, e: &Error) {
         let fp = c.fingerprint();
+        // Its device bytes (packed), or the host's CSR bytes when it is not resident.
+        let bytes = self
+            .list
+            .lock()
+            .iter()
+            .find(|d| d.fingerprint == fp)
+            .map_or(c.byte_size(), |d| d.bytes);
         log::warn!(
-            "GPU {}: compiled circuit {} ({} MiB) does not fit beside a proof's device vectors under the device limit ({} MiB): {e}; dropped from the device, its a, b, c are evaluated on the host",
+            "GPU {}: compiled circuit {} ({} MiB on the device) does not fit beside a proof's device vectors under the device limit ({} MiB): {e}; dropped from the device, its a, b, c are evaluated on the host",
             self.health.device(),
             c.circuit_type(),
-            c.byte_size() >> 20,
+            bytes >> 20,
             residency.memory_limit() >> 20
         );
         self.list.lock().retain(|d| d.fingerprint != fp);
@@ -241,29 +349,7 @@ impl DeviceCircuits {
         if self.refused.lock().contains(&fp) {
             return Ok(None);
         }
-        // The packed host copy lives until the device has it.
-        let start = Instant::now();
-        let packed = match c.pack() {
-            Ok(p) => p,
-            Err(Error::Unsupported(why)) => {
-                log::warn!(
-                    "GPU {}: {why}; its a, b, c are evaluated on the host",
-                    self.health.device()
-                );
-                self.refused.lock().push(fp);
-                return Ok(None);
-            }
-            Err(e) => return Err(e),
-        };
-        log::debug!(
-            "compiled circuit {} packed for GPU {}: {} MiB (CSR {} MiB) in {:.2?}",
-            c.circuit_type(),
-            self.health.device(),
-            packed.byte_size() >> 20,
-            c.byte_size() >> 20,
-            start.elapsed()
-        );
-        match residency.with_oom_retry(keep, || upload(self.health.device(), c, &packed)) {
+        match residency.with_oom_retry(keep, || upload(self.health.device(), c)) {
             Ok(d) => {
                 log::info!(
                     "GPU {}: compiled circuit {} resident ({} MiB)",
@@ -274,6 +360,14 @@ impl DeviceCircuits {
                 let d = Arc::new(d);
                 self.list.lock().push(d.clone());
                 Ok(Some(d))
+            }
+            Err(Error::Unsupported(why)) => {
+                log::warn!(
+                    "GPU {}: {why}; its a, b, c are evaluated on the host",
+                    self.health.device()
+                );
+                self.refused.lock().push(fp);
+                Ok(None)
             }
             Err(e) if is_out_of_memory(&e) => {
                 log::warn!(
@@ -309,24 +403,9 @@ impl DeviceCircuits {
                 self.health.device()
             )));
         };
-        let rows = circuit.num_constraints();
-        let (mut a, mut b, mut c) = (zeroed(rows)?, zeroed(rows)?, zeroed(rows)?);
-        let kw = k_witness(witness);
-        // SAFETY: `dc` is live; `kw` borrows `witness`'s buffers with their lengths; a, b, c
-        // hold `rows` scalars each (blst_fr layout), written before the call returns; aux_out
-        // is null.
-        let r = unsafe {
-            ffi::cuzk_k_circuit_evaluate(
-                dc.raw,
-                &kw,
-                a.as_mut_ptr().cast::<c_void>(),
-                b.as_mut_ptr().cast::<c_void>(),
-                c.as_mut_ptr().cast::<c_void>(),
-                std::ptr::null_mut(),
-            )
-        };
+        let (abc, r) = evaluate_on(&dc, circuit, witness)?;
         self.health.check("cuzk_k_circuit_evaluate", r)?;
-        Ok(crate::compiled::Abc { a, b, c })
+        Ok(abc)
     }
 
     /// [`Backend::witness_commitments`](crate::prover::Backend::witness_commitments) on this
@@ -438,5 +517,35 @@ impl DeviceCircuits {
         let Sums { l, a, b_g1, b_g2 } = unsafe { batch.run_batch(residency, &dev, keep, &jobs, &staged, t)? };
         self.on_device.fetch_add(1, Ordering::AcqRel);
         Ok(Some(Commitments { h, l, a, b_g1, b_g2 }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compiled::WitnessCs;
+    use crate::testing::Synthetic;
+
+    /// A circuit sent in pieces of a few words (hundreds of puts a matrix, pieces ending at
+    /// group boundaries) evaluates on the device as the host does, element for element; and
+    /// in one piece the same. GPU machine only (the `cuda` build's unit tests).
+    #[test]
+    fn a_circuit_sent_in_small_pieces_evaluates_as_the_host() {
+        let circuit = Synthetic {
+            bit_percent: 90,
+            ..Synthetic::new(12)
+        };
+        let (_, compiled) = CompiledCircuit::record(circuit.clone(), None, None).unwrap();
+        let witness = WitnessCs::new().synthesize(circuit).unwrap();
+        let host = compiled.evaluate(&witness).unwrap();
+        for piece_words in [100, PIECE_WORDS] {
+            let dc = upload_in_pieces(0, &compiled, piece_words).unwrap();
+            let (device, r) = evaluate_on(&dc, &compiled, &witness).unwrap();
+            assert_eq!(r.code, 0, "pieces of {piece_words} words: kernel code {}", r.code);
+            assert!(
+                device == host,
+                "pieces of {piece_words} words: a, b, c differ from the host's"
+            );
+        }
     }
 }
