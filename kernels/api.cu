@@ -146,6 +146,31 @@ cuzk_kresult cuzk_k_circuit_finish(cuzk_k_circuit *circuit)
     API_GUARD(return circuit_finish(circuit);)
 }
 
+cuzk_kresult cuzk_k_dwitness_upload(const cuzk_k_circuit *circuit, const cuzk_k_witness *witness,
+                                    cuzk_k_dwitness **out)
+{
+    API_GUARD(return dwitness_upload(circuit, witness, out);)
+}
+
+cuzk_kresult cuzk_k_dwitness_free(cuzk_k_dwitness *witness)
+{
+    if (!witness) return ok();
+    API_GUARD(return dwitness_free(witness);)
+}
+
+cuzk_kresult cuzk_k_compute_h_msm_dwitness(const cuzk_k_bases *h_bases, const cuzk_k_circuit *circuit,
+                                           const cuzk_k_dwitness *witness, uint32_t log_m, void *h_out,
+                                           void *out_jacobian)
+{
+    API_GUARD(return compute_h_msm_dwitness(h_bases, circuit, witness, log_m, h_out, out_jacobian);)
+}
+
+cuzk_kresult cuzk_k_msm_aux_many(const cuzk_k_bases *bases, size_t base_offset, const uint64_t *density,
+                                 const cuzk_k_dwitness *const *witnesses, size_t k, void *const *outs)
+{
+    API_GUARD(return msm_aux_many(bases, base_offset, density, witnesses, k, outs);)
+}
+
 cuzk_kresult cuzk_k_circuit_free(cuzk_k_circuit *circuit)
 {
     if (!circuit) return ok();

@@ -54,6 +54,43 @@ cuzk_kresult run_job(dev_ctx *ctx, const cuzk_k_msm_job &j, const void *d, strea
 
 }  // namespace
 
+cuzk_kresult msm_aux_many(const cuzk_k_bases *bases, size_t base_offset, const uint64_t *density,
+                          const cuzk_k_dwitness *const *ws, size_t k, void *const *outs)
+{
+    if (!bases || (k && (!ws || !outs))) return arg_err(CUZK_K_ERR_NULL_ARG, "msm_aux_many: bases, witnesses or outs is NULL");
+    if (k == 0) return ok();
+    for (size_t i = 0; i < k; i++) {
+        if (!ws[i] || !outs[i]) return arg_err(CUZK_K_ERR_NULL_ARG, "msm_aux_many: a witness or out is NULL");
+        if (ws[i]->device != bases->device)
+            return arg_err(CUZK_K_ERR_MIXED_DEVICES, "msm_aux_many: a witness on another device");
+        if (ws[i]->z.num_aux != ws[0]->z.num_aux)
+            return arg_err(CUZK_K_ERR_RANGE, "msm_aux_many: witnesses of different aux counts");
+    }
+    const size_t n = ws[0]->z.num_aux;
+    std::vector<const device_z *> zs(k);
+    for (size_t i = 0; i < k; i++) zs[i] = &ws[i]->z;
+    return run_on(bases->device, [&](dev_ctx *ctx) -> cuzk_kresult {
+        CUZK_PHASE(ctx, CUZK_K_PHASE_MSM, 0);
+        if (bases->h) {
+            if (bases->group == 1)
+                return msm_stream_many<fp_t>(ctx, bases->h, bases->n, base_offset, zs.data(), k, n, density, outs);
+            return msm_stream_many<fp2_t>(ctx, bases->h, bases->n, base_offset, zs.data(), k, n, density, outs);
+        }
+        // Resident bases: each witness's aux expanded whole, then one MSM each.
+        dbuf aux;
+        CUZK_CK(aux.alloc(ctx, n * 32));
+        for (size_t i = 0; i < k; i++) {
+            CUZK_PHASE(ctx, CUZK_K_PHASE_MSM, (int)i);
+            CUZK_TRY(expand_aux_range(ctx, *zs[i], 0, n, aux.p));
+            if (bases->group == 1)
+                CUZK_TRY(msm_run<fp_t>(ctx, bases->d, bases->n, base_offset, aux.p, nullptr, n, density, outs[i], false));
+            else
+                CUZK_TRY(msm_run<fp2_t>(ctx, bases->d, bases->n, base_offset, aux.p, nullptr, n, density, outs[i], false));
+        }
+        return ok();
+    });
+}
+
 cuzk_kresult msm_one(int group, const cuzk_k_bases *bases, size_t base_offset, const void *scalars, size_t n,
                      const uint64_t *density, void *out)
 {

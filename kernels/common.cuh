@@ -266,6 +266,20 @@ inline stream_piece next_piece(const uint64_t *density, size_t n, size_t w0, siz
     return cur;
 }
 
+// The pieces of a streamed MSM from density word w and base b on (msm_stream's plan).
+inline std::vector<stream_piece> plan_pieces(const uint64_t *density, size_t n, size_t w, size_t b, size_t cap)
+{
+    std::vector<stream_piece> plan;
+    const size_t nwords = (n + 63) / 64;
+    while (w < nwords) {
+        const stream_piece p = next_piece(density, n, w, b, cap);
+        plan.push_back(p);
+        w = (p.i0 + p.cnt + 63) / 64;
+        b += p.nb;
+    }
+    return plan;
+}
+
 // Scalars of a streamed job worth carrying its first chunk in (copied during the job before).
 constexpr size_t STREAM_CARRY_MIN = 4096;
 // Bases per chunk of a streamed G1 MSM with `avail` bytes at hand (msm_stream's own rule).
@@ -301,6 +315,14 @@ cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases, size_t bases_len, siz
                         void *out_jacobian, stream_carry *in = nullptr, stream_carry *out = nullptr,
                         const stream_next *next = nullptr);
 
+struct device_z;
+// msm_stream over the aux of k witnesses on the device, each chunk of bases crossing once for
+// all of them (msm/stream.cuh); outs[i]: the i-th witness's result.
+template <class F>
+cuzk_kresult msm_stream_many(dev_ctx *ctx, const void *h_bases, size_t bases_len, size_t base_offset,
+                             const device_z *const *zs, size_t k, size_t n, const uint64_t *h_density,
+                             void *const *outs);
+
 // H computation (ntt.cu). Leaves h (m-1 scalars, natural order, Montgomery) in *d_h, which
 // the caller owns (allocated on ctx->s_comp). If h_out != nullptr, copies h there too.
 // `then` (may be nullptr): a copy queued on the copy stream right behind a, b and c's, so it
@@ -318,6 +340,9 @@ struct device_z {
     size_t num_aux = 0, num_others = 0;
     bool compact = false;
 };
+// Aux values i0 .. i0 + cnt of z, expanded (Montgomery) into out on the compute stream; z was
+// checked on arrival (witness_to_device), so every value exists (witness.cu).
+cuzk_kresult expand_aux_range(dev_ctx *ctx, const device_z &z, size_t i0, size_t cnt, void *out);
 // a, b, c evaluated on the device: the resident circuit's matrices over z (witness.cu).
 struct abc_eval {
     const cuzk_k_circuit *circuit;

@@ -261,6 +261,24 @@ cuzk_kresult cuzk_k_compute_h_msm_witness(const cuzk_k_bases *h_bases, const cuz
                                           const cuzk_k_witness *witness, uint32_t log_m, void *h_out,
                                           void *out_jacobian, const void *aux_key, const cuzk_k_msm_job *next_job,
                                           cuzk_k_staged **staged);
+/* A sector's partitions proved together over streamed parameters (issue 47): each witness kept
+ * on the device across calls in its compact form (copied in and checked as
+ * cuzk_k_compute_h_msm_witness does, against the circuit's counts); H and its MSM for each; then
+ * each aux MSM (L, A, B_G1, B_G2 over aux) once for all of them, so a streamed chunk of bases
+ * crosses PCIe once for the k witnesses instead of once each. */
+typedef struct cuzk_k_dwitness cuzk_k_dwitness;
+cuzk_kresult cuzk_k_dwitness_upload(const cuzk_k_circuit *circuit, const cuzk_k_witness *witness,
+                                    cuzk_k_dwitness **out);
+cuzk_kresult cuzk_k_dwitness_free(cuzk_k_dwitness *witness); /* NULL is allowed */
+/* H and its MSM from a device witness (a, b, c by SpMV over its compact form); no staged vector. */
+cuzk_kresult cuzk_k_compute_h_msm_dwitness(const cuzk_k_bases *h_bases, const cuzk_k_circuit *circuit,
+                                           const cuzk_k_dwitness *witness, uint32_t log_m, void *h_out,
+                                           void *out_jacobian);
+/* One MSM over the aux of k device witnesses (all of one aux count, on the bases' device):
+ * bases from base_offset, density over aux (NULL: every value), outs[i] the i-th result
+ * (blst_p1 or blst_p2 by the bases' group). Streamed bases cross once for all k. */
+cuzk_kresult cuzk_k_msm_aux_many(const cuzk_k_bases *bases, size_t base_offset, const uint64_t *density,
+                                 const cuzk_k_dwitness *const *witnesses, size_t k, void *const *outs);
 /* a, b, c (rows scalars each) and the expanded aux (num_aux scalars) of a witness, evaluated on
  * the device and copied out; any output may be NULL (tests, benchmarks). */
 cuzk_kresult cuzk_k_circuit_evaluate(const cuzk_k_circuit *circuit, const cuzk_k_witness *witness, void *a_out,

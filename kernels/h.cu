@@ -213,6 +213,30 @@ cuzk_kresult compute_h_msm_witness(const cuzk_k_bases *h_bases, const cuzk_k_cir
     });
 }
 
+// H and its MSM from a witness kept on the device (a sector's partitions proved together): a, b,
+// c by SpMV over its compact form, no staged vector (the batch's aux MSMs expand the aux a
+// chunk at a time: msm_aux_many).
+cuzk_kresult compute_h_msm_dwitness(const cuzk_k_bases *h_bases, const cuzk_k_circuit *circuit,
+                                    const cuzk_k_dwitness *w, uint32_t log_m, void *h_out, void *out_jacobian)
+{
+    CUZK_TRY(check_h_bases(h_bases, out_jacobian, log_m));
+    if (!circuit || !w) return arg_err(CUZK_K_ERR_NULL_ARG, "compute_h_msm_dwitness: circuit or witness is NULL");
+    if (circuit->device != h_bases->device || w->device != h_bases->device)
+        return arg_err(CUZK_K_ERR_MIXED_DEVICES, "compute_h_msm_dwitness: circuit, witness and bases on different devices");
+    if (w->z.num_aux != circuit->num_aux)
+        return arg_err(CUZK_K_ERR_RANGE, "compute_h_msm_dwitness: a witness of another circuit's aux count");
+    if (circuit->rows > ((size_t)1 << log_m)) return arg_err(CUZK_K_ERR_BAD_LOG_M, "compute_h_msm_dwitness: rows > 2^log_m");
+    return run_on(h_bases->device, [&](dev_ctx *ctx) -> cuzk_kresult {
+        ctx->phase = CUZK_K_PHASE_ABC_COPY;
+        const abc_eval e{circuit, &w->z};
+        abc_input in;
+        in.n = circuit->rows;
+        in.eval = &e;
+        std::unique_ptr<cuzk_k_staged> st;
+        return h_msm_on(ctx, h_bases, in, log_m, h_out, out_jacobian, nullptr, 0, nullptr, st, nullptr);
+    });
+}
+
 cuzk_kresult compute_h(int device, const void *a, const void *b, const void *c, size_t n, uint32_t log_m,
                        void *h_out)
 {

@@ -32,6 +32,12 @@ struct cuzk_k_staged {
     bool device_only = false;          // h is only a name: no host copy exists (the witness path)
 };
 
+// A witness kept on one device across calls (witness.cu): its z as the SpMV reads it.
+struct cuzk_k_dwitness {
+    int device;
+    cuzk::device_z z;
+};
+
 // A compiled circuit resident on one device (witness.cu): A, B, C packed over z = (inputs,
 // aux) and the table of constants, in one counted block, checked on upload.
 struct cuzk_k_circuit {
@@ -140,6 +146,12 @@ cuzk_kresult witness_to_device(dev_ctx *ctx, const cuzk_k_witness *w, device_z &
 cuzk_kresult expand_aux(dev_ctx *ctx, device_z &z, dbuf &out);
 cuzk_kresult circuit_evaluate(const cuzk_k_circuit *circuit, const cuzk_k_witness *w, void *a_out, void *b_out,
                               void *c_out, void *aux_out);
+cuzk_kresult dwitness_upload(const cuzk_k_circuit *circuit, const cuzk_k_witness *w, cuzk_k_dwitness **out);
+cuzk_kresult dwitness_free(cuzk_k_dwitness *w);
+cuzk_kresult compute_h_msm_dwitness(const cuzk_k_bases *h_bases, const cuzk_k_circuit *circuit,
+                                    const cuzk_k_dwitness *w, uint32_t log_m, void *h_out, void *out_jacobian);
+cuzk_kresult msm_aux_many(const cuzk_k_bases *bases, size_t base_offset, const uint64_t *density,
+                          const cuzk_k_dwitness *const *ws, size_t k, void *const *outs);
 cuzk_kresult compute_h_msm_witness(const cuzk_k_bases *h_bases, const cuzk_k_circuit *circuit,
                                    const cuzk_k_witness *w, uint32_t log_m, void *h_out, void *out_jacobian,
                                    const void *aux_key, const cuzk_k_msm_job *next, cuzk_k_staged **staged);

@@ -7,6 +7,8 @@ template cuzk_kresult msm_run<fp_t>(dev_ctx *, const void *, size_t, size_t, con
 template cuzk_kresult msm_stream<fp_t>(dev_ctx *, const void *, size_t, size_t, const void *, size_t,
                                        const uint64_t *, void *, stream_carry *, stream_carry *,
                                        const stream_next *);
+template cuzk_kresult msm_stream_many<fp_t>(dev_ctx *, const void *, size_t, size_t, const device_z *const *,
+                                            size_t, size_t, const uint64_t *, void *const *);
 // What the H MSM (m - 1 scalars, G1) may take at most: its sort (4 arrays x 4 bytes x 16
 // windows at c = 16) and one slice of pair rounds.
 size_t h_msm_scratch_bound(size_t m)

@@ -83,26 +83,26 @@ __global__ void k_check_witness(size_t n, const uint64_t *mask, const uint32_t *
     }
 }
 
-// Aux value j from the compact form: a bit (mask set) is 0 or 1, anything else the next of
-// `others`, found from the count before its word. An index past `others` marks the witness bad
-// (and writes zero).
-__global__ void k_expand(fr_t *aux, size_t n, const uint64_t *mask, const uint64_t *vals, const uint32_t *before,
-                         const fr_t *others, size_t n_others, int *bad)
+// Aux values i0 .. i0 + cnt from the compact form into out[0 .. cnt): a bit (mask set) is 0 or
+// 1, anything else the next of `others`, found from the count before its word. An index past
+// `others` (a witness not checked on arrival) writes zero and, with `bad`, marks it.
+__global__ void k_expand(fr_t *out, size_t i0, size_t cnt, const uint64_t *mask, const uint64_t *vals,
+                         const uint32_t *before, const fr_t *others, size_t n_others, int *bad)
 {
-    for (size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x; j < n; j += (size_t)gridDim.x * blockDim.x) {
-        const size_t w = j >> 6;
+    for (size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x; t < cnt; t += (size_t)gridDim.x * blockDim.x) {
+        const size_t j = i0 + t, w = j >> 6;
         const unsigned b = (unsigned)(j & 63);
         const uint64_t mw = mask[w];
         if ((mw >> b) & 1) {
-            aux[j] = fr_t::one(((vals[w] >> b) & 1) ? 0 : 1);
+            out[t] = fr_t::one(((vals[w] >> b) & 1) ? 0 : 1);
             continue;
         }
         const size_t k = (size_t)before[w] + (size_t)__popcll(~mw & ((1ull << b) - 1));
         if (k < n_others) {
-            aux[j] = others[k];
+            out[t] = others[k];
         } else {
-            atomicOr(bad, 1);
-            aux[j].zero();
+            if (bad) atomicOr(bad, 1);
+            out[t].zero();
         }
     }
 }
@@ -371,6 +371,34 @@ cuzk_kresult witness_to_device(dev_ctx *ctx, const cuzk_k_witness *w, device_z &
     return ok();
 }
 
+cuzk_kresult dwitness_upload(const cuzk_k_circuit *c, const cuzk_k_witness *w, cuzk_k_dwitness **out)
+{
+    if (!out) return arg_err(CUZK_K_ERR_NULL_ARG, "dwitness_upload: out is NULL");
+    *out = nullptr;
+    CUZK_TRY(check_witness(c, w));
+    std::unique_ptr<cuzk_k_dwitness> d(new cuzk_k_dwitness{c->device, {}});
+    cuzk_kresult r = run_on(c->device, [&](dev_ctx *ctx) -> cuzk_kresult {
+        ctx->phase = CUZK_K_PHASE_ABC_COPY;
+        return witness_to_device(ctx, w, d->z);
+    });
+    if (r.code != 0) {
+        dwitness_free(d.release());  // its buffers go back under the device's lock
+        return r;
+    }
+    *out = d.release();
+    return ok();
+}
+
+cuzk_kresult dwitness_free(cuzk_k_dwitness *w)
+{
+    if (!w) return ok();
+    std::unique_ptr<cuzk_k_dwitness> own(w);
+    return run_on(own->device, [&](dev_ctx *) -> cuzk_kresult {
+        for (dbuf *b : {&own->z.inputs, &own->z.mask, &own->z.vals, &own->z.before, &own->z.others}) b->release();
+        return ok();
+    });
+}
+
 cuzk_kresult expand_aux(dev_ctx *ctx, device_z &z, dbuf &out)
 {
     const size_t n = z.num_aux;
@@ -380,18 +408,28 @@ cuzk_kresult expand_aux(dev_ctx *ctx, device_z &z, dbuf &out)
         return ok();
     }
     CUZK_CK(out.alloc(ctx, n * 32));
-    dbuf flag;
-    CUZK_CK(flag.alloc(ctx, sizeof(int)));
-    CUZK_CK(cudaMemsetAsync(flag.p, 0, sizeof(int), ctx->s_comp));
-    k_expand<<<blocks_for(n, ctx->sm_count), 256, 0, ctx->s_comp>>>(
-        out.as<fr_t>(), n, z.mask.as<uint64_t>(), z.vals.as<uint64_t>(), z.before.as<uint32_t>(), z.others.as<fr_t>(),
-        z.num_others, flag.as<int>());
-    CUZK_CKL();
-    // Checked on arrival (witness_to_device): the flag cannot be set; the buffers go back now.
+    CUZK_TRY(expand_aux_range(ctx, z, 0, n, out.p));
+    // The compact buffers go back now.
     z.mask.release();
     z.vals.release();
     z.before.release();
     z.others.release();
+    return ok();
+}
+
+cuzk_kresult expand_aux_range(dev_ctx *ctx, const device_z &z, size_t i0, size_t cnt, void *out)
+{
+    if (!cnt) return ok();
+    if (i0 > z.num_aux || cnt > z.num_aux - i0) return arg_err(CUZK_K_ERR_RANGE, "expand_aux_range: past the aux");
+    if (!z.compact) {  // dense: the values are the aux
+        CUZK_CK(cudaMemcpyAsync(out, z.others.as<fr_t>() + i0, cnt * 32, cudaMemcpyDeviceToDevice, ctx->s_comp));
+        return ok();
+    }
+    // Checked on arrival (witness_to_device): every index exists, no flag needed.
+    k_expand<<<blocks_for(cnt, ctx->sm_count), 256, 0, ctx->s_comp>>>(
+        static_cast<fr_t *>(out), i0, cnt, z.mask.as<uint64_t>(), z.vals.as<uint64_t>(), z.before.as<uint32_t>(),
+        z.others.as<fr_t>(), z.num_others, nullptr);
+    CUZK_CKL();
     return ok();
 }
 

@@ -59,20 +59,10 @@ cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases_v, size_t bases_len, s
     // Chunks: ranges of whole density words, each selecting at most `chunk` bases and holding
     // at most 4 * chunk scalars; the carried piece first.
     std::vector<stream_piece> plan;
-    {
-        size_t w = 0, b = 0;
-        if (carried) {
-            plan.push_back(in->piece);
-            w = (in->piece.cnt + 63) / 64;
-            b = in->piece.nb;
-        }
-        while (w < nwords) {
-            stream_piece p = next_piece(h_density, n, w, b, chunk);
-            plan.push_back(p);
-            w = (p.i0 + p.cnt + 63) / 64;
-            b += p.nb;
-        }
-    }
+    if (carried) plan.push_back(in->piece);
+    for (const stream_piece &p : plan_pieces(h_density, n, carried ? (in->piece.cnt + 63) / 64 : 0,
+                                             carried ? in->piece.nb : 0, chunk))
+        plan.push_back(p);
 
     profiler prof(sizeof(F) == 48 ? "msm_stream_g1" : "msm_stream_g2", s, ctx->k.profile);
     if (ctx->k.profile)
@@ -160,6 +150,93 @@ cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases_v, size_t bases_len, s
                             nullptr, p.cnt, h_density ? h_density + p.i0 / 64 : nullptr, out_jacobian,
                             true, h_density ? d_dens.as<uint64_t>() + p.i0 / 64 : nullptr));
         if (k < first) in->clear();  // its chunk is done: the memory goes back
+    }
+    prof.mark("chunks");
+    return ok();
+}
+
+// msm_stream over the aux of `k` witnesses kept on the device (a sector's partitions, one
+// parameter set): each chunk of bases crosses PCIe once for all of them; per witness, the
+// chunk's slice of its aux is expanded from the compact form (expand_aux_range) into one
+// scratch vector and summed into outs[i] (jac_t<F> each). n = the aux count; same selection
+// semantics as msm_stream; no chunk carried in or out. Chunks are planned with half the
+// headroom: the scratch vector (at most 4 scalars a base) takes from the other half.
+template <class F>
+cuzk_kresult msm_stream_many(dev_ctx *ctx, const void *h_bases_v, size_t bases_len, size_t base_offset,
+                             const device_z *const *zs, size_t k, size_t n, const uint64_t *h_density,
+                             void *const *outs)
+{
+    cudaStream_t s = ctx->s_comp, sc = ctx->s_copy;
+    const affine_t<F> *h_bases = static_cast<const affine_t<F> *>(h_bases_v);
+    if (n > 0x7fffffffu || bases_len > 0x7fffffffu)
+        return arg_err(CUZK_K_ERR_TOO_LARGE, "msm: more than 2^31-1 scalars or bases");
+    const size_t nwords = (n + 63) / 64;
+    const size_t nsel = selected_count(h_density, n);
+    if (base_offset > bases_len || nsel > bases_len - base_offset)
+        return arg_err(CUZK_K_ERR_RANGE, "msm: base_offset + selected scalars > bases_len");
+    for (size_t i = 0; i < k; i++) {
+        if (zs[i]->num_aux != n) return arg_err(CUZK_K_ERR_RANGE, "msm_stream_many: a witness of another aux count");
+        memset(outs[i], 0, sizeof(jac_t<F>));  // Z = 0: infinity; each chunk adds its sum
+    }
+    if (nsel == 0 || k == 0) return ok();
+
+    size_t avail = 0;
+    CUZK_TRY(headroom(ctx, &avail));
+    const size_t chunk_mem = cuzk_plan_stream_chunk_bases(sizeof(F), ctx->mem.chunk_points, avail / 2);
+    size_t chunk = chunk_mem;
+    {
+        const size_t parts = (nsel + chunk - 1) / chunk;
+        if (parts > 1) chunk = std::min<size_t>(chunk, ((nsel + parts - 1) / parts + 63) & ~(size_t)63);
+    }
+    chunk = std::min<size_t>(chunk, (nsel + 63) & ~(size_t)63);
+    const std::vector<stream_piece> plan = plan_pieces(h_density, n, 0, 0, chunk);
+
+    profiler prof(sizeof(F) == 48 ? "msm_stream_many_g1" : "msm_stream_many_g2", s, ctx->k.profile);
+    if (ctx->k.profile)
+        fprintf(stderr, "cuzk kernels: streamed MSM of %zu bases for %zu witnesses: %zu chunks\n", nsel, k,
+                plan.size());
+    size_t stage_pts = 0, most_cnt = 0;
+    for (const stream_piece &p : plan) {
+        stage_pts = std::max(stage_pts, p.nb);
+        most_cnt = std::max(most_cnt, p.cnt);
+    }
+    dbuf stage[2], scalars, d_dens;
+    CUZK_CK(stage[0].alloc(ctx, stage_pts * sizeof(affine_t<F>)));
+    CUZK_CK(stage[1].alloc(ctx, stage_pts * sizeof(affine_t<F>)));
+    CUZK_CK(scalars.alloc(ctx, most_cnt * sizeof(fr_t)));
+    if (h_density) {
+        CUZK_CK(d_dens.alloc(ctx, nwords * 8));
+        CUZK_CK(cudaMemcpyAsync(d_dens.p, h_density, nwords * 8, cudaMemcpyHostToDevice, s));
+    }
+    copy_join join{sc};  // the staging buffers are written on the copy stream
+    event_list evs;
+    cudaEvent_t e_alloc, e_copied[2];
+    CUZK_CK(evs.add(&e_alloc));
+    CUZK_CK(evs.add(&e_copied[0]));
+    CUZK_CK(evs.add(&e_copied[1]));
+    CUZK_CK(cudaEventRecord(e_alloc, s));
+    CUZK_CK(cudaStreamWaitEvent(sc, e_alloc, 0));
+    auto queue_copy = [&](size_t c) -> cuzk_kresult {
+        if (c >= plan.size() || plan[c].nb == 0) return ok();
+        CUZK_CK(cudaMemcpyAsync(stage[c % 2].p, h_bases + base_offset + plan[c].b0, plan[c].nb * sizeof(affine_t<F>),
+                                cudaMemcpyHostToDevice, sc));
+        CUZK_CK(cudaEventRecord(e_copied[c % 2], sc));
+        return ok();
+    };
+    CUZK_TRY(queue_copy(0));
+    for (size_t c = 0; c < plan.size(); c++) {
+        // Chunk c-1's MSMs have returned (msm_run ends with a synchronize): its staging
+        // buffer takes chunk c+1's bases while chunk c computes.
+        CUZK_TRY(queue_copy(c + 1));
+        const stream_piece &p = plan[c];
+        if (p.nb == 0) continue;
+        CUZK_CK(cudaStreamWaitEvent(s, e_copied[c % 2], 0));
+        for (size_t i = 0; i < k; i++) {
+            CUZK_TRY(expand_aux_range(ctx, *zs[i], p.i0, p.cnt, scalars.p));
+            CUZK_TRY(msm_run<F>(ctx, stage[c % 2].p, p.nb, 0, scalars.p, nullptr, p.cnt,
+                                h_density ? h_density + p.i0 / 64 : nullptr, outs[i], true,
+                                h_density ? d_dens.as<uint64_t>() + p.i0 / 64 : nullptr));
+        }
     }
     prof.mark("chunks");
     return ok();

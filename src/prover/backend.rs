@@ -150,6 +150,27 @@ pub trait Backend: Send + Sync {
         witness::evaluate_on_host(self, circuit, witness, params, pool, timings)
     }
 
+    /// The commitments of several witnesses of one compiled circuit, in order, each checked
+    /// as for [`Backend::witness_commitments`]. The default: one call of that each. The CUDA
+    /// backend over streamed parameters proves them together (each streamed chunk of bases
+    /// crossing PCIe once for all of them).
+    ///
+    /// # Errors
+    /// As [`Backend::witness_commitments`].
+    fn witness_commitments_many(
+        &self,
+        circuit: &CompiledCircuit,
+        witnesses: &[&Witness],
+        params: &Parameters,
+        pool: Option<&PinnedPool>,
+        timings: &mut Timings,
+    ) -> Result<Vec<Commitments>> {
+        witnesses
+            .iter()
+            .map(|w| self.witness_commitments(circuit, w, params, pool, timings))
+            .collect()
+    }
+
     /// The byte sizes of the pool checkouts [`Backend::witness_commitments`] makes for one
     /// proof of `circuit` (zeros for none): the engine's budget reserves them for every
     /// witness partition. The default's: a, b, c and the expanded aux, evaluated on the host
@@ -248,6 +269,20 @@ impl Backend for Fallback {
         match self.usable() {
             Some(b) => b.witness_commitments(circuit, witness, params, pool, timings),
             None => cpu::CpuBackend.witness_commitments(circuit, witness, params, pool, timings),
+        }
+    }
+
+    fn witness_commitments_many(
+        &self,
+        circuit: &CompiledCircuit,
+        witnesses: &[&Witness],
+        params: &Parameters,
+        pool: Option<&PinnedPool>,
+        timings: &mut Timings,
+    ) -> Result<Vec<Commitments>> {
+        match self.usable() {
+            Some(b) => b.witness_commitments_many(circuit, witnesses, params, pool, timings),
+            None => cpu::CpuBackend.witness_commitments_many(circuit, witnesses, params, pool, timings),
         }
     }
 

@@ -59,6 +59,27 @@ impl Default for Prover {
     }
 }
 
+/// How many items from the first are witnesses of one compiled circuit (the same one, by
+/// address); 0 when the first is not a witness.
+fn witness_run<W: AsWork>(work: &mut [W]) -> usize {
+    let mut first: Option<*const CompiledCircuit> = None;
+    let mut n = 0;
+    for item in work.iter_mut() {
+        match item.work() {
+            Work::Witness { circuit, .. } => {
+                let p: *const CompiledCircuit = circuit;
+                if first.is_some_and(|f| f != p) {
+                    break;
+                }
+                first = Some(p);
+                n += 1;
+            }
+            Work::Full(_) => break,
+        }
+    }
+    n
+}
+
 impl Prover {
     /// A prover on the [`BackendChoice::Auto`] backend (the GPU in a `cuda` build that finds
     /// one, else the CPU), with no pool (a/b/c on the heap), the witness path on (unless
@@ -458,9 +479,35 @@ impl Prover {
         let mut t = Timings::default();
         let mut proofs = Vec::with_capacity(work.len());
         let n = work.len();
-        // On an error the items not yet proved go back when `work` is dropped.
-        for (i, mut item) in work.drain(..).enumerate() {
+        // On an error the items not yet proved go back when `work` is dropped. A run of
+        // witnesses of one compiled circuit goes to the backend at once
+        // (`Backend::witness_commitments_many`: a GPU over streamed parameters proves them
+        // together); anything else one at a time.
+        let mut i = 0;
+        while i < n {
             let one = Instant::now();
+            let run = witness_run(&mut work);
+            if run >= 2 {
+                let cs = {
+                    let mut circuit = None;
+                    let mut witnesses = Vec::with_capacity(run);
+                    for item in work[..run].iter_mut() {
+                        if let Work::Witness { circuit: c, witness } = item.work() {
+                            circuit = Some(c);
+                            witnesses.push(witness);
+                        }
+                    }
+                    let circuit = circuit.expect("a run of witnesses");
+                    backend.witness_commitments_many(circuit, &witnesses, params, self.pool.as_ref(), &mut t)?
+                };
+                for c in cs {
+                    drop(work.remove(0));
+                    proofs.push(self.finish_proof(params, &c, (r[i], s[i]), (i, n, "witness"), one, &mut t));
+                    i += 1;
+                }
+                continue;
+            }
+            let mut item = work.remove(0);
             let (c, path) = match item.work() {
                 Work::Full(a) => (backend.commitments(a, params, &mut t)?, "full"),
                 Work::Witness { circuit, witness } => (
@@ -470,6 +517,7 @@ impl Prover {
             };
             drop(item);
             proofs.push(self.finish_proof(params, &c, (r[i], s[i]), (i, n, path), one, &mut t));
+            i += 1;
         }
         t.total = start.elapsed();
         Ok((proofs, t))

@@ -365,6 +365,29 @@ impl Backend for CudaBackend {
         }
     }
 
+    fn witness_commitments_many(
+        &self,
+        circuit: &CompiledCircuit,
+        witnesses: &[&Witness],
+        params: &Parameters,
+        pool: Option<&PinnedPool>,
+        t: &mut Timings,
+    ) -> Result<Vec<Commitments>> {
+        if self.is_device_lost() {
+            return Err(self.health.lost_error());
+        }
+        if let Some(all) =
+            self.circuits
+                .commitments_many(&self.residency, &self.batch, circuit, witnesses, params, t)?
+        {
+            return Ok(all);
+        }
+        witnesses
+            .iter()
+            .map(|w| self.witness_commitments(circuit, w, params, pool, t))
+            .collect()
+    }
+
     fn witness_pool_requests(&self, circuit: &CompiledCircuit) -> [usize; 4] {
         // Nothing from the pool when the circuit is (or is expected to become) resident: what
         // the host evaluation would take when it does not fit.

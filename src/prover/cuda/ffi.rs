@@ -71,6 +71,11 @@ pub struct KCircuit {
 }
 
 #[repr(C)]
+pub struct KDWitness {
+    _private: [u8; 0],
+}
+
+#[repr(C)]
 pub struct KWitness {
     pub inputs: *const c_void,
     pub num_inputs: usize,
@@ -124,6 +129,28 @@ extern "C" {
     ) -> KResult;
     pub fn cuzk_k_circuit_finish(circuit: *mut KCircuit) -> KResult;
     pub fn cuzk_k_circuit_free(circuit: *mut KCircuit) -> KResult;
+    pub fn cuzk_k_dwitness_upload(
+        circuit: *const KCircuit,
+        witness: *const KWitness,
+        out: *mut *mut KDWitness,
+    ) -> KResult;
+    pub fn cuzk_k_dwitness_free(witness: *mut KDWitness) -> KResult;
+    pub fn cuzk_k_compute_h_msm_dwitness(
+        h_bases: *const KBases,
+        circuit: *const KCircuit,
+        witness: *const KDWitness,
+        log_m: u32,
+        h_out: *mut c_void,
+        out_jacobian: *mut c_void,
+    ) -> KResult;
+    pub fn cuzk_k_msm_aux_many(
+        bases: *const KBases,
+        base_offset: usize,
+        density: *const u64,
+        witnesses: *const *const KDWitness,
+        k: usize,
+        outs: *const *mut c_void,
+    ) -> KResult;
     pub fn cuzk_k_circuit_bytes(circuit: *const KCircuit) -> usize;
     pub fn cuzk_k_compute_h_msm_witness(
         h_bases: *const KBases,

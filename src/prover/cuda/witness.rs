@@ -18,12 +18,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use blstrs::{G1Projective, Scalar};
+use blstrs::{G1Projective, G2Projective, Scalar};
 use ff::Field;
 use group::Group;
 use parking_lot::Mutex;
 
-use super::bases::Staged;
+use super::bases::{DeviceCurve, Staged};
 use super::batch::{first_job, BatchRunner, JobSpec};
 use super::error::{check, is_out_of_memory};
 use super::ffi;
@@ -31,6 +31,7 @@ use super::health::Health;
 use super::residency::Residency;
 use crate::compiled::packed::MAX_COLUMNS;
 use crate::compiled::{CompiledCircuit, PackedIndex, Witness, WitnessAux};
+use crate::curve::{G1, G2};
 use crate::error::{Error, Result};
 use crate::params::Parameters;
 use crate::prover::msm_plan::{Densities, Scalars, Sums, PROOF_MSMS};
@@ -208,6 +209,19 @@ fn evaluate_on(
         )
     };
     Ok((crate::compiled::Abc { a, b, c }, r))
+}
+
+/// A witness kept on the device (the batched path); freed on drop.
+struct DeviceWitness(*mut ffi::KDWitness);
+
+impl Drop for DeviceWitness {
+    fn drop(&mut self) {
+        // SAFETY: a live handle from cuzk_k_dwitness_upload (or null), freed once (here).
+        let r = unsafe { ffi::cuzk_k_dwitness_free(self.0) };
+        if let Err(e) = check("cuzk_k_dwitness_free", r) {
+            log::warn!("a witness not freed from the device: {e}");
+        }
+    }
 }
 
 fn zeroed(n: usize) -> Result<Vec<Scalar>> {
@@ -406,6 +420,155 @@ impl DeviceCircuits {
         let (abc, r) = evaluate_on(&dc, circuit, witness)?;
         self.health.check("cuzk_k_circuit_evaluate", r)?;
         Ok(abc)
+    }
+
+    /// [`Backend::witness_commitments_many`](crate::prover::Backend::witness_commitments_many)
+    /// over **streamed** parameters: the witnesses on the device, H and its MSM for each, then
+    /// each aux MSM once for all of them (`cuzk_k_msm_aux_many`: every streamed chunk of L, A,
+    /// B bases crosses PCIe once for the lot instead of once a proof), the input MSMs per
+    /// witness. `None` where it does not apply (fewer than two witnesses, resident
+    /// parameters, a circuit not on the device, unbatched MSMs, out of device memory): the
+    /// caller proves them one by one. The caller has checked that the device is not lost.
+    pub(super) fn commitments_many(
+        &self,
+        residency: &Residency,
+        batch: &BatchRunner,
+        circuit: &CompiledCircuit,
+        witnesses: &[&Witness],
+        params: &Parameters,
+        t: &mut Timings,
+    ) -> Result<Option<Vec<Commitments>>> {
+        let k = witnesses.len();
+        if k < 2 || params.domain_size() < 2 || !batch.is_batched() {
+            return Ok(None);
+        }
+        for w in witnesses {
+            circuit.check(w)?;
+        }
+        let keep = Some(params.id());
+        let dev = residency.resident(params)?;
+        if !dev.is_streamed() {
+            return Ok(None);
+        }
+        residency.clear_for_streamed_proof(&dev, params.id());
+        let Some(dc) = self.device_circuit(residency, circuit, keep)? else {
+            return Ok(None);
+        };
+        match self.many_on(&dev, &dc, circuit, witnesses, params, batch, residency, t) {
+            Err(e) if is_out_of_memory(&e) => {
+                log::warn!(
+                    "GPU {}: {k} witnesses of {} together do not fit ({e}); proved one by one",
+                    self.health.device(),
+                    circuit.circuit_type()
+                );
+                Ok(None)
+            }
+            other => other.map(Some),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn many_on(
+        &self,
+        dev: &super::residency::Resident,
+        dc: &DeviceCircuit,
+        circuit: &CompiledCircuit,
+        witnesses: &[&Witness],
+        params: &Parameters,
+        batch: &BatchRunner,
+        residency: &Residency,
+        t: &mut Timings,
+    ) -> Result<Vec<Commitments>> {
+        let (k, keep) = (witnesses.len(), Some(params.id()));
+        let start = Instant::now();
+        let mut dws = Vec::with_capacity(k);
+        for w in witnesses {
+            let kw = k_witness(w);
+            let mut raw = std::ptr::null_mut();
+            // SAFETY: `dc` is live; `kw` borrows the witness's buffers with their lengths (read
+            // before the call returns); `raw` is a valid out-pointer.
+            let r = unsafe { ffi::cuzk_k_dwitness_upload(dc.raw, &kw, &mut raw) };
+            self.health.check("cuzk_k_dwitness_upload", r)?;
+            dws.push(DeviceWitness(raw));
+        }
+        let log_m = params.domain_size().trailing_zeros();
+        let mut hs = vec![G1Projective::identity(); k];
+        for (dw, h) in dws.iter().zip(hs.iter_mut()) {
+            let ret: &mut blst::blst_p1 = h.as_mut();
+            // SAFETY: the H bases hold m − 1 points (the domain matches the parameters); `dc`
+            // and `dw` are live on this device; `ret` is a blst_p1; no h_out.
+            let r = unsafe {
+                ffi::cuzk_k_compute_h_msm_dwitness(
+                    dev.h().raw,
+                    dc.raw,
+                    dw.0,
+                    log_m,
+                    std::ptr::null_mut(),
+                    (ret as *mut blst::blst_p1).cast::<c_void>(),
+                )
+            };
+            self.health.check("cuzk_k_compute_h_msm_dwitness", r)?;
+        }
+        t.h += start.elapsed();
+        let d = Densities {
+            a_aux: circuit.a_aux_density(),
+            b_inputs: circuit.b_input_density(),
+            b_aux: circuit.b_aux_density(),
+        };
+        let num_inputs = circuit.num_inputs();
+        // The input MSMs, per witness (small: the inputs are a few hundred scalars).
+        let mut sums = Vec::with_capacity(k);
+        for w in witnesses {
+            let inputs = w.inputs();
+            let jobs: Vec<JobSpec<'_>> = PROOF_MSMS
+                .iter()
+                .filter(|m| matches!(m.scalars, Scalars::Inputs))
+                .map(|msm| JobSpec {
+                    msm,
+                    offset: d.offset(msm.offset, inputs.len()),
+                    scalars: inputs.as_ptr().cast::<c_void>(),
+                    n: inputs.len(),
+                    density: d.of(msm.density),
+                })
+                .collect();
+            // SAFETY: the jobs read `inputs` (live, exact length); nothing is staged.
+            sums.push(unsafe { batch.run_batch(residency, dev, keep, &jobs, &Staged(std::ptr::null_mut()), t)? });
+        }
+        // The aux MSMs, each once for all the witnesses.
+        let start = Instant::now();
+        let handles: Vec<*const ffi::KDWitness> = dws.iter().map(|d| d.0.cast_const()).collect();
+        for msm in PROOF_MSMS.iter().filter(|m| matches!(m.scalars, Scalars::Aux)) {
+            let offset = d.offset(msm.offset, num_inputs);
+            let density = d.of(msm.density).map_or(std::ptr::null(), |x| x.words().as_ptr());
+            let bases = dev.query(msm.query).raw;
+            if msm.query.is_g2() {
+                let mut outs = vec![G2Projective::identity(); k];
+                let ptrs: Vec<*mut c_void> = outs.iter_mut().map(G2::jacobian_out).collect();
+                // SAFETY: live bases, density words covering the aux (or null), k live device
+                // witnesses of this circuit, k blst_p2 outputs; all borrowed until it returns.
+                let r = unsafe { ffi::cuzk_k_msm_aux_many(bases, offset, density, handles.as_ptr(), k, ptrs.as_ptr()) };
+                self.health.check("cuzk_k_msm_aux_many", r)?;
+                for (s, p) in sums.iter_mut().zip(outs) {
+                    s.add_g2(p);
+                }
+            } else {
+                let mut outs = vec![G1Projective::identity(); k];
+                let ptrs: Vec<*mut c_void> = outs.iter_mut().map(G1::jacobian_out).collect();
+                // SAFETY: as above, with k blst_p1 outputs.
+                let r = unsafe { ffi::cuzk_k_msm_aux_many(bases, offset, density, handles.as_ptr(), k, ptrs.as_ptr()) };
+                self.health.check("cuzk_k_msm_aux_many", r)?;
+                for (s, p) in sums.iter_mut().zip(outs) {
+                    s.add_g1(msm.query, p);
+                }
+            }
+        }
+        t.msm_batch += start.elapsed();
+        self.on_device.fetch_add(k, Ordering::AcqRel);
+        Ok(hs
+            .into_iter()
+            .zip(sums)
+            .map(|(h, Sums { l, a, b_g1, b_g2 })| Commitments { h, l, a, b_g1, b_g2 })
+            .collect())
     }
 
     /// [`Backend::witness_commitments`](crate::prover::Backend::witness_commitments) on this
