@@ -223,6 +223,7 @@ cuzk_kresult compute_h_msm_dwitness(const cuzk_k_bases *h_bases, const cuzk_k_ci
     if (!circuit || !w) return arg_err(CUZK_K_ERR_NULL_ARG, "compute_h_msm_dwitness: circuit or witness is NULL");
     if (circuit->device != h_bases->device || w->device != h_bases->device)
         return arg_err(CUZK_K_ERR_MIXED_DEVICES, "compute_h_msm_dwitness: circuit, witness and bases on different devices");
+    if (!circuit->ready) return arg_err(CUZK_K_ERR_RANGE, "compute_h_msm_dwitness: the circuit's upload is not finished");
     if (w->z.num_aux != circuit->num_aux)
         return arg_err(CUZK_K_ERR_RANGE, "compute_h_msm_dwitness: a witness of another circuit's aux count");
     if (circuit->rows > ((size_t)1 << log_m)) return arg_err(CUZK_K_ERR_BAD_LOG_M, "compute_h_msm_dwitness: rows > 2^log_m");

@@ -18,8 +18,8 @@ use cuzk::prover::cpu::CpuBackend;
 use cuzk::prover::{Backend, Commitments, Placement, Timings};
 use cuzk::testing::{random_parameters, Synthetic};
 use cuzk::{
-    BackendChoice, Circuit, ConstraintSystem, Error, HeapAllocator, Parameters, PinnedPool, PoolConfig, Proof, Prover,
-    ProvingAssignment, Scalar, SynthesisError,
+    BackendChoice, Circuit, CompiledCircuit, ConstraintSystem, Error, HeapAllocator, Parameters, PinnedPool,
+    PoolConfig, Proof, Prover, ProvingAssignment, Scalar, SynthesisError, Witness,
 };
 use ff::Field;
 use parking_lot::{Condvar, Mutex};
@@ -222,6 +222,7 @@ fn config(synthesis_workers: usize, budget_bytes: usize) -> EngineConfig {
         params_on_device: false,
         compiled_dir: None,
         urgent_priority: None,
+        stream_batch: 4,
     }
 }
 
@@ -896,6 +897,12 @@ struct FakeGpu {
     evicted_sets: parking_lot::Mutex<Vec<u64>>,
     placed: Option<Placement>,
     prepared: parking_lot::Mutex<Vec<u64>>,
+    /// Each proof waits for it, when set.
+    gate: Option<Arc<Gate>>,
+    /// The sizes of the witness runs it was handed at once (`witness_commitments_many`).
+    runs: parking_lot::Mutex<Vec<usize>>,
+    /// Whether a run of two or more fails (as a GPU out of memory would).
+    fail_runs: bool,
 }
 
 impl FakeGpu {
@@ -944,7 +951,71 @@ impl Backend for FakeGpu {
         params: &Parameters,
         t: &mut Timings,
     ) -> cuzk::Result<Commitments> {
+        if self.gate.as_ref().is_some_and(|g| !g.wait()) {
+            a.release_abc();
+            return Err(Error::InvalidArgument("gate never opened".into()));
+        }
         CpuBackend.commitments(a, params, t)
+    }
+
+    fn witness_commitments_many(
+        &self,
+        circuit: &CompiledCircuit,
+        witnesses: &[&Witness],
+        params: &Parameters,
+        pool: Option<&PinnedPool>,
+        t: &mut Timings,
+    ) -> cuzk::Result<Vec<Commitments>> {
+        self.runs.lock().push(witnesses.len());
+        if self.fail_runs && witnesses.len() > 1 {
+            return Err(Error::InvalidArgument("a run of witnesses fails (test)".into()));
+        }
+        witnesses
+            .iter()
+            .map(|w| self.witness_commitments(circuit, w, params, pool, t))
+            .collect()
+    }
+}
+
+/// Issue 47: where a GPU streams a set, its GPU worker proves the waiting witness partitions
+/// of one circuit together, at most `stream_batch` at a time, with the bytes each would have
+/// alone; a run that fails is proved again one by one, its jobs unharmed.
+#[test]
+fn a_streamed_sets_waiting_witnesses_are_proved_together() {
+    for fail_runs in [false, true] {
+        let gate = Gate::new();
+        let gpu = Arc::new(FakeGpu {
+            placed: Some(Placement::Streamed),
+            gate: Some(gate.clone()),
+            fail_runs,
+            ..FakeGpu::default()
+        });
+        let engine = Engine::new(EngineConfig {
+            backends: vec![EngineBackend::Custom(gpu.clone())],
+            pacer: PacerMode::BoundedQueue { depth: 8 },
+            stream_batch: 4,
+            ..config(2, 1 << 30)
+        })
+        .unwrap();
+        engine.add_parameters(&params()).unwrap();
+        // The first partition records the compiled circuit and holds the GPU at its gate...
+        let (first, r1, s1) = job_of(vec![TestCircuit::new(1)], 1);
+        let first = engine.submit(first);
+        wait_for(&engine, DEADLINE, "the first partition on the GPU", |s| s.on_gpu == 1);
+        // ...while six witness partitions of its circuit wait.
+        let seeds: Vec<u64> = (2..8).collect();
+        let (job, r, s) = job_of(seeds.iter().map(|&k| TestCircuit::new(k)).collect(), 2);
+        let job = engine.submit(job);
+        wait_for(&engine, DEADLINE, "six partitions waiting", |s| s.waiting == 6);
+        gate.open();
+        assert_eq!(first.wait().unwrap(), reference(&[1], &r1, &s1));
+        assert_eq!(job.wait().unwrap(), reference(&seeds, &r, &s), "fail_runs {fail_runs}");
+        assert_eq!(*gpu.runs.lock(), [4, 2], "fail_runs {fail_runs}");
+        let stats = engine.stats();
+        let together = if fail_runs { (0, 0) } else { (2, 6) };
+        assert_eq!((stats.batches, stats.batched_partitions), together);
+        assert_eq!((stats.partitions_done, stats.partitions_failed), (7, 0));
+        assert_drained(&engine);
     }
 }
 

@@ -127,6 +127,10 @@ pub(crate) struct Args {
     /// hardware. CUDA only; set before any GPU is touched.
     #[arg(long, value_name = "G")]
     pub(crate) emulate_h2d_gbps: Option<f64>,
+    /// The most partitions a GPU proves together over a streamed parameter set (the engine's
+    /// `stream_batch`; 1: one at a time, as before issue 47's batching).
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub(crate) stream_batch: usize,
     /// What the memory check allows beyond B and the RSS before the parameters, in GiB.
     #[arg(long, value_name = "G", default_value_t = 2.0)]
     pub(crate) slack_gib: f64,

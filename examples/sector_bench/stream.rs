@@ -150,6 +150,7 @@ impl Bench<'_> {
                 synthesis_bytes_per_constraint: args.synthesis_bytes_per_constraint,
                 // As the Filecoin engine: Winning PoSt (here its stand-in) is urgent.
                 urgent_priority: Some(PRIORITY_WINNING_POST),
+                stream_batch: args.stream_batch,
                 ..EngineConfig::default()
             }),
         );
@@ -437,7 +438,8 @@ impl Bench<'_> {
         let w = end.witness;
         out.line(&format!(
             "synthesis path: {} recorded, {} witness-only, {} generated natively, {} full, {} fallbacks (the Winning stand-in's 3 proofs \
-             and a native stream's validation included); compiled circuits {:.2} GiB; budget peak {:.2} GiB, {} waits",
+             and a native stream's validation included); compiled circuits {:.2} GiB; budget peak {:.2} GiB, {} waits; \
+             {} partitions proved in {} batches (at most {} together)",
             w.recorded,
             w.witness,
             w.generated,
@@ -445,7 +447,10 @@ impl Bench<'_> {
             w.fallbacks,
             gib(end.compiled_bytes),
             gib(end.budget_peak),
-            end.budget_waits
+            end.budget_waits,
+            end.batched_partitions - start_stats.batched_partitions,
+            end.batches - start_stats.batches,
+            args.stream_batch
         ));
         if let Some((on_device, on_host)) = evaluations {
             out.line(&format!(

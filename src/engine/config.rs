@@ -97,6 +97,15 @@ pub struct EngineConfig {
     /// urgent partition starts on a GPU after at most the partitions already on the GPUs (or
     /// its own synthesis, if longer). Default `None`: no job is urgent.
     pub urgent_priority: Option<i32>,
+    /// The most witness partitions of one circuit and parameter set a GPU worker proves
+    /// together where its GPU **streams** that set (too large for its memory: see
+    /// [`Placement::Streamed`](crate::prover::Placement::Streamed)), so each streamed chunk of
+    /// the L, A and B bases crosses the bus once for all of them instead of once a partition;
+    /// the pacer then keeps that many waiting. Partitions of urgent jobs go alone; a set on the
+    /// device is proved one partition at a time whatever this says. The cost: a partition
+    /// that arrives meanwhile waits for the whole batch. 1: never together. Default 4 (1 ..=
+    /// [`MAX_STREAM_BATCH`](Self::MAX_STREAM_BATCH)).
+    pub stream_batch: usize,
 }
 
 impl std::fmt::Debug for EngineConfig {
@@ -116,6 +125,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("params_on_device", &self.params_on_device)
             .field("compiled_dir", &self.compiled_dir)
             .field("urgent_priority", &self.urgent_priority)
+            .field("stream_batch", &self.stream_batch)
             .finish()
     }
 }
@@ -137,6 +147,7 @@ impl Default for EngineConfig {
             params_on_device: false,
             compiled_dir: None,
             urgent_priority: None,
+            stream_batch: 4,
         }
     }
 }
@@ -150,6 +161,8 @@ impl EngineConfig {
     pub const MAX_GPU_WORKERS_PER_BACKEND: usize = 16;
     /// The most backends ([`EngineConfig::backends`]): more GPUs than one host holds.
     pub const MAX_BACKENDS: usize = 64;
+    /// The most partitions proved together ([`EngineConfig::stream_batch`]).
+    pub const MAX_STREAM_BATCH: usize = 16;
     /// The longest [`EngineConfig::budget_timeout`]: 30 days (a wait's deadline must be a time
     /// the clock can hold).
     pub const MAX_BUDGET_TIMEOUT: Duration = Duration::from_secs(30 * 24 * 3600);
@@ -177,6 +190,7 @@ impl EngineConfig {
             Self::MAX_GPU_WORKERS_PER_BACKEND,
         )?;
         count("backends (one per GPU)", self.backends.len(), Self::MAX_BACKENDS)?;
+        count("stream_batch", self.stream_batch, Self::MAX_STREAM_BATCH)?;
         if self.budget_timeout > Self::MAX_BUDGET_TIMEOUT {
             return Err(Error::InvalidArgument(format!(
                 "engine config: budget_timeout must be at most {} s (30 days), found {} s",

@@ -73,6 +73,7 @@ impl Engine {
             params_on_device,
             compiled_dir,
             urgent_priority,
+            stream_batch,
         } = config;
         if synthesis_workers == 0 || gpu_workers_per_backend == 0 || backends.is_empty() {
             return Err(Error::InvalidArgument(format!(
@@ -131,6 +132,7 @@ impl Engine {
                     proving: None,
                     partitions: 0,
                     lost: false,
+                    streams: false,
                 });
                 provers.push((b, prover.clone()));
             }
@@ -179,6 +181,7 @@ impl Engine {
             synthesis_per_constraint: synthesis_bytes_per_constraint,
             backend_provers,
             urgent_priority,
+            stream_batch,
         });
         let mut engine = Engine {
             shared: shared.clone(),
@@ -202,7 +205,7 @@ impl Engine {
             engine.threads.push(t);
         }
         log::info!(
-            "engine: {synthesis_workers} synthesis workers, {gpu_workers} GPU workers on {} backends, budget {} MiB, pool {}, urgent priority {}",
+            "engine: {synthesis_workers} synthesis workers, {gpu_workers} GPU workers on {} backends, budget {} MiB, pool {}, urgent priority {}, streamed sets {stream_batch} partitions at a time",
             backends.len(),
             budget_bytes >> 20,
             engine.shared.pool.backend_name(),
@@ -536,6 +539,8 @@ impl Engine {
             gpu_holds: st.counters.gpu_holds,
             gpu_holds_released: st.counters.gpu_holds_released,
             verification_retries: st.counters.verification_retries,
+            batches: st.counters.batches,
+            batched_partitions: st.counters.batched_partitions,
             on_gpu: st.on_gpu,
             jobs_active: st.jobs.len(),
             jobs_done: st.counters.jobs_done,

@@ -39,6 +39,8 @@ pub(super) struct Shared {
     pub(super) backend_provers: Vec<Prover>,
     /// [`EngineConfig::urgent_priority`](super::EngineConfig::urgent_priority).
     pub(super) urgent_priority: Option<i32>,
+    /// [`EngineConfig::stream_batch`](super::EngineConfig::stream_batch).
+    pub(super) stream_batch: usize,
 }
 
 /// Runs `f` on a worker thread, a panic in it becoming [`Error::Panicked`] (`what` failed):

@@ -75,6 +75,12 @@ pub struct EngineStats {
     /// off: a fast route that makes wrong proofs is used once. Where it fails too, the request
     /// was at fault (its job fails) and both stay.
     pub verification_retries: u64,
+    /// Times a GPU worker proved several partitions together (a streamed parameter set:
+    /// [`EngineConfig::stream_batch`](super::EngineConfig::stream_batch)).
+    pub batches: u64,
+    /// The partitions proved in those batches (also counted in `partitions_done` or
+    /// `partitions_failed`).
+    pub batched_partitions: u64,
     /// Partitions being proved.
     pub on_gpu: usize,
     /// Jobs not yet over.

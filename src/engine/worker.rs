@@ -2,6 +2,7 @@
 //! synthesis (and its true-up in the budget), the GPU workers' proving loop, and how a lost
 //! backend ends a GPU worker.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
@@ -9,7 +10,10 @@ use blstrs::Scalar;
 use super::budget::synthesis_held_bytes;
 use super::shared::{unless_panic, Shared};
 use super::state::{Deferred, Dispatched, Pending, Ready, State};
-use crate::prover::{Prover, Synthesis};
+use crate::error::{Error, Result};
+use crate::params::Parameters;
+use crate::proof::Proof;
+use crate::prover::{Placement, Prover, Synthesis};
 
 /// How often a GPU worker holding for an urgent synthesis checks whether the pool has a
 /// checkout waiting for room (see [`Shared::pool_contended`]).
@@ -139,83 +143,176 @@ pub(super) fn gpu_worker(shared: &Shared, worker: usize, prover: Prover) {
             shared.gpu_cv.wait(&mut st);
             st.gpu_waiting -= 1;
         };
-        let now = shared.now();
-        // The pool sizes its proof gives back or checks out: a/b/c, or what the witness's
-        // evaluation takes.
-        let abc = match &item.work {
-            Synthesis::Full(a) => {
-                [a.a.capacity(), a.b.capacity(), a.c.capacity(), 0].map(|n| n * std::mem::size_of::<Scalar>())
+        // A streamed set's witness partitions of one circuit go to the GPU together (each
+        // streamed chunk of bases then crosses the bus once for all of them); urgent ones and
+        // everything else one at a time.
+        let streams = matches!(item.work, Synthesis::Witness { .. })
+            && prover.placement(item.params.id()) == Some(Placement::Streamed);
+        st.note_streaming(worker, streams, shared.stream_batch);
+        let mut items = vec![item];
+        if streams && !shared.is_urgent(items[0].priority) {
+            while items.len() < shared.stream_batch {
+                let next = st
+                    .ready
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| same_run(&items[0], r) && !shared.is_urgent(r.priority))
+                    .max_by_key(|(_, r)| r.key())
+                    .map(|(i, _)| i);
+                match next {
+                    Some(i) => items.push(st.ready.swap_remove(i)),
+                    None => break,
+                }
             }
-            Synthesis::Witness { circuit, .. } => prover.witness_pool_requests(circuit),
-        };
-        let witness = matches!(item.work, Synthesis::Witness { .. });
-        if let Synthesis::Witness { circuit, .. } = &item.work {
-            // The slots hold its checkouts; ones that grew since its true-up (its circuit
-            // refused on a device meanwhile) grow too.
-            let slots = shared.evaluation_need(&st, circuit, st.witnesses_in_flight);
-            st.grow_evaluation(slots);
         }
-        st.start_proof(worker, item.job, item.paced, abc, now);
+        let now = shared.now();
+        // Per partition: the pool sizes its proof gives back or checks out (a/b/c, or what the
+        // witness's evaluation takes) and whether it is a witness.
+        let mut books = Vec::with_capacity(items.len());
+        for item in &items {
+            let abc = match &item.work {
+                Synthesis::Full(a) => {
+                    [a.a.capacity(), a.b.capacity(), a.c.capacity(), 0].map(|n| n * std::mem::size_of::<Scalar>())
+                }
+                Synthesis::Witness { circuit, .. } => prover.witness_pool_requests(circuit),
+            };
+            if let Synthesis::Witness { circuit, .. } = &item.work {
+                // The slots hold its checkouts; ones that grew since its true-up (its circuit
+                // refused on a device meanwhile) grow too.
+                let slots = shared.evaluation_need(&st, circuit, st.witnesses_in_flight);
+                st.grow_evaluation(slots);
+            }
+            st.start_proof(worker, item.job, item.paced, abc, now);
+            books.push((abc, matches!(item.work, Synthesis::Witness { .. })));
+        }
         let backend = st.workers[worker].backend;
         let epoch = st.params.epochs()[backend];
         drop(st);
         shared.dispatch_cv.notify_all();
 
-        let Ready {
-            job: id,
-            index,
-            work,
-            params,
-            r,
-            s,
-            reserved,
-            ..
-        } = item;
         let start = Instant::now();
-        // The work is dropped inside (its buffers back to the pool) on every path.
-        let result = unless_panic(
-            || format!("proving partition {index} on {}", prover.backend_name()),
-            || prover.prove_syntheses(vec![work], &params, &[r], &[s]),
+        let k = items.len();
+        // Each work is dropped below (its buffers back to the pool) on every path.
+        let params = items[0].params.clone();
+        let (results, together) = prove(
+            &prover,
+            items.iter_mut().map(|i| (i.index, &mut i.work, i.r, i.s)).collect(),
+            &params,
         );
+        drop(params);
         let elapsed = start.elapsed();
+        // The pacer and the statistics count each partition's share of a batch's time.
+        let share = elapsed / k as u32;
+        if together {
+            log::debug!(
+                "engine: GPU worker {worker} proved {k} partitions of a streamed set together in {:.1} ms",
+                elapsed.as_secs_f64() * 1e3
+            );
+        }
 
         let mut deferred = Deferred::default();
         let mut st = shared.state.lock();
         let now = shared.now();
         let on = (backend, epoch);
-        st.end_proof(
-            worker,
-            &abc,
-            reserved,
-            witness,
-            params.id(),
-            on,
-            result.is_ok(),
-            elapsed,
-            now,
-        );
-        match result {
-            Ok((mut proofs, _)) => {
-                log::debug!(
-                    "engine: job {id} partition {index} proved on {} in {:.1} ms",
-                    prover.backend_name(),
-                    elapsed.as_secs_f64() * 1e3
-                );
-                st.proved(id, index, proofs.pop(), elapsed, &mut deferred);
+        if together {
+            st.note_batch(k);
+        }
+        let mut held = Vec::with_capacity(k);
+        for ((item, (abc, witness)), result) in items.into_iter().zip(books).zip(results) {
+            let Ready {
+                job: id,
+                index,
+                work,
+                params,
+                reserved,
+                ..
+            } = item;
+            drop(work);
+            st.end_proof(
+                worker,
+                &abc,
+                reserved,
+                witness,
+                params.id(),
+                on,
+                result.is_ok(),
+                share,
+                now,
+            );
+            match result {
+                Ok(proof) => {
+                    log::debug!(
+                        "engine: job {id} partition {index} proved on {} in {:.1} ms",
+                        prover.backend_name(),
+                        share.as_secs_f64() * 1e3
+                    );
+                    st.proved(id, index, Some(proof), share, &mut deferred);
+                }
+                Err(e) => {
+                    log::info!(
+                        "engine: job {id} partition {index} failed on {}: {e}",
+                        prover.backend_name()
+                    );
+                    st.proof_failed(id, e, now, &mut deferred);
+                }
             }
-            Err(e) => {
-                log::info!(
-                    "engine: job {id} partition {index} failed on {}: {e}",
-                    prover.backend_name()
-                );
-                st.proof_failed(id, e, now, &mut deferred);
-            }
+            held.push(params);
         }
         drop(st);
         // Before the job's waiter wakes (see `synthesize`).
-        drop(params);
+        drop(held);
         shared.dispatch_cv.notify_all();
         deferred.run(&shared.backend_provers);
+    }
+}
+
+/// Whether ready partition `b` may be proved together with `a`: witnesses of one compiled
+/// circuit over one parameter set.
+fn same_run(a: &Ready, b: &Ready) -> bool {
+    match (&a.work, &b.work) {
+        (Synthesis::Witness { circuit: ca, .. }, Synthesis::Witness { circuit: cb, .. }) => {
+            Arc::ptr_eq(ca, cb) && a.params.id() == b.params.id()
+        }
+        _ => false,
+    }
+}
+
+/// Proves `work` (partition index, input, r, s) with `params`: one partition alone, several
+/// together ([`Prover::prove_syntheses`] hands a run of witnesses to the backend at once). When
+/// a batch fails, each is proved again alone, so one partition's failure is its own. A panic
+/// fails the partition it happened in. Also returns whether several were proved together.
+fn prove(
+    prover: &Prover,
+    mut work: Vec<(usize, &mut Synthesis, Scalar, Scalar)>,
+    params: &Parameters,
+) -> (Vec<Result<Proof>>, bool) {
+    let one = |(index, w, r, s): &mut (usize, &mut Synthesis, Scalar, Scalar)| {
+        unless_panic(
+            || format!("proving partition {index} on {}", prover.backend_name()),
+            || prover.prove_syntheses(vec![&mut **w], params, &[*r], &[*s]),
+        )
+        .and_then(|(mut proofs, _)| {
+            proofs
+                .pop()
+                .ok_or_else(|| Error::Panicked("a proof went missing".into()))
+        })
+    };
+    if work.len() == 1 {
+        return (vec![one(&mut work[0])], false);
+    }
+    let k = work.len();
+    let (rs, ss): (Vec<Scalar>, Vec<Scalar>) = work.iter().map(|(_, _, r, s)| (*r, *s)).unzip();
+    let batch = unless_panic(
+        || format!("proving {k} partitions together on {}", prover.backend_name()),
+        || prover.prove_syntheses(work.iter_mut().map(|(_, w, _, _)| &mut **w).collect(), params, &rs, &ss),
+    );
+    match batch {
+        Ok((proofs, _)) if proofs.len() == k => (proofs.into_iter().map(Ok).collect(), true),
+        Ok(_) => (work.iter_mut().map(one).collect(), false),
+        Err(e) => {
+            log::warn!("engine: {k} partitions proved together failed ({e}); proving each alone");
+            (work.iter_mut().map(one).collect(), false)
+        }
     }
 }
 

@@ -79,6 +79,14 @@ impl AsWork for Work<'_> {
     }
 }
 
+/// Borrowed: the caller keeps the input (the engine proves a batch's partitions again one by
+/// one when the batch fails).
+impl<T: AsWork + ?Sized> AsWork for &mut T {
+    fn work(&mut self) -> Work<'_> {
+        (**self).work()
+    }
+}
+
 impl AsWork for ProvingAssignment {
     fn work(&mut self) -> Work<'_> {
         Work::Full(self)

@@ -239,6 +239,8 @@ pub(crate) struct Pacer {
     mode: PacerMode,
     gpu_workers: usize,
     in_flight_cap: usize,
+    /// The configured target depth (PI) and in-flight cap, before [`set_batch`](Self::set_batch).
+    base: (usize, usize),
     waiting: usize,
     in_synthesis: usize,
     dispatched: u64,
@@ -274,10 +276,15 @@ impl Pacer {
             }
             PacerMode::BoundedQueue { depth } => depth,
         };
+        let base_target = match mode {
+            PacerMode::Pi(config) => config.target_depth,
+            PacerMode::BoundedQueue { depth } => depth,
+        };
         Ok(Pacer {
             mode,
             gpu_workers,
             in_flight_cap,
+            base: (base_target, in_flight_cap),
             waiting: 0,
             in_synthesis: 0,
             dispatched: 0,
@@ -311,6 +318,20 @@ impl Pacer {
             self.last_dispatch
                 .map_or(now, |last| last.checked_add(interval).unwrap_or(Duration::MAX)),
         )
+    }
+
+    /// The GPU workers take up to `batch` waiting partitions at once (1: one at a time): the
+    /// target depth becomes at least `batch` and the in-flight cap grows by as much as the
+    /// target did, so a batch is waiting when a GPU worker ends the last one. A smaller
+    /// `batch` goes back to the configured depth and cap.
+    pub(crate) fn set_batch(&mut self, batch: usize) {
+        let (target, cap) = self.base;
+        let raised = batch.max(target);
+        match &mut self.mode {
+            PacerMode::Pi(config) => config.target_depth = raised,
+            PacerMode::BoundedQueue { depth } => *depth = raised,
+        }
+        self.in_flight_cap = cap + (raised - target);
     }
 
     /// Whether a dispatch may happen at `now`.

@@ -597,3 +597,24 @@ fn the_pipeline_follows_the_synthesis_time() {
     queue.on_gpu_done(secs(2.0), secs(1.0));
     assert_eq!((queue.state().pipeline, queue.state().synthesis_time), (0.0, None));
 }
+
+#[test]
+fn a_batch_raises_the_depth_and_its_end_restores_it() {
+    let mut sim = Sim::pi(config(2), 1, 8, 0.3, 1.0);
+    sim.run_until(100.0);
+    sim.assert_settled(50.0, 100.0, 2);
+    // GPU workers that take five at a time: five wait, the cap grows by three.
+    sim.pacer.set_batch(5);
+    let state = sim.pacer.state();
+    assert_eq!((state.target_depth, state.in_flight_cap), (5, 6));
+    sim.run_until(250.0);
+    sim.assert_settled(150.0, 250.0, 5);
+    assert!(sim.gpu_busy_fraction(150.0, 250.0) > 0.99);
+    // Back to one at a time: the configured depth and cap, and no dispatch while the five
+    // waiting exceed it.
+    sim.pacer.set_batch(1);
+    let state = sim.pacer.state();
+    assert_eq!((state.target_depth, state.in_flight_cap), (2, 3));
+    assert!(sim.waiting >= 3);
+    assert_eq!(sim.pacer.next_dispatch_at(sim.now), None);
+}

@@ -114,6 +114,8 @@ pub(super) struct Counters {
     pub(super) gpu_holds: u64,
     pub(super) gpu_holds_released: u64,
     pub(super) verification_retries: u64,
+    pub(super) batches: u64,
+    pub(super) batched_partitions: u64,
     pub(super) evicted_pool_bytes: usize,
     pub(super) evicted_params: u64,
     pub(super) evicted_params_host_bytes: usize,
@@ -127,6 +129,9 @@ pub(super) struct WorkerBooks {
     pub(super) proving: Option<(Instant, u64)>,
     pub(super) partitions: u64,
     pub(super) lost: bool,
+    /// Whether its last partition's parameter set was streamed (it proves such partitions
+    /// in batches: the pacer keeps a batch waiting for it).
+    pub(super) streams: bool,
 }
 
 pub(super) struct State {

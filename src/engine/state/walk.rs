@@ -310,6 +310,23 @@ impl State {
         self.counters.verification_retries += partitions as u64;
     }
 
+    /// GPU worker `worker` found the set of the partition it takes streamed (or not): the
+    /// pacer keeps `batch` partitions waiting for each worker that streams (see
+    /// [`Pacer::set_batch`](crate::engine::pacer::Pacer::set_batch)).
+    pub(in crate::engine) fn note_streaming(&mut self, worker: usize, streams: bool, batch: usize) {
+        if std::mem::replace(&mut self.workers[worker].streams, streams) == streams {
+            return;
+        }
+        let streaming = self.workers.iter().filter(|w| w.streams && !w.lost).count();
+        self.pacer.set_batch(batch.saturating_mul(streaming).max(1));
+    }
+
+    /// `k` partitions were proved together.
+    pub(in crate::engine) fn note_batch(&mut self, k: usize) {
+        self.counters.batches += 1;
+        self.counters.batched_partitions += k as u64;
+    }
+
     /// Idle pool bytes freed to make room for a dispatch.
     pub(in crate::engine) fn note_pool_evicted(&mut self, bytes: usize) {
         self.counters.evicted_pool_bytes += bytes;

@@ -8,6 +8,7 @@ use parking_lot::Mutex;
 
 use super::batch::BatchRunner;
 use super::device::{device_memory, probe, DeviceInfo};
+use super::error::is_out_of_memory;
 use super::health::Health;
 use super::residency::{DeviceMemStats, Residency};
 use super::witness::{DeviceCircuits, WitnessEvaluations};
@@ -376,16 +377,36 @@ impl Backend for CudaBackend {
         if self.is_device_lost() {
             return Err(self.health.lost_error());
         }
-        if let Some(all) =
-            self.circuits
-                .commitments_many(&self.residency, &self.batch, circuit, witnesses, params, t)?
-        {
-            return Ok(all);
+        // Runs of at most the device's batch cap; one out of memory lowers the cap and tries
+        // again; where batching does not apply, one by one.
+        let mut out = Vec::with_capacity(witnesses.len());
+        let mut rest = witnesses;
+        while !rest.is_empty() {
+            let k = self.circuits.batch_cap().min(rest.len());
+            if k >= 2 {
+                match self
+                    .circuits
+                    .commitments_many(&self.residency, &self.batch, circuit, &rest[..k], params, t)
+                {
+                    Ok(Some(all)) => {
+                        out.extend(all);
+                        rest = &rest[k..];
+                        continue;
+                    }
+                    Ok(None) => {}
+                    Err(e) if is_out_of_memory(&e) => {
+                        self.circuits.lower_batch_cap(k, &e);
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            for w in rest {
+                out.push(self.witness_commitments(circuit, w, params, pool, t)?);
+            }
+            break;
         }
-        witnesses
-            .iter()
-            .map(|w| self.witness_commitments(circuit, w, params, pool, t))
-            .collect()
+        Ok(out)
     }
 
     fn witness_pool_requests(&self, circuit: &CompiledCircuit) -> [usize; 4] {

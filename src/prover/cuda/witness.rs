@@ -270,6 +270,9 @@ pub(super) struct DeviceCircuits {
     refused: Mutex<Vec<u128>>,
     on_device: AtomicUsize,
     on_host: AtomicUsize,
+    /// The most witnesses [`Self::commitments_many`] is handed at once: lowered each time a
+    /// batch does not fit in the device's memory.
+    batch_cap: AtomicUsize,
 }
 
 impl DeviceCircuits {
@@ -281,7 +284,24 @@ impl DeviceCircuits {
             refused: Mutex::new(Vec::new()),
             on_device: AtomicUsize::new(0),
             on_host: AtomicUsize::new(0),
+            batch_cap: AtomicUsize::new(usize::MAX),
         }
+    }
+
+    /// The most witnesses to prove together on this device now (see
+    /// [`Self::commitments_many`]).
+    pub(super) fn batch_cap(&self) -> usize {
+        self.batch_cap.load(Ordering::Acquire)
+    }
+
+    /// `k` witnesses together did not fit (`e`): at most half as many from now on.
+    pub(super) fn lower_batch_cap(&self, k: usize, e: &Error) {
+        let cap = (k / 2).max(1);
+        self.batch_cap.fetch_min(cap, Ordering::AcqRel);
+        log::warn!(
+            "GPU {}: {k} witnesses proved together do not fit ({e}); at most {cap} at a time from now on",
+            self.health.device()
+        );
     }
 
     /// Drops every resident circuit (proofs in flight keep theirs until they finish).
@@ -427,8 +447,9 @@ impl DeviceCircuits {
     /// each aux MSM once for all of them (`cuzk_k_msm_aux_many`: every streamed chunk of L, A,
     /// B bases crosses PCIe once for the lot instead of once a proof), the input MSMs per
     /// witness. `None` where it does not apply (fewer than two witnesses, resident
-    /// parameters, a circuit not on the device, unbatched MSMs, out of device memory): the
-    /// caller proves them one by one. The caller has checked that the device is not lost.
+    /// parameters, a circuit not on the device, unbatched MSMs): the caller proves them one
+    /// by one; out of device memory, the caller tries fewer ([`Self::batch_cap`]). The caller
+    /// has checked that the device is not lost.
     pub(super) fn commitments_many(
         &self,
         residency: &Residency,
@@ -454,17 +475,8 @@ impl DeviceCircuits {
         let Some(dc) = self.device_circuit(residency, circuit, keep)? else {
             return Ok(None);
         };
-        match self.many_on(&dev, &dc, circuit, witnesses, params, batch, residency, t) {
-            Err(e) if is_out_of_memory(&e) => {
-                log::warn!(
-                    "GPU {}: {k} witnesses of {} together do not fit ({e}); proved one by one",
-                    self.health.device(),
-                    circuit.circuit_type()
-                );
-                Ok(None)
-            }
-            other => other.map(Some),
-        }
+        self.many_on(&dev, &dc, circuit, witnesses, params, batch, residency, t)
+            .map(Some)
     }
 
     #[allow(clippy::too_many_arguments)]
