@@ -206,7 +206,7 @@ cuzk_kresult msm_stream_many(dev_ctx *ctx, const void *h_bases_v, size_t bases_l
     CUZK_CK(scalars.alloc(ctx, most_cnt * sizeof(fr_t)));
     if (h_density) {
         CUZK_CK(d_dens.alloc(ctx, nwords * 8));
-        CUZK_CK(cudaMemcpyAsync(d_dens.p, h_density, nwords * 8, cudaMemcpyHostToDevice, s));
+        CUZK_CK(h2d(ctx, d_dens.p, h_density, nwords * 8, s));
     }
     copy_join join{sc};  // the staging buffers are written on the copy stream
     event_list evs;
@@ -218,8 +218,7 @@ cuzk_kresult msm_stream_many(dev_ctx *ctx, const void *h_bases_v, size_t bases_l
     CUZK_CK(cudaStreamWaitEvent(sc, e_alloc, 0));
     auto queue_copy = [&](size_t c) -> cuzk_kresult {
         if (c >= plan.size() || plan[c].nb == 0) return ok();
-        CUZK_CK(cudaMemcpyAsync(stage[c % 2].p, h_bases + base_offset + plan[c].b0, plan[c].nb * sizeof(affine_t<F>),
-                                cudaMemcpyHostToDevice, sc));
+        CUZK_CK(h2d(ctx, stage[c % 2].p, h_bases + base_offset + plan[c].b0, plan[c].nb * sizeof(affine_t<F>), sc));
         CUZK_CK(cudaEventRecord(e_copied[c % 2], sc));
         return ok();
     };
