@@ -116,7 +116,7 @@ pub(crate) struct Args {
     pub(crate) params_on_device: bool,
     /// Write the random parameters (after the shape's synthesis) as filecoin-proofs names
     /// the sector size's PoRep C2 file, into DIR (FIL_PROOFS_PARAMETER_CACHE is set to DIR), and
-    /// exit: a daemon or `cuzk::filecoin` pointed there loads them as that file (random points:
+    /// exit (with --stream, the streams follow over the same set): a daemon or `cuzk::filecoin` pointed there loads them as that file (random points:
     /// proofs over them do not verify). For memory measurements at 32 GiB (issue 45: the
     /// daemon's idle RSS with the set loaded). PoRep only.
     #[arg(long, value_name = "DIR")]

@@ -556,7 +556,10 @@ fn main() {
     if args.write_params.is_some() {
         eprintln!("random parameters made in {:.2} s", secs(t.elapsed()));
         write_params(&args, &params, &mut out);
-        return;
+        // With --stream the streams follow, over the same set (one shape synthesis for both).
+        if args.streams.is_empty() {
+            return;
+        }
     }
     let wparams = ok(
         "Winning PoSt stand-in parameters",
