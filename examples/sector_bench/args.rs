@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Parser, ValueEnum};
-use cuzk::filecoin::{PRIORITY_SEAL_COMMIT, PRIORITY_SNAP_DEALS};
+use cuzk::filecoin::{PRIORITY_SEAL_COMMIT, PRIORITY_SNAP_DEALS, PRIORITY_WINDOW_POST};
 
 use crate::{snap, support, GIB};
 
@@ -21,6 +21,10 @@ pub(crate) struct Args {
     /// `16KiB`, `512MiB`, `32GiB`, ... or bytes; --kind snap).
     #[arg(long, value_name = "BYTES", default_value = "32GiB", value_parser = parse_snap_sector_size)]
     pub(crate) snap_sector_size: u64,
+    /// Window PoSt: sector slots a partition (production's 2349 for 32 GiB sectors; fewer for
+    /// a quick run; --kind window).
+    #[arg(long, value_name = "N", default_value_t = crate::window::PRODUCTION_SECTORS)]
+    pub(crate) window_sectors: usize,
     /// Stacked-DRG layers (storage-proofs-porep accepts 2 or 11; 11 is 32 GiB's; --kind porep).
     #[arg(long, value_name = "2|11", default_value_t = 11, value_parser = parse_layers)]
     pub(crate) layers: usize,
@@ -164,6 +168,10 @@ pub(crate) enum Kind {
     /// SnapDeals: storage-proofs-update's `EmptySectorUpdateCircuit` of a sector size's
     /// production shape, its witness fabricated (`snap`).
     Snap,
+    /// Window PoSt: storage-proofs-post's `FallbackPoStCircuit` of 32 GiB sectors from random
+    /// vanilla proofs, `--window-sectors` slots a partition (`window`); a "sector" of the
+    /// stream is `--partitions-per-sector` partitions (default 1; a deadline's several).
+    Window,
 }
 
 impl Kind {
@@ -171,6 +179,7 @@ impl Kind {
         match self {
             Self::Porep => "PoRep C2",
             Self::Snap => "SnapDeals",
+            Self::Window => "Window PoSt",
         }
     }
 
@@ -179,6 +188,7 @@ impl Kind {
         match self {
             Self::Porep => PRIORITY_SEAL_COMMIT,
             Self::Snap => PRIORITY_SNAP_DEALS,
+            Self::Window => PRIORITY_WINDOW_POST,
         }
     }
 }

@@ -23,6 +23,7 @@ use crate::args::Args;
 use crate::ok;
 use crate::snap::SnapCircuit;
 use crate::vanilla::{random_sector, setup, PorepSector, TreeDomain};
+use crate::window::PostCircuit;
 
 /// The 32 GiB sector's tree: Poseidon, arity 8-8-0 (filecoin-proofs' `SectorShape32GiB`).
 pub(crate) type Tree = filecoin_proofs::SectorShape32GiB;
@@ -33,11 +34,12 @@ pub(crate) type Porep = StackedCircuit<Tree, Piece>;
 /// Filecoin's witness mix for the Winning-PoSt stand-in.
 pub(crate) const FILECOIN_BIT_PERCENT: u32 = 98;
 
-/// A sector's partition circuit, of either kind.
+/// A sector's partition circuit, of any kind.
 #[derive(Clone)]
 pub(crate) enum SectorCircuit {
     Porep(Porep),
     Snap(SnapCircuit),
+    Window(PostCircuit),
 }
 
 impl Circuit<Scalar> for SectorCircuit {
@@ -45,6 +47,7 @@ impl Circuit<Scalar> for SectorCircuit {
         match self {
             Self::Porep(c) => c.synthesize(cs),
             Self::Snap(c) => c.synthesize(cs),
+            Self::Window(c) => c.synthesize(cs),
         }
     }
 }
@@ -69,7 +72,7 @@ impl Circuit<Scalar> for Timed {
 
 /// A partition's native witness generator (`Partition::with_generator`'s `generate`): PoRep's
 /// from its inputs (`filecoin::native::porep`), SnapDeals' from its circuit
-/// (`SnapCircuit::generate`).
+/// (`SnapCircuit::generate`), Window PoSt's from its inputs (`filecoin::native::post`).
 pub(crate) type Generator = Arc<dyn Fn(&mut WitnessCs, usize) -> cuzk::Result<()> + Send + Sync>;
 
 /// Each partition's C2 circuit (`StackedCompound::circuit`, as filecoin-proofs builds C2's)

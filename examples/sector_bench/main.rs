@@ -1,4 +1,4 @@
-//! 32 GiB-shape PoRep C2 or SnapDeals sectors (`--kind porep|snap`; see "The circuits")
+//! 32 GiB-shape PoRep C2, SnapDeals or Window PoSt (`--kind porep|snap|window`; see "The circuits")
 //! streamed through the engine (feature `filecoin`; `cuda` for GPUs): per sector wall time, GPU busy, synthesis time per partition and peak host RSS, a
 //! Winning-PoSt-priority job's latency under that load against alone, and the engine's memory
 //! promise (peak RSS against its budget) — for one or several streams over one set of
@@ -237,6 +237,20 @@
 //! (5 inputs, the one included; the constraints count the input constraints; the seconds on 2
 //! shared Xeon threads.)
 //!
+//! **Window PoSt** (`--kind window`, issue 49): each partition is storage-proofs-post's
+//! `FallbackPoStCircuit` of 32 GiB sectors (`FallbackPoStCompound::circuit`), built from random
+//! vanilla proofs of `--window-sectors` sector slots (production's 2349 by default) of 10
+//! challenges each, every inclusion path the 32 GiB TreeR's ten 8-ary levels of random values
+//! (`sector_bench/window.rs`, as `native_post_bench` makes them; the constraints are not
+//! satisfied). Partition k's proofs come from seed k; its native generator is
+//! `filecoin::native::post::fallback_post_witness_parallel` over the same inputs. A "sector" is
+//! `--partitions-per-sector` partitions (default 1; a deadline of several: 4 say). Run on the
+//! dev machine with 4 slots (`--cpu --window-sectors 4 --record-shape --stream native:2
+//! --stream witness:1`): 213,377 constraints, the native and the gadgets' streams' proofs
+//! identical. At production's 2349 slots (`--kind window --count-only`, dev machine, 421 s):
+//! **125,305,057 constraints** (25,840 of them input constraints), 25,840 inputs, 126,902,376
+//! aux, domain 2^27; parameters 56.60 GiB on the host; compiled circuit 9.98 GiB (CSR).
+//!
 //! ## The parameters: the proofs do not verify
 //! Groth16 parameters of that shape are made the bench's way, as `engine_bench` makes them:
 //! one partition is synthesized in full and `cuzk::testing::random_parameters_for` fills its
@@ -303,6 +317,7 @@ mod stream;
 #[path = "../support/mod.rs"]
 mod support;
 mod vanilla;
+mod window;
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -419,7 +434,11 @@ fn main() {
     let pps = args.partitions_per_sector.unwrap_or(match args.kind {
         Kind::Porep => 10,
         Kind::Snap => snap_partition_count(args.snap_sector_size),
+        Kind::Window => 1,
     });
+    if args.kind == Kind::Window && args.window_sectors == 0 {
+        fail("--window-sectors: at least one sector slot");
+    }
     let cores = std::thread::available_parallelism().map_or(2, |c| c.get());
     let synthesis_workers = args.synthesis_workers.unwrap_or(cores);
     let winning_k = args.winning_log_size.unwrap_or(if args.cpu { 14 } else { 22 });
@@ -501,6 +520,17 @@ fn main() {
                 })
                 .collect();
             circuits.into_iter().map(SectorCircuit::Snap).collect()
+        }
+        Kind::Window => {
+            let partitions = window::window_partitions(args.window_sectors, pps);
+            eprintln!(
+                "built {pps} Window PoSt partition circuits of {} 32 GiB sectors each from random vanilla proofs in {:.2} s",
+                args.window_sectors,
+                secs(t.elapsed())
+            );
+            let (circuits, made): (Vec<_>, Vec<_>) = partitions.into_iter().unzip();
+            generators = made.into_iter().map(Some).collect();
+            circuits.into_iter().map(SectorCircuit::Window).collect()
         }
     };
     if args.shape_only {
@@ -619,6 +649,12 @@ fn main() {
                 snap::TreeShape::of(args.snap_sector_size).expect("checked by the parser"),
             )
         }
+        SectorCircuit::Window(_) => format!(
+            "Window PoSt shape: FallbackPoStCircuit of {} 32 GiB sector slots of 10 challenges a partition (production: {}), \
+             random vanilla proofs ({constraints} constraints a partition, {inputs} inputs, {aux} aux)",
+            args.window_sectors,
+            window::PRODUCTION_SECTORS,
+        ),
     };
     out.line(&format!(
         "{described}; domain 2^{}; {pps} partitions a sector; random parameters of that shape (the proofs do not verify); \
