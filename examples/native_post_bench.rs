@@ -23,6 +23,9 @@
 
 mod support;
 
+#[path = "../tests/common/post.rs"]
+mod post_fixtures;
+
 use blstrs::Scalar;
 use clap::{Parser, ValueEnum};
 use cuzk::filecoin::native::first_differences;
@@ -32,13 +35,9 @@ use cuzk::{ConstraintSystem, Witness, WitnessCs};
 use ff::Field;
 use filecoin_hashers::poseidon::PoseidonDomain;
 use rand::{Rng, SeedableRng};
-use storage_proofs_core::api_version::ApiVersion;
 use storage_proofs_core::compound_proof::CompoundProof;
-use storage_proofs_core::merkle::{MerkleProof, MerkleTreeTrait};
-use storage_proofs_core::sector::SectorId;
-use storage_proofs_post::fallback::{
-    self, FallbackPoStCircuit, FallbackPoStCompound, PublicInputs, PublicParams, PublicSector, SectorProof,
-};
+use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_post::fallback::{self, FallbackPoStCircuit, FallbackPoStCompound, PublicInputs, PublicParams};
 use support::{fail, machine, median_ms_of};
 
 type Tree = filecoin_proofs::SectorShape32GiB;
@@ -75,46 +74,8 @@ struct Inputs {
 }
 
 fn random_inputs(sectors: usize, challenges: usize, rng: &mut impl Rng) -> Inputs {
-    fn d(rng: &mut impl Rng) -> PoseidonDomain {
-        PoseidonDomain::from(Scalar::random(&mut *rng))
-    }
-    let mut public = Vec::with_capacity(sectors);
-    let mut proofs = Vec::with_capacity(sectors);
-    for i in 0..sectors {
-        public.push(PublicSector {
-            id: SectorId::from(i as u64),
-            comm_r: d(rng),
-        });
-        let inclusion_proofs = (0..challenges)
-            .map(|_| {
-                // Nine 8-ary base levels and the 8-ary sub-tree level: 7 siblings and an index.
-                let path = (0..10)
-                    .map(|_| ((0..7).map(|_| d(rng)).collect(), rng.gen_range(0..8)))
-                    .collect::<Vec<_>>();
-                MerkleProof::from_parts(d(rng), d(rng), path)
-            })
-            .collect::<Vec<_>>();
-        proofs.push(SectorProof {
-            inclusion_proofs,
-            comm_c: d(rng),
-            comm_r_last: d(rng),
-        });
-    }
-    Inputs {
-        pub_in: PublicInputs {
-            randomness: PoseidonDomain::default(),
-            prover_id: PoseidonDomain::default(),
-            sectors: public,
-            k: None,
-        },
-        proof: fallback::Proof { sectors: proofs },
-        params: PublicParams {
-            sector_size: 32 << 30,
-            challenge_count: challenges,
-            sector_count: sectors,
-            api_version: ApiVersion::V1_2_0,
-        },
-    }
+    let (pub_in, proof, params) = post_fixtures::random_partition::<Tree>(sectors, sectors, challenges, rng);
+    Inputs { pub_in, proof, params }
 }
 
 fn circuit(i: &Inputs) -> FallbackPoStCircuit<Tree> {

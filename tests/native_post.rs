@@ -11,6 +11,8 @@
 
 #[path = "common/filecoin.rs"]
 mod fixtures;
+#[path = "common/post.rs"]
+mod post_fixtures;
 
 use cuzk::filecoin::native::gadgets::{CountSink, CsSink};
 use cuzk::filecoin::native::post::{fallback_post_witness, fallback_post_witness_parallel};
@@ -20,12 +22,11 @@ use cuzk::{ConstraintSystem, Scalar, Witness, WitnessCs};
 use ff::Field;
 use filecoin_hashers::Hasher;
 use fixtures::{prover_id, window_vanilla, winning_vanilla, Tree, WINDOW, WINNING};
-use storage_proofs_core::api_version::ApiVersion;
+use post_fixtures::random_partition;
 use storage_proofs_core::compound_proof::{CompoundProof, SetupParams};
 use storage_proofs_core::merkle::{MerkleProof, MerkleTreeTrait};
-use storage_proofs_core::sector::SectorId;
 use storage_proofs_post::fallback::{
-    self, FallbackPoStCircuit, FallbackPoStCompound, PublicInputs, PublicParams, PublicSector, SectorProof,
+    self, FallbackPoStCircuit, FallbackPoStCompound, PublicInputs, PublicParams, PublicSector,
 };
 
 type Domain = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
@@ -200,62 +201,6 @@ fn inconsistent_inputs_are_refused() {
     let mut short = p.proofs[0].clone();
     short.sectors.pop();
     assert!(fallback_post_witness::<Tree>(&p.pub_inputs, &short, &p.pub_params, Some(0), &mut sink).is_err());
-}
-
-/// Random vanilla proofs of `T`'s shape (`levels` levels, every value random: a witness needs
-/// no valid proof): `sectors` public sectors, a partition of `slots` sector slots (the last
-/// sector repeated past them) of `challenges` challenges.
-fn random_partition<T: 'static + MerkleTreeTrait>(
-    sectors: usize,
-    slots: usize,
-    challenges: usize,
-    rng: &mut impl rand::Rng,
-) -> (PublicInputs<Domain>, fallback::Proof<T::Proof>, PublicParams)
-where
-    T::Hasher: Hasher<Domain = Domain>,
-    T::Proof: From<MerkleProof<T::Hasher, T::Arity, T::SubTreeArity, T::TopTreeArity>>,
-{
-    use typenum::Unsigned;
-    let d = |rng: &mut dyn rand::RngCore| Domain::from(Scalar::random(rng));
-    let arities: Vec<usize> = [T::Arity::to_usize(); 9]
-        .into_iter()
-        .chain([T::SubTreeArity::to_usize(), T::TopTreeArity::to_usize()])
-        .filter(|&a| a > 0)
-        .collect();
-    let public = (0..sectors)
-        .map(|i| PublicSector {
-            id: SectorId::from(i as u64),
-            comm_r: d(rng),
-        })
-        .collect();
-    let proofs = (0..slots)
-        .map(|_| SectorProof {
-            inclusion_proofs: (0..challenges)
-                .map(|_| {
-                    let path = arities
-                        .iter()
-                        .map(|&a| ((1..a).map(|_| d(rng)).collect(), rng.gen_range(0..a)))
-                        .collect();
-                    MerkleProof::from_parts(d(rng), d(rng), path)
-                })
-                .collect(),
-            comm_c: d(rng),
-            comm_r_last: d(rng),
-        })
-        .collect();
-    let params = PublicParams {
-        sector_size: 32 << 30,
-        challenge_count: challenges,
-        sector_count: slots,
-        api_version: ApiVersion::V1_2_0,
-    };
-    let pub_in = PublicInputs {
-        randomness: Domain::default(),
-        prover_id: Domain::default(),
-        sectors: public,
-        k: None,
-    };
-    (pub_in, fallback::Proof { sectors: proofs }, params)
 }
 
 /// The production tree shapes: 32 GiB (8-8-0, ten levels) and 64 GiB (8-8-2), a partition of

@@ -319,6 +319,9 @@ mod support;
 mod vanilla;
 mod window;
 
+#[path = "../../tests/common/post.rs"]
+mod post_fixtures;
+
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
