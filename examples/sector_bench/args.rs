@@ -21,10 +21,14 @@ pub(crate) struct Args {
     /// `16KiB`, `512MiB`, `32GiB`, ... or bytes; --kind snap).
     #[arg(long, value_name = "BYTES", default_value = "32GiB", value_parser = parse_snap_sector_size)]
     pub(crate) snap_sector_size: u64,
-    /// Window PoSt: sector slots a partition (production's 2349 for 32 GiB sectors; fewer for
-    /// a quick run; --kind window).
-    #[arg(long, value_name = "N", default_value_t = crate::window::PRODUCTION_SECTORS)]
-    pub(crate) window_sectors: usize,
+    /// Window PoSt: the sectors' size, whose TreeR shape the partitions have (`32GiB` or
+    /// `64GiB`; --kind window).
+    #[arg(long, value_name = "SIZE", default_value = "32GiB", value_parser = crate::window::WindowSize::parse)]
+    pub(crate) window_sector_size: crate::window::WindowSize,
+    /// Window PoSt: sector slots a partition (default: production's, 2349 at 32 GiB and 2300
+    /// at 64 GiB; fewer for a quick run; --kind window).
+    #[arg(long, value_name = "N")]
+    pub(crate) window_sectors: Option<usize>,
     /// Stacked-DRG layers (storage-proofs-porep accepts 2 or 11; 11 is 32 GiB's; --kind porep).
     #[arg(long, value_name = "2|11", default_value_t = 11, value_parser = parse_layers)]
     pub(crate) layers: usize,

@@ -238,18 +238,21 @@
 //! shared Xeon threads.)
 //!
 //! **Window PoSt** (`--kind window`, issue 49): each partition is storage-proofs-post's
-//! `FallbackPoStCircuit` of 32 GiB sectors (`FallbackPoStCompound::circuit`), built from random
-//! vanilla proofs of `--window-sectors` sector slots (production's 2349 by default) of 10
-//! challenges each, every inclusion path the 32 GiB TreeR's ten 8-ary levels of random values
-//! (`sector_bench/window.rs`, as `native_post_bench` makes them; the constraints are not
-//! satisfied). Partition k's proofs come from seed k; its native generator is
+//! `FallbackPoStCircuit` (`FallbackPoStCompound::circuit`) of `--window-sector-size` sectors
+//! (32 GiB by default, TreeR 8-8-0; or 64 GiB, 8-8-2), built from random vanilla proofs of
+//! `--window-sectors` sector slots (default production's: 2349 at 32 GiB, 2300 at 64 GiB) of 10
+//! challenges each, every inclusion path the TreeR's levels of random values
+//! (`sector_bench/window.rs` over `tests/common/post.rs`; the constraints are not satisfied).
+//! Partition k's proofs come from seed 38 + k; its native generator is
 //! `filecoin::native::post::fallback_post_witness_parallel` over the same inputs. A "sector" is
 //! `--partitions-per-sector` partitions (default 1; a deadline of several: 4 say). Run on the
-//! dev machine with 4 slots (`--cpu --window-sectors 4 --record-shape --stream native:2
-//! --stream witness:1`): 213,377 constraints, the native and the gadgets' streams' proofs
-//! identical. At production's 2349 slots (`--kind window --count-only`, dev machine, 421 s):
-//! **125,305,057 constraints** (25,840 of them input constraints), 25,840 inputs, 126,902,376
-//! aux, domain 2^27; parameters 56.60 GiB on the host; compiled circuit 9.98 GiB (CSR).
+//! dev machine with 2 slots (`--cpu --window-sectors 2 --record-shape --stream native:1
+//! --stream witness:1`, both sizes): the generator validated against the gadgets, the native
+//! and the gadgets' streams' proofs identical. At production's 2349 slots of 32 GiB
+//! (`--count-only`, dev machine, 421 s): **125,305,057 constraints** (25,840 of them input
+//! constraints; the circuit's own 125,279,217 are the figure filecoin-proofs' constants.rs gives
+//! for its `WINDOW_POST_SECTOR_COUNT`), 25,840 inputs, 126,902,376 aux, domain 2^27; parameters
+//! 56.60 GiB on the host; compiled circuit 9.98 GiB (CSR).
 //!
 //! ## The parameters: the proofs do not verify
 //! Groth16 parameters of that shape are made the bench's way, as `engine_bench` makes them:
@@ -439,7 +442,10 @@ fn main() {
         Kind::Snap => snap_partition_count(args.snap_sector_size),
         Kind::Window => 1,
     });
-    if args.kind == Kind::Window && args.window_sectors == 0 {
+    let window_sectors = args
+        .window_sectors
+        .unwrap_or(args.window_sector_size.production_sectors());
+    if args.kind == Kind::Window && window_sectors == 0 {
         fail("--window-sectors: at least one sector slot");
     }
     let cores = std::thread::available_parallelism().map_or(2, |c| c.get());
@@ -525,10 +531,10 @@ fn main() {
             circuits.into_iter().map(SectorCircuit::Snap).collect()
         }
         Kind::Window => {
-            let partitions = window::window_partitions(args.window_sectors, pps);
+            let partitions = window::window_partitions(args.window_sector_size, window_sectors, pps);
             eprintln!(
-                "built {pps} Window PoSt partition circuits of {} 32 GiB sectors each from random vanilla proofs in {:.2} s",
-                args.window_sectors,
+                "built {pps} Window PoSt partition circuits of {window_sectors} {} sectors each from random vanilla proofs in {:.2} s",
+                args.window_sector_size.name(),
                 secs(t.elapsed())
             );
             let (circuits, made): (Vec<_>, Vec<_>) = partitions.into_iter().unzip();
@@ -653,10 +659,10 @@ fn main() {
             )
         }
         SectorCircuit::Window(_) => format!(
-            "Window PoSt shape: FallbackPoStCircuit of {} 32 GiB sector slots of 10 challenges a partition (production: {}), \
+            "Window PoSt shape: FallbackPoStCircuit of {window_sectors} {} sector slots of 10 challenges a partition (production: {}), \
              random vanilla proofs ({constraints} constraints a partition, {inputs} inputs, {aux} aux)",
-            args.window_sectors,
-            window::PRODUCTION_SECTORS,
+            args.window_sector_size.name(),
+            args.window_sector_size.production_sectors(),
         ),
     };
     out.line(&format!(
