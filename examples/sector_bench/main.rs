@@ -252,7 +252,9 @@
 //! (`--count-only`, dev machine, 421 s): **125,305,057 constraints** (25,840 of them input
 //! constraints; the circuit's own 125,279,217 are the figure filecoin-proofs' constants.rs gives
 //! for its `WINDOW_POST_SECTOR_COUNT`), 25,840 inputs, 126,902,376 aux, domain 2^27; parameters
-//! 56.60 GiB on the host; compiled circuit 9.98 GiB (CSR).
+//! 56.60 GiB on the host; compiled circuit 9.98 GiB (CSR). At 64 GiB's 2300 slots (284 s):
+//! **129,913,201 constraints** (the circuit's 129,887,900, filecoin-proofs' figure again, and
+//! 25,301 input constraints), 131,500,200 aux, domain 2^27; parameters 58.26 GiB.
 //!
 //! ## The parameters: the proofs do not verify
 //! Groth16 parameters of that shape are made the bench's way, as `engine_bench` makes them:
