@@ -903,6 +903,10 @@ struct FakeGpu {
     runs: parking_lot::Mutex<Vec<usize>>,
     /// Whether a run of two or more fails (as a GPU out of memory would).
     fail_runs: bool,
+    /// Runs once, at the start of the first witness run.
+    at_run: parking_lot::Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    /// The parameter set of each proof, in the order proved.
+    proved: parking_lot::Mutex<Vec<u64>>,
 }
 
 impl FakeGpu {
@@ -955,6 +959,7 @@ impl Backend for FakeGpu {
             a.release_abc();
             return Err(Error::InvalidArgument("gate never opened".into()));
         }
+        self.proved.lock().push(params.id());
         CpuBackend.commitments(a, params, t)
     }
 
@@ -965,15 +970,23 @@ impl Backend for FakeGpu {
         params: &Parameters,
         pool: Option<&PinnedPool>,
         t: &mut Timings,
+        cut: &dyn Fn() -> bool,
     ) -> cuzk::Result<Vec<Commitments>> {
         self.runs.lock().push(witnesses.len());
+        if let Some(hook) = self.at_run.lock().take() {
+            hook();
+        }
         if self.fail_runs && witnesses.len() > 1 {
             return Err(Error::InvalidArgument("a run of witnesses fails (test)".into()));
         }
-        witnesses
-            .iter()
-            .map(|w| self.witness_commitments(circuit, w, params, pool, t))
-            .collect()
+        let mut out = Vec::new();
+        for (i, w) in witnesses.iter().enumerate() {
+            if i > 0 && cut() {
+                break;
+            }
+            out.push(self.witness_commitments(circuit, w, params, pool, t)?);
+        }
+        Ok(out)
     }
 }
 
@@ -1017,6 +1030,67 @@ fn a_streamed_sets_waiting_witnesses_are_proved_together() {
         assert_eq!((stats.partitions_done, stats.partitions_failed), (7, 0));
         assert_drained(&engine);
     }
+}
+
+/// Issue 47: an urgent partition that arrives while a batch is on the GPU waits for the
+/// partition under way, not for the batch: the batch stops between two partitions, its other
+/// partitions wait again and are proved after the urgent one, with the same bytes.
+#[test]
+fn an_urgent_partition_cuts_a_batch_short() {
+    let gate = Gate::new();
+    let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let gpu = Arc::new(FakeGpu {
+        placed: Some(Placement::Streamed),
+        gate: Some(gate.clone()),
+        at_run: parking_lot::Mutex::new(Some(Box::new(move || {
+            started_tx.send(()).unwrap();
+            go_rx.recv_timeout(DEADLINE).unwrap();
+        }))),
+        ..FakeGpu::default()
+    });
+    let engine = Engine::new(EngineConfig {
+        backends: vec![EngineBackend::Custom(gpu.clone())],
+        pacer: PacerMode::BoundedQueue { depth: 8 },
+        stream_batch: 4,
+        urgent_priority: Some(300),
+        ..config(2, 1 << 30)
+    })
+    .unwrap();
+    let urgent_params = other_params(9);
+    engine.add_parameters(&params()).unwrap();
+    engine.add_parameters(&urgent_params).unwrap();
+    // A first partition records the circuit and holds the GPU while six witnesses wait.
+    let (first, _, _) = job_of(vec![TestCircuit::new(1)], 1);
+    let first = engine.submit(first);
+    wait_for(&engine, DEADLINE, "the first partition on the GPU", |s| s.on_gpu == 1);
+    let seeds: Vec<u64> = (2..8).collect();
+    let (job, r, s) = job_of(seeds.iter().map(|&k| TestCircuit::new(k)).collect(), 2);
+    let job = engine.submit(job);
+    wait_for(&engine, DEADLINE, "six partitions waiting", |s| s.waiting == 6);
+    gate.open();
+    first.wait().unwrap();
+    // A batch of four starts; the urgent job arrives and is synthesized meanwhile.
+    started_rx.recv_timeout(DEADLINE).unwrap();
+    let (ur, us) = randomness(1, 9);
+    let urgent = Job::from_circuits(urgent_params.clone(), vec![Synthetic::new(K).with_seed(20)])
+        .with_priority(300)
+        .with_randomness(ur.clone(), us.clone());
+    let urgent = engine.submit(urgent);
+    wait_for(&engine, DEADLINE, "the urgent partition waiting", |s| s.waiting == 3);
+    go_tx.send(()).unwrap();
+    assert_eq!(urgent.wait().unwrap(), reference_with(&urgent_params, &[20], &ur, &us));
+    assert_eq!(job.wait().unwrap(), reference(&seeds, &r, &s));
+    // The blocker, one partition of the batch, then the urgent one, then the other five.
+    let order = gpu.proved.lock().clone();
+    assert_eq!(order.len(), 8, "{order:?}");
+    assert_eq!(order[2], urgent_params.id(), "{order:?}");
+    assert!(order
+        .iter()
+        .enumerate()
+        .all(|(i, &id)| (i == 2) == (id == urgent_params.id())));
+    assert_eq!(gpu.runs.lock()[0], 4);
+    assert_drained(&engine);
 }
 
 /// The statistics say where each GPU holds a set, as the GPU says (issue 47: the mode is the

@@ -102,8 +102,9 @@ pub struct EngineConfig {
     /// [`Placement::Streamed`](crate::prover::Placement::Streamed)), so each streamed chunk of
     /// the L, A and B bases crosses the bus once for all of them instead of once a partition;
     /// the pacer then keeps that many waiting. Partitions of urgent jobs go alone; a set on the
-    /// device is proved one partition at a time whatever this says. The cost: a partition
-    /// that arrives meanwhile waits for the whole batch. 1: never together. Default 4 (1 ..=
+    /// device is proved one partition at a time whatever this says. An urgent partition that
+    /// arrives meanwhile waits for the partition under way, not the batch: the batch stops
+    /// between two partitions and the rest wait again. 1: never together. Default 4 (1 ..=
     /// [`MAX_STREAM_BATCH`](Self::MAX_STREAM_BATCH)).
     pub stream_batch: usize,
 }

@@ -191,18 +191,31 @@ pub(super) fn gpu_worker(shared: &Shared, worker: usize, prover: Prover) {
         shared.dispatch_cv.notify_all();
 
         let start = Instant::now();
-        let k = items.len();
         // Each work is dropped below (its buffers back to the pool) on every path.
         let params = items[0].params.clone();
+        // A batch stops between two partitions once an urgent partition waits or is being
+        // synthesized: it then waits for one partition, not the batch.
+        let cut = || urgent_waiting(shared);
         let (results, together) = prove(
             &prover,
             items.iter_mut().map(|i| (i.index, &mut i.work, i.r, i.s)).collect(),
             &params,
+            &cut,
         );
         drop(params);
         let elapsed = start.elapsed();
-        // The pacer and the statistics count each partition's share of a batch's time.
+        // The partitions proved; the pacer and the statistics count each one's share of the
+        // batch's time. The others (a batch cut short) wait again.
+        let k = results.len();
         let share = elapsed / k as u32;
+        let unproved: Vec<(Ready, [usize; 4])> = {
+            let rest_items = items.split_off(k);
+            let rest_books = books.split_off(k);
+            rest_items
+                .into_iter()
+                .zip(rest_books.into_iter().map(|(abc, _)| abc))
+                .collect()
+        };
         if together {
             log::debug!(
                 "engine: GPU worker {worker} proved {k} partitions of a streamed set together in {:.1} ms",
@@ -216,6 +229,16 @@ pub(super) fn gpu_worker(shared: &Shared, worker: usize, prover: Prover) {
         let on = (backend, epoch);
         if together {
             st.note_batch(k);
+        }
+        if !unproved.is_empty() {
+            log::debug!(
+                "engine: GPU worker {worker} cut its batch after {k} partitions for an urgent one; {} wait again",
+                unproved.len()
+            );
+            for (item, abc) in unproved {
+                st.requeue(item, &abc);
+            }
+            shared.gpu_cv.notify_all();
         }
         let mut held = Vec::with_capacity(k);
         for ((item, (abc, witness)), result) in items.into_iter().zip(books).zip(results) {
@@ -266,6 +289,15 @@ pub(super) fn gpu_worker(shared: &Shared, worker: usize, prover: Prover) {
     }
 }
 
+/// Whether a partition of an urgent job waits for a GPU or is being synthesized.
+fn urgent_waiting(shared: &Shared) -> bool {
+    if shared.urgent_priority.is_none() {
+        return false;
+    }
+    let st = shared.state.lock();
+    st.urgent_in_synthesis > 0 || st.ready.iter().any(|r| shared.is_urgent(r.priority))
+}
+
 /// Whether ready partition `b` may be proved together with `a`: witnesses of one compiled
 /// circuit over one parameter set.
 fn same_run(a: &Ready, b: &Ready) -> bool {
@@ -281,10 +313,14 @@ fn same_run(a: &Ready, b: &Ready) -> bool {
 /// together ([`Prover::prove_syntheses`] hands a run of witnesses to the backend at once). When
 /// a batch fails, each is proved again alone, so one partition's failure is its own. A panic
 /// fails the partition it happened in. Also returns whether several were proved together.
+///
+/// `cut` may end a batch early, between two of its partitions (an urgent one waits): then the
+/// results are those of the first few (at least one) and the caller gives the others back.
 fn prove(
     prover: &Prover,
     mut work: Vec<(usize, &mut Synthesis, Scalar, Scalar)>,
     params: &Parameters,
+    cut: &dyn Fn() -> bool,
 ) -> (Vec<Result<Proof>>, bool) {
     let one = |(index, w, r, s): &mut (usize, &mut Synthesis, Scalar, Scalar)| {
         unless_panic(
@@ -304,10 +340,16 @@ fn prove(
     let (rs, ss): (Vec<Scalar>, Vec<Scalar>) = work.iter().map(|(_, _, r, s)| (*r, *s)).unzip();
     let batch = unless_panic(
         || format!("proving {k} partitions together on {}", prover.backend_name()),
-        || prover.prove_syntheses(work.iter_mut().map(|(_, w, _, _)| &mut **w).collect(), params, &rs, &ss),
+        || {
+            let inputs = work.iter_mut().map(|(_, w, _, _)| &mut **w).collect();
+            prover.prove_syntheses_until(inputs, params, &rs, &ss, cut)
+        },
     );
     match batch {
-        Ok((proofs, _)) if proofs.len() == k => (proofs.into_iter().map(Ok).collect(), true),
+        Ok((proofs, _)) if (1..=k).contains(&proofs.len()) => {
+            let together = proofs.len() > 1;
+            (proofs.into_iter().map(Ok).collect(), together)
+        }
         Ok(_) => (work.iter_mut().map(one).collect(), false),
         Err(e) => {
             log::warn!("engine: {k} partitions proved together failed ({e}); proving each alone");

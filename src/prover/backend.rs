@@ -151,9 +151,11 @@ pub trait Backend: Send + Sync {
     }
 
     /// The commitments of several witnesses of one compiled circuit, in order, each checked
-    /// as for [`Backend::witness_commitments`]. The default: one call of that each. The CUDA
-    /// backend over streamed parameters proves them together (each streamed chunk of bases
-    /// crossing PCIe once for all of them).
+    /// as for [`Backend::witness_commitments`]: of all of them, or of the first few when `cut`
+    /// says so (it is asked between two witnesses; at least one is proved): an urgent proof
+    /// waits for the witnesses begun, not for the whole run. The default: one call of that
+    /// each. The CUDA backend over streamed parameters proves them together (each streamed
+    /// chunk of bases crossing PCIe once for all of them; `cut` asked after each one's H).
     ///
     /// # Errors
     /// As [`Backend::witness_commitments`].
@@ -164,11 +166,16 @@ pub trait Backend: Send + Sync {
         params: &Parameters,
         pool: Option<&PinnedPool>,
         timings: &mut Timings,
+        cut: &dyn Fn() -> bool,
     ) -> Result<Vec<Commitments>> {
-        witnesses
-            .iter()
-            .map(|w| self.witness_commitments(circuit, w, params, pool, timings))
-            .collect()
+        let mut out = Vec::with_capacity(witnesses.len());
+        for (i, w) in witnesses.iter().enumerate() {
+            if i > 0 && cut() {
+                break;
+            }
+            out.push(self.witness_commitments(circuit, w, params, pool, timings)?);
+        }
+        Ok(out)
     }
 
     /// The byte sizes of the pool checkouts [`Backend::witness_commitments`] makes for one
@@ -279,10 +286,11 @@ impl Backend for Fallback {
         params: &Parameters,
         pool: Option<&PinnedPool>,
         timings: &mut Timings,
+        cut: &dyn Fn() -> bool,
     ) -> Result<Vec<Commitments>> {
         match self.usable() {
-            Some(b) => b.witness_commitments_many(circuit, witnesses, params, pool, timings),
-            None => cpu::CpuBackend.witness_commitments_many(circuit, witnesses, params, pool, timings),
+            Some(b) => b.witness_commitments_many(circuit, witnesses, params, pool, timings, cut),
+            None => cpu::CpuBackend.witness_commitments_many(circuit, witnesses, params, pool, timings, cut),
         }
     }
 

@@ -460,10 +460,33 @@ impl Prover {
     /// their pool, once proved; every buffer is back when it returns, whatever the outcome.
     pub(crate) fn prove_syntheses<W: AsWork>(
         &self,
+        work: Vec<W>,
+        params: &Parameters,
+        r: &[Scalar],
+        s: &[Scalar],
+    ) -> Result<(Vec<Proof>, Timings)> {
+        let n = work.len();
+        let (proofs, t) = self.prove_syntheses_until(work, params, r, s, &|| false)?;
+        if proofs.len() != n {
+            return Err(Error::InvalidArgument(format!(
+                "the {} backend proved {} of {n} witnesses without being cut short",
+                self.backend.name(),
+                proofs.len()
+            )));
+        }
+        Ok((proofs, t))
+    }
+
+    /// [`Prover::prove_syntheses`], where `cut` may end a run of witnesses proved together
+    /// early ([`Backend::witness_commitments_many`]): the proofs of the first inputs, at least
+    /// one; the caller still holds the others (borrowed) or they are dropped (owned).
+    pub(crate) fn prove_syntheses_until<W: AsWork>(
+        &self,
         mut work: Vec<W>,
         params: &Parameters,
         r: &[Scalar],
         s: &[Scalar],
+        cut: &dyn Fn() -> bool,
     ) -> Result<(Vec<Proof>, Timings)> {
         let start = Instant::now();
         check_batch(work.len(), r, s)?;
@@ -498,12 +521,22 @@ impl Prover {
                         }
                     }
                     let circuit = circuit.expect("a run of witnesses");
-                    backend.witness_commitments_many(circuit, &witnesses, params, self.pool.as_ref(), &mut t)?
+                    backend.witness_commitments_many(circuit, &witnesses, params, self.pool.as_ref(), &mut t, cut)?
                 };
-                for c in cs {
+                let done = cs.len();
+                if done == 0 {
+                    return Err(Error::InvalidArgument(format!(
+                        "the {} backend proved none of a run of {run} witnesses",
+                        backend.name()
+                    )));
+                }
+                for c in cs.into_iter().take(run) {
                     drop(work.remove(0));
                     proofs.push(self.finish_proof(params, &c, (r[i], s[i]), (i, n, "witness"), one, &mut t));
                     i += 1;
+                }
+                if done < run {
+                    break; // cut short
                 }
                 continue;
             }

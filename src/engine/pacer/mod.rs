@@ -380,6 +380,11 @@ impl Pacer {
         self.waiting = self.waiting.saturating_sub(1);
     }
 
+    /// A GPU worker gave back a partition it took without proving it: it waits again.
+    pub(crate) fn on_gpu_returned(&mut self) {
+        self.waiting += 1;
+    }
+
     /// A GPU worker finished a partition that took `gpu_time` on the GPU (failed partitions
     /// may report their time too, or nothing).
     pub(crate) fn on_gpu_done(&mut self, now: Duration, gpu_time: Duration) {

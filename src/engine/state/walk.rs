@@ -321,6 +321,19 @@ impl State {
         self.pacer.set_batch(batch.saturating_mul(streaming).max(1));
     }
 
+    /// A GPU worker gives back `item`, taken (with pool requests `requests`) but not proved:
+    /// its batch was cut short for an urgent partition. It waits again, as before it was taken.
+    pub(in crate::engine) fn requeue(&mut self, item: Ready, requests: &[usize; 4]) {
+        self.on_gpu -= 1;
+        if let Some(i) = self.gpu_requests.iter().position(|r| r == requests) {
+            self.gpu_requests.swap_remove(i);
+        }
+        if item.paced {
+            self.pacer.on_gpu_returned();
+        }
+        self.ready.push(item);
+    }
+
     /// `k` partitions were proved together.
     pub(in crate::engine) fn note_batch(&mut self, k: usize) {
         self.counters.batches += 1;

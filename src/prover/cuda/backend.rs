@@ -373,27 +373,37 @@ impl Backend for CudaBackend {
         params: &Parameters,
         pool: Option<&PinnedPool>,
         t: &mut Timings,
+        cut: &dyn Fn() -> bool,
     ) -> Result<Vec<Commitments>> {
         if self.is_device_lost() {
             return Err(self.health.lost_error());
         }
         // Runs of at most the device's batch cap; one out of memory lowers the cap and tries
-        // again; where batching does not apply, one by one.
+        // again; where batching does not apply, one by one. `cut` ends it early (between two
+        // witnesses, after at least one).
         let mut out = Vec::with_capacity(witnesses.len());
         let mut rest = witnesses;
+        let mut batching = true;
         while !rest.is_empty() {
+            if !out.is_empty() && cut() {
+                break;
+            }
             let k = self.circuits.batch_cap().min(rest.len());
-            if k >= 2 {
+            if batching && k >= 2 {
                 match self
                     .circuits
-                    .commitments_many(&self.residency, &self.batch, circuit, &rest[..k], params, t)
+                    .commitments_many(&self.residency, &self.batch, circuit, &rest[..k], params, t, cut)
                 {
-                    Ok(Some(all)) => {
-                        out.extend(all);
-                        rest = &rest[k..];
+                    Ok(Some(done)) => {
+                        let n = done.len();
+                        out.extend(done);
+                        rest = &rest[n..];
+                        if n < k {
+                            break; // cut
+                        }
                         continue;
                     }
-                    Ok(None) => {}
+                    Ok(None) => batching = false,
                     Err(e) if is_out_of_memory(&e) => {
                         self.circuits.lower_batch_cap(k, &e);
                         continue;
@@ -401,10 +411,8 @@ impl Backend for CudaBackend {
                     Err(e) => return Err(e),
                 }
             }
-            for w in rest {
-                out.push(self.witness_commitments(circuit, w, params, pool, t)?);
-            }
-            break;
+            out.push(self.witness_commitments(circuit, rest[0], params, pool, t)?);
+            rest = &rest[1..];
         }
         Ok(out)
     }

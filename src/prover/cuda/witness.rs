@@ -448,8 +448,11 @@ impl DeviceCircuits {
     /// B bases crosses PCIe once for the lot instead of once a proof), the input MSMs per
     /// witness. `None` where it does not apply (fewer than two witnesses, resident
     /// parameters, a circuit not on the device, unbatched MSMs): the caller proves them one
-    /// by one; out of device memory, the caller tries fewer ([`Self::batch_cap`]). The caller
-    /// has checked that the device is not lost.
+    /// by one; out of device memory, the caller tries fewer ([`Self::batch_cap`]). `cut` is
+    /// asked after each witness's H: when it says so, only the witnesses whose H is done are
+    /// proved (the returned commitments are theirs). The caller has checked that the device
+    /// is not lost.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn commitments_many(
         &self,
         residency: &Residency,
@@ -458,6 +461,7 @@ impl DeviceCircuits {
         witnesses: &[&Witness],
         params: &Parameters,
         t: &mut Timings,
+        cut: &dyn Fn() -> bool,
     ) -> Result<Option<Vec<Commitments>>> {
         let k = witnesses.len();
         if k < 2 || params.domain_size() < 2 || !batch.is_batched() {
@@ -475,7 +479,7 @@ impl DeviceCircuits {
         let Some(dc) = self.device_circuit(residency, circuit, keep)? else {
             return Ok(None);
         };
-        self.many_on(&dev, &dc, circuit, witnesses, params, batch, residency, t)
+        self.many_on(&dev, &dc, circuit, witnesses, params, (batch, residency), t, cut)
             .map(Some)
     }
 
@@ -487,9 +491,9 @@ impl DeviceCircuits {
         circuit: &CompiledCircuit,
         witnesses: &[&Witness],
         params: &Parameters,
-        batch: &BatchRunner,
-        residency: &Residency,
+        (batch, residency): (&BatchRunner, &Residency),
         t: &mut Timings,
+        cut: &dyn Fn() -> bool,
     ) -> Result<Vec<Commitments>> {
         let (k, keep) = (witnesses.len(), Some(params.id()));
         let start = Instant::now();
@@ -504,8 +508,12 @@ impl DeviceCircuits {
             dws.push(DeviceWitness(raw));
         }
         let log_m = params.domain_size().trailing_zeros();
-        let mut hs = vec![G1Projective::identity(); k];
-        for (dw, h) in dws.iter().zip(hs.iter_mut()) {
+        let mut hs = Vec::with_capacity(k);
+        for dw in &dws {
+            if !hs.is_empty() && cut() {
+                break;
+            }
+            let mut h = G1Projective::identity();
             let ret: &mut blst::blst_p1 = h.as_mut();
             // SAFETY: the H bases hold m − 1 points (the domain matches the parameters); `dc`
             // and `dw` are live on this device; `ret` is a blst_p1; no h_out.
@@ -520,8 +528,13 @@ impl DeviceCircuits {
                 )
             };
             self.health.check("cuzk_k_compute_h_msm_dwitness", r)?;
+            hs.push(h);
         }
         t.h += start.elapsed();
+        // Cut: the witnesses whose H is done are proved, the others' device copies go back.
+        let k = hs.len();
+        dws.truncate(k);
+        let witnesses = &witnesses[..k];
         let d = Densities {
             a_aux: circuit.a_aux_density(),
             b_inputs: circuit.b_input_density(),
