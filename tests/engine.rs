@@ -1093,6 +1093,51 @@ fn an_urgent_partition_cuts_a_batch_short() {
     assert_drained(&engine);
 }
 
+/// Issue 47: a batch never jumps a waiting partition of higher priority that cannot join it:
+/// with partitions of priority 10 and 1 of one set waiting beside one of priority 5 of
+/// another, the two of 10 go together, then the 5, then the two of 1.
+#[test]
+fn a_batch_takes_no_partition_below_a_waiting_higher_priority() {
+    let gate = Gate::new();
+    let gpu = Arc::new(FakeGpu {
+        placed: Some(Placement::Streamed),
+        gate: Some(gate.clone()),
+        ..FakeGpu::default()
+    });
+    let engine = Engine::new(EngineConfig {
+        backends: vec![EngineBackend::Custom(gpu.clone())],
+        pacer: PacerMode::BoundedQueue { depth: 8 },
+        stream_batch: 4,
+        ..config(2, 1 << 30)
+    })
+    .unwrap();
+    let other = other_params(11);
+    engine.add_parameters(&params()).unwrap();
+    engine.add_parameters(&other).unwrap();
+    let (first, _, _) = job_of(vec![TestCircuit::new(1)], 1);
+    let first = engine.submit(first);
+    wait_for(&engine, DEADLINE, "the first partition on the GPU", |s| s.on_gpu == 1);
+    let (high, rh, sh) = job_of(vec![TestCircuit::new(2), TestCircuit::new(3)], 2);
+    let (low, rl, sl) = job_of(vec![TestCircuit::new(4), TestCircuit::new(5)], 3);
+    let (ro, so) = randomness(1, 4);
+    let middle = Job::from_circuits(other.clone(), vec![Synthetic::new(K).with_seed(6)])
+        .with_priority(5)
+        .with_randomness(ro.clone(), so.clone());
+    let high = engine.submit(high.with_priority(10));
+    let low = engine.submit(low.with_priority(1));
+    let middle = engine.submit(middle);
+    wait_for(&engine, DEADLINE, "five partitions waiting", |s| s.waiting == 5);
+    gate.open();
+    first.wait().unwrap();
+    assert_eq!(high.wait().unwrap(), reference(&[2, 3], &rh, &sh));
+    assert_eq!(middle.wait().unwrap(), reference_with(&other, &[6], &ro, &so));
+    assert_eq!(low.wait().unwrap(), reference(&[4, 5], &rl, &sl));
+    let (p, o) = (params().id(), other.id());
+    assert_eq!(*gpu.proved.lock(), [p, p, p, o, p, p]);
+    assert_eq!(*gpu.runs.lock(), [2, 2]);
+    assert_drained(&engine);
+}
+
 /// The statistics say where each GPU holds a set, as the GPU says (issue 47: the mode is the
 /// backend's choice, visible without a flag): on the device, streamed, or — for a backend
 /// that does not say — where the engine prepared it; device bytes count only the sets on a

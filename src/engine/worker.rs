@@ -151,12 +151,20 @@ pub(super) fn gpu_worker(shared: &Shared, worker: usize, prover: Prover) {
         st.note_streaming(worker, streams, shared.stream_batch);
         let mut items = vec![item];
         if streams && !shared.is_urgent(items[0].priority) {
+            // Never ahead of a waiting partition of higher priority that cannot join the batch.
+            let floor = st
+                .ready
+                .iter()
+                .filter(|r| !same_run(&items[0], r))
+                .map(|r| r.priority)
+                .max()
+                .unwrap_or(i32::MIN);
             while items.len() < shared.stream_batch {
                 let next = st
                     .ready
                     .iter()
                     .enumerate()
-                    .filter(|(_, r)| same_run(&items[0], r) && !shared.is_urgent(r.priority))
+                    .filter(|(_, r)| same_run(&items[0], r) && !shared.is_urgent(r.priority) && r.priority >= floor)
                     .max_by_key(|(_, r)| r.key())
                     .map(|(i, _)| i);
                 match next {
