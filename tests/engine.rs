@@ -1032,6 +1032,32 @@ fn a_streamed_sets_waiting_witnesses_are_proved_together() {
     }
 }
 
+/// An engine over `gpu` (a streamed FakeGpu; batches of up to 4) with `params()` and a second
+/// set made from `other_seed`, urgent from `urgent_priority`, and a first partition of
+/// `params()` on the GPU (held there until `gpu`'s gate opens): the engine, the second set and
+/// the first job.
+fn streamed_engine_with_a_blocker(
+    gpu: &Arc<FakeGpu>,
+    urgent_priority: Option<i32>,
+    other_seed: u64,
+) -> (Engine, Parameters, cuzk::engine::JobHandle) {
+    let engine = Engine::new(EngineConfig {
+        backends: vec![EngineBackend::Custom(gpu.clone())],
+        pacer: PacerMode::BoundedQueue { depth: 8 },
+        stream_batch: 4,
+        urgent_priority,
+        ..config(2, 1 << 30)
+    })
+    .unwrap();
+    let other = other_params(other_seed);
+    engine.add_parameters(&params()).unwrap();
+    engine.add_parameters(&other).unwrap();
+    let (first, _, _) = job_of(vec![TestCircuit::new(1)], 1);
+    let first = engine.submit(first);
+    wait_for(&engine, DEADLINE, "the first partition on the GPU", |s| s.on_gpu == 1);
+    (engine, other, first)
+}
+
 /// Issue 47: an urgent partition that arrives while a batch is on the GPU waits for the
 /// partition under way, not for the batch: the batch stops between two partitions, its other
 /// partitions wait again and are proved after the urgent one, with the same bytes.
@@ -1049,21 +1075,8 @@ fn an_urgent_partition_cuts_a_batch_short() {
         }))),
         ..FakeGpu::default()
     });
-    let engine = Engine::new(EngineConfig {
-        backends: vec![EngineBackend::Custom(gpu.clone())],
-        pacer: PacerMode::BoundedQueue { depth: 8 },
-        stream_batch: 4,
-        urgent_priority: Some(300),
-        ..config(2, 1 << 30)
-    })
-    .unwrap();
-    let urgent_params = other_params(9);
-    engine.add_parameters(&params()).unwrap();
-    engine.add_parameters(&urgent_params).unwrap();
-    // A first partition records the circuit and holds the GPU while six witnesses wait.
-    let (first, _, _) = job_of(vec![TestCircuit::new(1)], 1);
-    let first = engine.submit(first);
-    wait_for(&engine, DEADLINE, "the first partition on the GPU", |s| s.on_gpu == 1);
+    let (engine, urgent_params, first) = streamed_engine_with_a_blocker(&gpu, Some(300), 9);
+    // The first partition recorded the circuit and holds the GPU while six witnesses wait.
     let seeds: Vec<u64> = (2..8).collect();
     let (job, r, s) = job_of(seeds.iter().map(|&k| TestCircuit::new(k)).collect(), 2);
     let job = engine.submit(job);
@@ -1104,19 +1117,7 @@ fn a_batch_takes_no_partition_below_a_waiting_higher_priority() {
         gate: Some(gate.clone()),
         ..FakeGpu::default()
     });
-    let engine = Engine::new(EngineConfig {
-        backends: vec![EngineBackend::Custom(gpu.clone())],
-        pacer: PacerMode::BoundedQueue { depth: 8 },
-        stream_batch: 4,
-        ..config(2, 1 << 30)
-    })
-    .unwrap();
-    let other = other_params(11);
-    engine.add_parameters(&params()).unwrap();
-    engine.add_parameters(&other).unwrap();
-    let (first, _, _) = job_of(vec![TestCircuit::new(1)], 1);
-    let first = engine.submit(first);
-    wait_for(&engine, DEADLINE, "the first partition on the GPU", |s| s.on_gpu == 1);
+    let (engine, other, first) = streamed_engine_with_a_blocker(&gpu, None, 11);
     let (high, rh, sh) = job_of(vec![TestCircuit::new(2), TestCircuit::new(3)], 2);
     let (low, rl, sl) = job_of(vec![TestCircuit::new(4), TestCircuit::new(5)], 3);
     let (ro, so) = randomness(1, 4);
