@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# (scripts/gpu/suite.sh: copy it to .gpu/suite.sh beside the archive scripts/gpu/pack.sh writes.)
+# Unpacks the test binaries outside the repository and runs them from the repo root.
+# Usage: bash .gpu/suite.sh plain|ignored [binary names...]
+#        bash .gpu/suite.sh bench NAME ARGS...   (an example from bin/, its output under $OUT)
+set -u
+mode=${1:-plain}; shift || true
+T=/tmp/cuzk-tests
+if [ ! -d $T/tests ]; then mkdir -p $T && xz -dc .gpu/tests.tar.xz | tar -xf - -C $T; fi
+export CUZK_DAEMON_BIN=$T/bin/cuzk-daemon
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+OUTD=${OUT:-/tmp/out}; mkdir -p $OUTD
+failed=(); passed=0
+if [ "$mode" = bench ]; then
+  name=$1; shift
+  free -g | head -2; nproc
+  start=$(date +%s)
+  $T/bin/$name "$@" > $OUTD/$name.log 2>&1; rc=$?
+  echo "$name rc=$rc $(( $(date +%s) - start ))s"; tail -60 $OUTD/$name.log
+  exit $rc
+elif [ "$mode" = plain ]; then
+  list=("$@"); [ ${#list[@]} -eq 0 ] && list=($(ls $T/tests))
+  for t in "${list[@]}"; do
+    start=$(date +%s)
+    if $T/tests/$t --test-threads 1 > $OUTD/$t.log 2>&1; then passed=$((passed+1)); r=ok; else failed+=("$t"); r=FAIL; fi
+    echo "$t $r $(( $(date +%s) - start ))s $(grep -E '^test result' $OUTD/$t.log | tail -1)"
+  done
+else
+  for t in "$@"; do
+    start=$(date +%s)
+    if $T/tests/$t --ignored --test-threads 1 > $OUTD/$t-ignored.log 2>&1; then passed=$((passed+1)); r=ok; else failed+=("$t"); r=FAIL; fi
+    echo "$t --ignored $r $(( $(date +%s) - start ))s $(grep -E '^test result' $OUTD/$t-ignored.log | tail -1)"
+  done
+fi
+echo "suite: $passed passed, ${#failed[@]} failed: ${failed[*]:-}"
+for t in "${failed[@]:-}"; do [ -n "$t" ] && { echo "=== $t"; grep -E "panicked|FAILED|failures:|^test .* FAILED" -A6 $OUTD/$t*.log | head -60; }; done
