@@ -216,14 +216,11 @@ pub(super) fn gpu_worker(shared: &Shared, worker: usize, prover: Prover) {
         // batch's time. The others (a batch cut short) wait again.
         let k = results.len();
         let share = elapsed / k as u32;
-        let unproved: Vec<(Ready, [usize; 4])> = {
-            let rest_items = items.split_off(k);
-            let rest_books = books.split_off(k);
-            rest_items
-                .into_iter()
-                .zip(rest_books.into_iter().map(|(abc, _)| abc))
-                .collect()
-        };
+        let unproved: Vec<(Ready, [usize; 4])> = items
+            .split_off(k)
+            .into_iter()
+            .zip(books.split_off(k).into_iter().map(|(abc, _)| abc))
+            .collect();
         if together {
             log::debug!(
                 "engine: GPU worker {worker} proved {k} partitions of a streamed set together in {:.1} ms",

@@ -234,10 +234,7 @@ impl State {
         elapsed: Duration,
         now: Duration,
     ) {
-        self.on_gpu -= 1;
-        if let Some(i) = self.gpu_requests.iter().position(|r| r == requests) {
-            self.gpu_requests.swap_remove(i);
-        }
+        self.leave_gpu(requests);
         self.pacer.on_gpu_done(now, elapsed);
         self.gpu_ema = ema(self.gpu_ema, elapsed);
         let books = &mut self.workers[worker];
@@ -324,14 +321,19 @@ impl State {
     /// A GPU worker gives back `item`, taken (with pool requests `requests`) but not proved:
     /// its batch was cut short for an urgent partition. It waits again, as before it was taken.
     pub(in crate::engine) fn requeue(&mut self, item: Ready, requests: &[usize; 4]) {
-        self.on_gpu -= 1;
-        if let Some(i) = self.gpu_requests.iter().position(|r| r == requests) {
-            self.gpu_requests.swap_remove(i);
-        }
+        self.leave_gpu(requests);
         if item.paced {
             self.pacer.on_gpu_returned();
         }
         self.ready.push(item);
+    }
+
+    /// A partition that held pool requests `requests` is off the GPU (proved or given back).
+    fn leave_gpu(&mut self, requests: &[usize; 4]) {
+        self.on_gpu -= 1;
+        if let Some(i) = self.gpu_requests.iter().position(|r| r == requests) {
+            self.gpu_requests.swap_remove(i);
+        }
     }
 
     /// `k` partitions were proved together.
