@@ -22,13 +22,29 @@ pub(crate) struct Args {
     #[arg(long, value_name = "BYTES", default_value = "32GiB", value_parser = parse_snap_sector_size)]
     pub(crate) snap_sector_size: u64,
     /// Window PoSt: the sectors' size, whose TreeR shape the partitions have (`32GiB` or
-    /// `64GiB`; --kind window).
+    /// `64GiB`; --kind window, and --deadline's Window and Winning PoSt partitions).
     #[arg(long, value_name = "SIZE", default_value = "32GiB", value_parser = crate::window::WindowSize::parse)]
     pub(crate) window_sector_size: crate::window::WindowSize,
     /// Window PoSt: sector slots a partition (default: production's, 2349 at 32 GiB and 2300
-    /// at 64 GiB; fewer for a quick run; --kind window).
+    /// at 64 GiB; fewer for a quick run; --kind window and --deadline).
     #[arg(long, value_name = "N")]
     pub(crate) window_sectors: Option<usize>,
+    /// A proving node's deadline under load (`deadline`): in every stream, when half its
+    /// partitions are proved, N Window PoSt partitions (--window-sector-size, --window-sectors
+    /// slots) arrive as one job at Window PoSt's priority, then a Winning PoSt partition
+    /// (--winning-challenges) at Winning PoSt's; their latencies against their bounds and the
+    /// stream's throughput lost. Both sets are made here (shape, random parameters) beside the
+    /// stream's and held by its engine under its one budget. --kind porep or snap.
+    #[arg(long, value_name = "N", value_parser = support::at_least_one)]
+    pub(crate) deadline: Option<usize>,
+    /// --deadline: seconds from the Window PoSt job's submission to the Winning PoSt's
+    /// (default: one proof of the stream's, its EMA then).
+    #[arg(long, value_name = "S", requires = "deadline", value_parser = parse_seconds)]
+    pub(crate) deadline_winning_after: Option<f64>,
+    /// --deadline: the Winning PoSt partition's challenges, in its one sector slot (production:
+    /// 66; fewer for a quick run).
+    #[arg(long, value_name = "N", default_value_t = crate::window::WINNING_CHALLENGES, value_parser = support::at_least_one)]
+    pub(crate) winning_challenges: usize,
     /// Stacked-DRG layers (storage-proofs-porep accepts 2 or 11; 11 is 32 GiB's; --kind porep).
     #[arg(long, value_name = "2|11", default_value_t = 11, value_parser = parse_layers)]
     pub(crate) layers: usize,
@@ -257,6 +273,13 @@ fn parse_stream(s: &str) -> Result<StreamSpec, String> {
         limit_gib,
         sectors,
     })
+}
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(format!("{s:?}: seconds, a number >= 0")),
+    }
 }
 
 fn parse_layers(s: &str) -> Result<usize, String> {

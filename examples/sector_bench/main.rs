@@ -62,6 +62,21 @@
 //!   device/host evaluations. Every stream proves the same partitions with the same r, s, so
 //!   the bench also checks that each stream's proofs equal the first stream's (exit 1 if not).
 //!
+//! ## A deadline under load (`--deadline N`, `deadline`)
+//! A proving node's deadline arriving while it seals: N Window PoSt partitions of production's
+//! shape (`--window-sector-size`, `--window-sectors`) as one job at Window PoSt's priority, then
+//! a Winning PoSt partition (`--winning-challenges`) at Winning PoSt's, submitted in every
+//! stream when half its partitions are proved; both sets made here (shape, random parameters)
+//! and held by each stream's engine beside the stream's under its one budget (on the host, or
+//! on the GPUs with `--params-on-device`). Each is first proved alone on the stream's engine;
+//! the stream then prints each one's latency under load against its bound (Window: N × one
+//! partition alone + one proof of the stream's; Winning: one proof of the stream's + its own
+//! alone), how long the deadline was open and the stream's throughput lost in it, one
+//! `deadline` JSON event, and a `### deadline` table at the end. The Winning-PoSt stand-in is
+//! then measured alone only. A smoke run on 2 cores (CI runs it):
+//!
+//!     sector_bench --cpu --sector-size 2KiB --layers 2 --challenges 1 --partitions-per-sector 2 --synthesis-workers 2 --record-shape --window-sectors 1 --winning-challenges 2 --deadline 2 --stream native:2
+//!
 //! ## On the H200 host (one GPU, 16 cores, 128 GiB; 600 s a command)
 //! **The real PoRep shape** (the default since the random vanilla proofs: 32 GiB's tree
 //! depths, 130,278,869 constraints a partition, domain 2^27). Counted here (`--count-only`,
@@ -313,6 +328,7 @@
 mod args;
 mod check;
 mod circuits;
+mod deadline;
 mod gpus;
 mod memory;
 mod report;
@@ -327,21 +343,22 @@ mod window;
 #[path = "../../tests/common/post.rs"]
 mod post_fixtures;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Parser;
 use cuzk::engine::budget::{params_hint, partition_bytes};
-use cuzk::testing::{random_parameters, random_parameters_for};
-use cuzk::{BackendChoice, CompiledCircuit, Proof, Prover};
+use cuzk::testing::random_parameters;
+use cuzk::{BackendChoice, CompiledCircuit, Parameters, Proof, Prover};
 
 use args::{Args, Kind, StreamSpec};
 use circuits::{
     porep_partitions, porep_sector, randomness, snap_circuits, snap_partition_count, winning_circuit, Generator,
-    SectorCircuit, Timed,
+    SectorCircuit,
 };
+use deadline::{Deadline, DeadlineResult};
 use gpus::Gpus;
-use memory::{host_memory, rss, trim_heap, Sampler};
+use memory::{host_memory, rss, trim_heap};
 use report::{gib, secs, summary_event, Out, StreamResult};
 use shape::{count_only, shape_only};
 use stream::Bench;
@@ -436,6 +453,9 @@ fn main() {
             args.porep_sector_size()
         ));
     }
+    if args.deadline.is_some() && args.kind == Kind::Window {
+        fail("--deadline puts a Window PoSt deadline beside PoRep or SnapDeals sectors (--kind porep or snap)");
+    }
     if args.check_builders && args.kind != Kind::Porep {
         fail("--check-builders checks the PoRep builders (--kind porep)");
     }
@@ -447,7 +467,7 @@ fn main() {
     let window_sectors = args
         .window_sectors
         .unwrap_or(args.window_sector_size.production_sectors());
-    if args.kind == Kind::Window && window_sectors == 0 {
+    if (args.kind == Kind::Window || args.deadline.is_some()) && window_sectors == 0 {
         fail("--window-sectors: at least one sector slot");
     }
     let cores = std::thread::available_parallelism().map_or(2, |c| c.get());
@@ -556,46 +576,18 @@ fn main() {
 
     // The parameters' shape: one partition in full (recording it with --record-shape), its RSS
     // over it sampled.
-    let sampler = Sampler::start();
+    let shape::Made {
+        params,
+        recorded,
+        constraints,
+        inputs,
+        aux,
+        shape_time,
+        params_time,
+    } = shape::made("partition 0", &circuits[0], args.record_shape, baseline);
     let t = Instant::now();
-    let (shape, recorded) = if args.record_shape {
-        let timed = Timed {
-            circuit: circuits[0].clone(),
-            slot: 0,
-            times: Arc::new(Mutex::new(vec![None])),
-        };
-        let (shape, compiled) = ok("recording partition 0", CompiledCircuit::record(timed, None, None));
-        (shape, Some(Arc::new(compiled)))
-    } else {
-        let shape = ok(
-            "synthesizing partition 0",
-            Prover::new().synthesize(circuits[0].clone()),
-        );
-        (shape, None)
-    };
-    let shape_time = t.elapsed();
-    let shape_peak = sampler.stop();
-    let constraints = shape.num_constraints();
-    let (inputs, aux) = (shape.input_assignment().len(), shape.aux_assignment().len());
-    let held = cuzk::engine::budget::assignment_bytes(&shape) + recorded.as_ref().map_or(0, |c| c.byte_size());
-    let overhead = shape_peak.saturating_sub(baseline).saturating_sub(held);
-    eprintln!(
-        "partition 0: {constraints} constraints, {inputs} inputs, {aux} aux; full synthesis{} {:.2} s; \
-         its own memory beyond a/b/c/aux{} ~{} bytes per constraint",
-        if recorded.is_some() { " with recording" } else { "" },
-        secs(shape_time),
-        if recorded.is_some() {
-            " and the compiled circuit"
-        } else {
-            ""
-        },
-        overhead / constraints.max(1)
-    );
-    let t = Instant::now();
-    let params = ok("random parameters", random_parameters_for(&shape, 32));
-    drop(shape);
     if args.write_params.is_some() {
-        eprintln!("random parameters made in {:.2} s", secs(t.elapsed()));
+        eprintln!("random parameters made in {:.2} s", secs(params_time));
         write_params(&args, &params, &mut out);
         // With --stream the streams follow, over the same set (one shape synthesis for both).
         if args.streams.is_empty() {
@@ -606,9 +598,14 @@ fn main() {
         "Winning PoSt stand-in parameters",
         random_parameters(winning_circuit(winning_k, 0), 22),
     );
-    let params_time = t.elapsed();
+    let params_time = params_time + t.elapsed();
     eprintln!("random parameters made in {:.2} s", secs(params_time));
-    let params = if args.params_on_device {
+    // With --params-on-device each set goes onto the GPUs as soon as it is made, its host copy
+    // released before the next is made.
+    let keep = |params: Parameters| -> Parameters {
+        if !args.params_on_device {
+            return params;
+        }
         let t = Instant::now();
         let kept = ok("keeping the parameters on the GPU(s)", gpus.keep_on_device(&params));
         drop(params);
@@ -619,15 +616,22 @@ fn main() {
             gib(rss())
         );
         kept
-    } else {
-        params
     };
+    let params = keep(params);
+    let mut carried: Vec<Arc<CompiledCircuit>> = recorded.into_iter().collect();
+    let deadline = args
+        .deadline
+        .map(|n| Deadline::make(&args, window_sectors, n, baseline, &keep, &mut carried, &mut out));
 
     // The engines' budget (the same for every stream).
     let gpu_workers = gpus.count() * args.gpu_workers;
     let one = partition_bytes(params_hint(&params), 1.0);
     let slack = (args.slack_gib * GIB) as usize;
-    let formula = params.host_bytes() + wparams.host_bytes() + (synthesis_workers + gpu_workers + 2) * one;
+    let deadline_bytes = deadline
+        .as_ref()
+        .map_or(0, |d| d.window_params.host_bytes() + d.winning_params.host_bytes());
+    let formula =
+        params.host_bytes() + wparams.host_bytes() + deadline_bytes + (synthesis_workers + gpu_workers + 2) * one;
     let cap = host_memory().map(|m| ((m as f64 * HOST_SHARE) as usize).saturating_sub(baseline + slack));
     let (budget, capped) = match (args.budget_gib, cap) {
         (Some(g), _) if g > 0.0 => ((g * GIB) as usize, false),
@@ -671,7 +675,7 @@ fn main() {
         "{described}; domain 2^{}; {pps} partitions a sector; random parameters of that shape (the proofs do not verify); \
          shape's full synthesis{} {:.1} s, parameters made in {:.1} s",
         constraints.next_power_of_two().trailing_zeros(),
-        if recorded.is_some() { " with recording" } else { "" },
+        if args.record_shape { " with recording" } else { "" },
         secs(shape_time),
         secs(params_time)
     ));
@@ -706,8 +710,8 @@ fn main() {
         budget,
         baseline,
         slack,
+        deadline: deadline.as_ref(),
     };
-    let mut carried: Vec<Arc<CompiledCircuit>> = recorded.into_iter().collect();
     let mut results: Vec<StreamResult> = Vec::new();
     let mut first_proofs: Vec<Option<Vec<Proof>>> = Vec::new();
     for (i, spec) in streams.iter().enumerate() {
@@ -785,6 +789,23 @@ fn main() {
          then over those of the sectors after the first; bound: one partition's proof (EMA) + the stand-in alone; evaluations: \
          this stream's witness proofs with a, b, c evaluated on the device / on the host)",
     );
+    if results.iter().any(|r| r.deadline.is_some()) {
+        out.line("");
+        out.line("### deadline");
+        for l in DeadlineResult::header() {
+            out.line(l);
+        }
+        for (i, r) in results.iter().enumerate() {
+            if let Some(d) = &r.deadline {
+                out.line(&d.row(i, &r.spec.to_string()));
+            }
+        }
+        out.line(
+            "(bounds: Window, its partitions × one alone + one proof of the stream's (EMA at submission); Winning, one proof \
+             of the stream's + its own alone; open: from the Window job's submission to the later proof; lost: open less the \
+             stream's partitions proved in it at its rate outside it)",
+        );
+    }
     if !identical {
         std::process::exit(1);
     }

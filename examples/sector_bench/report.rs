@@ -96,6 +96,8 @@ pub(crate) struct StreamResult {
     pub(crate) evaluations: Option<(usize, usize)>,
     /// Whether its proofs equal the first stream's, sector by sector (None for the first).
     pub(crate) same_as_first: Option<bool>,
+    /// `--deadline`: what it measured of the deadline under load.
+    pub(crate) deadline: Option<crate::deadline::DeadlineResult>,
 }
 
 impl StreamResult {

@@ -1,17 +1,22 @@
 //! `--shape-only`: partition 0 counted, then synthesized witness-only once, timed — no
 //! parameters, no engine; `--count-only`: partition 0 counted, with its densities and terms,
-//! and the host bytes they make.
+//! and the host bytes they make; and before the streams, a circuit's shape synthesized in
+//! full and random parameters of it (`made`).
 
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use bellpepper_core::{Index, LinearCombination, Variable};
 use cuzk::engine::budget::partition_bytes;
 use cuzk::filecoin::native::first_differences;
 use cuzk::testing::count_circuit;
-use cuzk::{CapacityHint, Circuit, ConstraintSystem, Scalar, SynthesisError, WitnessCs};
+use cuzk::testing::random_parameters_for;
+use cuzk::{
+    CapacityHint, Circuit, CompiledCircuit, ConstraintSystem, Parameters, Prover, Scalar, SynthesisError, WitnessCs,
+};
 use ff::Field;
 
-use crate::circuits::{Generator, SectorCircuit};
+use crate::circuits::{Generator, SectorCircuit, Timed};
 use crate::memory::{rss, Sampler};
 use crate::ok;
 use crate::report::{gib, secs, Out};
@@ -315,5 +320,76 @@ impl ConstraintSystem<Scalar> for Tally {
 
     fn get_root(&mut self) -> &mut Self::Root {
         self
+    }
+}
+
+/// A circuit's shape and the random parameters made of it (`made`).
+pub(crate) struct Made {
+    pub(crate) params: Parameters,
+    /// The compiled circuit recorded in the shape's synthesis (`record`).
+    pub(crate) recorded: Option<Arc<CompiledCircuit>>,
+    pub(crate) constraints: usize,
+    pub(crate) inputs: usize,
+    pub(crate) aux: usize,
+    pub(crate) shape_time: Duration,
+    pub(crate) params_time: Duration,
+}
+
+/// `circuit` synthesized in full once (recording its compiled circuit when `record`), its RSS
+/// over that sampled, then random parameters of its shape; `label` names it in the line printed
+/// (constraints, times, the synthesis's own bytes a constraint beyond a, b, c, aux and the
+/// recording, against `baseline`, the RSS before).
+pub(crate) fn made(label: &str, circuit: &SectorCircuit, record: bool, baseline: usize) -> Made {
+    let sampler = Sampler::start();
+    let t = Instant::now();
+    let (shape, recorded) = if record {
+        let timed = Timed {
+            circuit: circuit.clone(),
+            slot: 0,
+            times: Arc::new(Mutex::new(vec![None])),
+        };
+        let (shape, compiled) = ok(
+            &format!("recording {label}"),
+            CompiledCircuit::record(timed, None, None),
+        );
+        (shape, Some(Arc::new(compiled)))
+    } else {
+        let shape = ok(
+            &format!("synthesizing {label}"),
+            Prover::new().synthesize(circuit.clone()),
+        );
+        (shape, None)
+    };
+    let shape_time = t.elapsed();
+    let shape_peak = sampler.stop();
+    let constraints = shape.num_constraints();
+    let (inputs, aux) = (shape.input_assignment().len(), shape.aux_assignment().len());
+    let held = cuzk::engine::budget::assignment_bytes(&shape) + recorded.as_ref().map_or(0, |c| c.byte_size());
+    let overhead = shape_peak.saturating_sub(baseline).saturating_sub(held);
+    eprintln!(
+        "{label}: {constraints} constraints, {inputs} inputs, {aux} aux; full synthesis{} {:.2} s; \
+         its own memory beyond a/b/c/aux{} ~{} bytes per constraint",
+        if recorded.is_some() { " with recording" } else { "" },
+        secs(shape_time),
+        if recorded.is_some() {
+            " and the compiled circuit"
+        } else {
+            ""
+        },
+        overhead / constraints.max(1)
+    );
+    let t = Instant::now();
+    let params = ok(
+        &format!("random parameters of {label}"),
+        random_parameters_for(&shape, 32),
+    );
+    Made {
+        params,
+        recorded,
+        constraints,
+        inputs,
+        aux,
+        shape_time,
+        params_time: t.elapsed(),
     }
 }

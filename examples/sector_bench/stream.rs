@@ -13,6 +13,7 @@ use serde_json::json;
 
 use crate::args::{Args, Kind, StreamSpec};
 use crate::circuits::{randomness, winning_circuit, Generator, SectorCircuit, Timed};
+use crate::deadline::Deadline;
 use crate::gpus::Gpus;
 use crate::memory::{proc_status, reset_hwm, rss, trim_heap, Sampler};
 use crate::ok;
@@ -49,6 +50,8 @@ pub(crate) struct Bench<'a> {
     pub(crate) budget: usize,
     pub(crate) baseline: usize,
     pub(crate) slack: usize,
+    /// `--deadline`'s circuits and parameters.
+    pub(crate) deadline: Option<&'a Deadline>,
 }
 
 impl Bench<'_> {
@@ -104,14 +107,21 @@ impl Bench<'_> {
     /// partition's and the Winning stand-in's (the engine keys them by circuit type and shape).
     pub(crate) fn compiled_of(&self, engine: &Engine) -> Vec<Arc<CompiledCircuit>> {
         let cache = engine.compiled_circuits();
+        let timed = std::any::type_name::<Timed>();
         [
-            cache.get_in_memory(std::any::type_name::<Timed>(), CircuitShape::of_params(self.params)),
+            cache.get_in_memory(timed, CircuitShape::of_params(self.params)),
             cache.get_in_memory(
                 std::any::type_name::<Synthetic>(),
                 CircuitShape::of_params(self.wparams),
             ),
         ]
         .into_iter()
+        .chain(
+            self.deadline
+                .into_iter()
+                .flat_map(|d| d.shapes())
+                .map(|shape| cache.get_in_memory(timed, shape)),
+        )
         .flatten()
         .collect()
     }
@@ -169,6 +179,9 @@ impl Bench<'_> {
         let t = Instant::now();
         ok("parameters", engine.add_parameters(params));
         ok("parameters", engine.add_parameters(wparams));
+        if let Some(d) = self.deadline {
+            d.add_to(&engine);
+        }
         let ready = t.elapsed();
         let sampler = Sampler::start();
 
@@ -216,6 +229,7 @@ impl Bench<'_> {
         if spec.native {
             self.validate_generator(&engine, out);
         }
+        let deadline_alone = self.deadline.map(|d| d.alone(&engine, spec.native, out));
         let books_start = self.gpus.books();
 
         // The stream: every sector submitted at once.
@@ -256,9 +270,14 @@ impl Bench<'_> {
         let (mut last_at, mut last_busy) = (start, busy(&start_stats));
         let mut done = vec![0usize; n_sectors];
         let mut winning_under_load: Option<mpsc::Receiver<Option<Duration>>> = None;
+        let mut deadline_in_flight = None;
+        // Each partition's proof time from the stream's start (--deadline's throughput).
+        let mut proved_at: Vec<Duration> = Vec::new();
         let (mut most_resident, mut most_streamed) = (0usize, 0usize);
         let mut seen = vec![(0usize, 0usize); n_sectors];
         for (sector, p, at) in rx {
+            let newly = p.done.saturating_sub(done[sector]);
+            proved_at.extend(std::iter::repeat(at.duration_since(start)).take(newly));
             done[sector] = p.done;
             let proved: usize = done.iter().sum();
             if seen[sector] != (p.done, p.failed) {
@@ -268,7 +287,12 @@ impl Bench<'_> {
                     "done": p.done, "failed": p.failed, "total": p.total, "at_s": secs(at.duration_since(start)),
                 }));
             }
-            if winning_under_load.is_none() && proved * 2 >= total && proved < total {
+            let mid = proved * 2 >= total && proved < total;
+            if let (Some(d), true, None) = (self.deadline, mid, &deadline_in_flight) {
+                // As the stand-in's below: half a partition's proof after this one finished.
+                std::thread::sleep(engine.stats().gpu_time_ema.unwrap_or_default() / 2);
+                deadline_in_flight = Some(d.submit(&engine, spec.native, start, index));
+            } else if self.deadline.is_none() && winning_under_load.is_none() && mid {
                 // Mid-proof, not at a proof's end (when the next GPU start is still open): half
                 // a partition's proof after this one finished.
                 let delay = engine.stats().gpu_time_ema.unwrap_or_default() / 2;
@@ -372,6 +396,18 @@ impl Bench<'_> {
         let failed_sectors = proofs.iter().filter(|p| p.is_none()).count();
         let stream_wall = start.elapsed();
         let under_load = winning_under_load.and_then(|rx| rx.recv().ok().flatten());
+        let deadline = match (self.deadline, deadline_in_flight, deadline_alone) {
+            (Some(d), Some(flight), Some(alone)) => {
+                let r = d.finish(flight, alone, &proved_at, out);
+                out.event(r.event(index, &spec.to_string()));
+                Some(r)
+            }
+            (Some(_), None, _) => {
+                out.line("deadline: not submitted (the stream ended before half its partitions were proved)");
+                None
+            }
+            _ => None,
+        };
         let end = engine.stats();
         let dev = self.gpus.books();
         most_resident = most_resident.max(dev.resident_bytes);
@@ -423,6 +459,7 @@ impl Bench<'_> {
             over_limit,
             evaluations,
             same_as_first: None,
+            deadline,
         };
         let steady = result
             .steady()
@@ -481,8 +518,13 @@ impl Bench<'_> {
                 if lat <= proof_ema + alone { "within" } else { "OVER" }
             )),
             None => out.line(&format!(
-                "Winning PoSt stand-in: alone {:.3} s; not measured under load (the stream ended first, or it failed)",
-                secs(alone)
+                "Winning PoSt stand-in: alone {:.3} s; not measured under load ({})",
+                secs(alone),
+                if self.deadline.is_some() {
+                    "--deadline: the Winning PoSt partition was, above"
+                } else {
+                    "the stream ended first, or it failed"
+                }
             )),
         }
         out.line(&format!(

@@ -25,8 +25,12 @@ use crate::post_fixtures::{random_partition, Domain};
 /// The 64 GiB sector's tree (8-8-2).
 type Tree64 = filecoin_proofs::SectorShape64GiB;
 
-/// Challenges a sector slot.
+/// Challenges a sector slot of a Window PoSt partition (filecoin-proofs'
+/// `WINDOW_POST_CHALLENGE_COUNT`).
 const CHALLENGES: usize = 10;
+/// A Winning PoSt partition's challenges, all in its one sector slot (filecoin-proofs'
+/// `WINNING_POST_CHALLENGE_COUNT`; `WINNING_POST_SECTOR_COUNT` is 1).
+pub(crate) const WINNING_CHALLENGES: usize = 66;
 
 /// The sector sizes a Window PoSt partition is built for: the production tree shapes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,11 +90,14 @@ struct Inputs<T: MerkleTreeTrait> {
     params: PublicParams,
 }
 
-/// `partitions` Window PoSt partitions of `sectors` slots each (random vanilla proofs,
-/// `tests/common/post.rs`; partition k's from seed 38 + k), with their native generators.
+/// `partitions` Fallback PoSt partitions of `sectors` slots of `challenges` each (random
+/// vanilla proofs, `tests/common/post.rs`; partition k's from seed `seed + k`), with their
+/// native generators.
 fn partitions_of<T: 'static + MerkleTreeTrait>(
     sectors: usize,
+    challenges: usize,
     partitions: usize,
+    seed: u64,
     wrap: fn(FallbackPoStCircuit<T>) -> PostCircuit,
 ) -> Vec<(PostCircuit, Generator)>
 where
@@ -99,8 +106,8 @@ where
 {
     (0..partitions)
         .map(|k| {
-            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(38 + k as u64);
-            let (pub_in, proof, params) = random_partition::<T>(sectors, sectors, CHALLENGES, &mut rng);
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed + k as u64);
+            let (pub_in, proof, params) = random_partition::<T>(sectors, sectors, challenges, &mut rng);
             let inputs = Arc::new(Inputs::<T> { pub_in, proof, params });
             let circuit = ok(
                 "FallbackPoStCompound::circuit",
@@ -120,10 +127,21 @@ where
         .collect()
 }
 
-/// `partitions` Window PoSt partitions of `size` sectors, `sectors` slots each.
+/// `partitions` Window PoSt partitions of `size` sectors, `sectors` slots each (seeds 38 + k).
 pub(crate) fn window_partitions(size: WindowSize, sectors: usize, partitions: usize) -> Vec<(PostCircuit, Generator)> {
     match size {
-        WindowSize::G32 => partitions_of(sectors, partitions, PostCircuit::G32),
-        WindowSize::G64 => partitions_of(sectors, partitions, PostCircuit::G64),
+        WindowSize::G32 => partitions_of(sectors, CHALLENGES, partitions, 38, PostCircuit::G32),
+        WindowSize::G64 => partitions_of(sectors, CHALLENGES, partitions, 38, PostCircuit::G64),
     }
+}
+
+/// A Winning PoSt partition of `size` sectors: the same circuit (filecoin-proofs proves
+/// Winning PoSt with `FallbackPoStCompound` too) with one sector slot of `challenges`
+/// challenges (production: [`WINNING_CHALLENGES`]), from seed 29.
+pub(crate) fn winning_partition(size: WindowSize, challenges: usize) -> (PostCircuit, Generator) {
+    let mut one = match size {
+        WindowSize::G32 => partitions_of(1, challenges, 1, 29, PostCircuit::G32),
+        WindowSize::G64 => partitions_of(1, challenges, 1, 29, PostCircuit::G64),
+    };
+    one.remove(0)
 }
