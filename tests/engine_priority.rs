@@ -214,6 +214,63 @@ fn an_urgent_job_is_proved_right_after_the_partition_in_progress() {
     assert_eq!(stats.partitions_done, 13);
 }
 
+/// A job of a higher priority, not urgent (a Window PoSt deadline during PoRep), submitted
+/// while the pacer holds a lower stream back at its depth: its partitions are dispatched at
+/// once, past the pacer's depth made of lower partitions, up to a synthesis worker each, and
+/// both are proved right after the partition on the GPU. Through the pacer they would wait for
+/// the lower partitions waiting to drain (a GPU proof each) and then come one per proof, each
+/// behind a lower one synthesized meanwhile.
+#[test]
+fn a_higher_priority_job_dispatches_past_a_pacer_full_of_lower_partitions() {
+    let params = random_parameters(Synthetic::new(K), 7).expect("parameters");
+    let gpu = TicketBackend::closed();
+    let engine = Engine::new(EngineConfig {
+        synthesis_workers: 2,
+        backends: vec![EngineBackend::Custom(gpu.clone())],
+        pool_allocator: Some(Box::new(HeapAllocator)),
+        budget_bytes: 1 << 30,
+        budget_timeout: DEADLINE,
+        urgent_priority: Some(300),
+        ..EngineConfig::default()
+    })
+    .unwrap();
+    let order: Order = Arc::default();
+
+    // A stream of 12: one on the GPU, the pacer's depth of them waiting, the rest held back.
+    let circuits = (0..12).map(|s| Synthetic::new(K).with_seed(s)).collect();
+    let low = engine.submit(Job::from_circuits(params.clone(), circuits).with_priority(100));
+    record(&order, "low", &low);
+    wait_for(&engine, DEADLINE, "one on the GPU, the rest waiting or held", |s| {
+        s.on_gpu == 1 && s.in_synthesis == 0 && s.waiting >= 1
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let before = engine.stats();
+    assert_eq!((before.on_gpu, before.in_synthesis), (1, 0), "{before:#?}");
+    assert!(before.pending > 0, "the pacer holds the rest back: {before:#?}");
+
+    // Two partitions of priority 200 (below the urgent 300): both synthesized and waiting
+    // while the GPU is still on its first partition.
+    let high_circuits = (20..22).map(|s| Synthetic::new(K).with_seed(s)).collect();
+    let high = engine.submit(Job::from_circuits(params.clone(), high_circuits).with_priority(200));
+    record(&order, "high", &high);
+    wait_for(&engine, DEADLINE, "both high partitions waiting", |s| {
+        s.waiting == before.waiting + 2
+    });
+    let mid = engine.stats();
+    assert_eq!(mid.urgent_dispatched, 0, "not the urgent path: {mid:#?}");
+    assert_eq!(
+        mid.pending, before.pending,
+        "no low partition dispatched with them: {mid:#?}"
+    );
+
+    gpu.give(usize::MAX / 2);
+    high.wait().unwrap();
+    low.wait().unwrap();
+    let order = order.lock().clone();
+    assert_eq!(order.len(), 14, "{order:?}");
+    assert_eq!(&order[..3], [("low", 1), ("high", 1), ("high", 2)], "{order:?}");
+}
+
 /// The stall: an urgent partition whose synthesis grows past its reservation (here its
 /// type's hint is too small, as for a refused witness synthesized in full) waits for pool bytes
 /// while the pool's cap is held by ready lower-priority partitions, and the free GPU worker

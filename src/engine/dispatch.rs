@@ -28,7 +28,8 @@ pub(super) fn dispatcher(shared: Arc<Shared>, synth: Arc<rayon::ThreadPool>) {
         let now = shared.now();
         // An urgent job skips the pacer and the synthesis workers' limit (its synthesis
         // gets a thread of its own), one partition per live GPU worker at a time.
-        let urgent = shared.is_urgent(st.jobs[&id].priority);
+        let priority = st.jobs[&id].priority;
+        let urgent = shared.is_urgent(priority);
         if urgent {
             if st.urgent_in_synthesis >= st.live_workers.max(1) {
                 shared.dispatch_cv.wait(&mut st);
@@ -43,7 +44,15 @@ pub(super) fn dispatcher(shared: Arc<Shared>, synth: Arc<rayon::ThreadPool>) {
             // an event" (e.g. a start whose first partitions failed before any GPU time was
             // known) must not stall the engine.
             let idle = st.in_synthesis == 0 && st.ready.is_empty() && st.on_gpu == 0;
+            // A job above everything in the pipeline dispatches past the pacer, up to a
+            // synthesis worker's worth of its own partitions ahead (State::jumps_pacer); the
+            // pacer still counts them (on_dispatch), so the lower ones it paces fall back.
+            let jump = st.jumps_pacer(priority, shared.synthesis_workers);
+            if jump {
+                log::debug!("engine: job {id} (priority {priority}) dispatched past the pacer's lower-priority depth");
+            }
             match st.pacer.next_dispatch_at(now) {
+                _ if jump => {}
                 None if !idle => {
                     shared.dispatch_cv.wait(&mut st);
                     continue;

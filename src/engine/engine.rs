@@ -164,6 +164,7 @@ impl Engine {
                 params: ParamCache::new(backends.len()),
                 synthesis_reserved: 0,
                 synthesis_requests: Vec::new(),
+                synthesis_priorities: Vec::new(),
                 gpu_requests: Vec::new(),
                 compiled_charged: 0,
                 evaluation: Default::default(),

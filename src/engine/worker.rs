@@ -32,6 +32,7 @@ pub(super) fn synthesize(shared: &Shared, work: Dispatched) {
         requests,
         urgent,
         witness,
+        priority,
     } = work;
     let Pending { index, synthesize, .. } = partition;
     let result = unless_panic(
@@ -42,7 +43,7 @@ pub(super) fn synthesize(shared: &Shared, work: Dispatched) {
     let mut deferred = Deferred::default();
     let mut st = shared.state.lock();
     let now = shared.now();
-    st.end_synthesis(urgent, synth_bytes, &requests, elapsed);
+    st.end_synthesis(urgent, priority, synth_bytes, &requests, elapsed);
     // A recording (or a file loaded) during this synthesis: its bytes enter the budget.
     shared.charge_compiled(&mut st);
     let alive = st.jobs.get(&id).is_some_and(|j| j.error.is_none()) && !st.shutdown;

@@ -48,6 +48,8 @@ pub(super) struct Dispatched {
     pub(super) urgent: bool,
     /// Dispatched for witness-only synthesis (counted in `State::witnesses_in_flight`).
     pub(super) witness: bool,
+    /// Its job's priority (counted in `State::synthesis_priorities` while it is synthesized).
+    pub(super) priority: i32,
 }
 
 /// A synthesized partition waiting for a GPU worker.
@@ -165,6 +167,9 @@ pub(super) struct State {
     /// is computed): idle buffers of their sizes are counted in their reservations, not as
     /// idle.
     pub(super) synthesis_requests: Vec<[usize; 4]>,
+    /// The job priorities of the partitions in synthesis, one entry each (the pacer's jump,
+    /// [`State::jumps_pacer`]).
+    pub(super) synthesis_priorities: Vec<i32>,
     pub(super) gpu_requests: Vec<[usize; 4]>,
     /// Bytes of the compiled circuits the engine's prover holds, charged to the budget once.
     pub(super) compiled_charged: usize,
@@ -419,6 +424,30 @@ impl State {
     }
 
     /// The job whose next partition is dispatched next: highest priority, then oldest.
+    /// Whether the head job, of priority `p`, dispatches past the pacer: lower-priority
+    /// partitions are in the pipeline the pacer keeps at its depth (in synthesis or waiting for
+    /// a GPU) — all of which the GPUs take only after `p`'s — and fewer than `ahead` partitions
+    /// of priority `p` or above are. Without it a job of a higher priority arriving during a
+    /// stream (a Window PoSt deadline during PoRep) waits for the lower partitions the pacer
+    /// counts to drain, one GPU proof each, and its partitions then trickle in one per proof,
+    /// each behind a lower one synthesized meanwhile.
+    pub(super) fn jumps_pacer(&self, p: i32, ahead: usize) -> bool {
+        let (mut class, mut lower) = (0usize, 0usize);
+        for q in self
+            .ready
+            .iter()
+            .map(|r| r.priority)
+            .chain(self.synthesis_priorities.iter().copied())
+        {
+            if q >= p {
+                class += 1;
+            } else {
+                lower += 1;
+            }
+        }
+        lower > 0 && class < ahead
+    }
+
     pub(super) fn head_job(&self) -> Option<u64> {
         self.jobs
             .iter()

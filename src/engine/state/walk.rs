@@ -77,6 +77,8 @@ impl State {
         job.budget_waited = false;
         let partition = job.pending.pop_front().expect("an admitted partition is pending");
         let params = job.params.clone();
+        let priority = job.priority;
+        self.synthesis_priorities.push(priority);
         self.params.touch(params.id());
         self.in_synthesis += 1;
         self.synthesis_reserved += synth_bytes;
@@ -99,13 +101,16 @@ impl State {
             requests,
             urgent,
             witness,
+            priority,
         }
     }
 
-    /// A synthesis dispatched with `synth_bytes` and `requests` ended after `elapsed`.
+    /// A synthesis of a job of `priority` dispatched with `synth_bytes` and `requests` ended
+    /// after `elapsed`.
     pub(in crate::engine) fn end_synthesis(
         &mut self,
         urgent: bool,
+        priority: i32,
         synth_bytes: usize,
         requests: &[usize; 4],
         elapsed: Duration,
@@ -117,6 +122,9 @@ impl State {
         self.synthesis_reserved -= synth_bytes;
         if let Some(i) = self.synthesis_requests.iter().position(|r| r == requests) {
             self.synthesis_requests.swap_remove(i);
+        }
+        if let Some(i) = self.synthesis_priorities.iter().position(|&p| p == priority) {
+            self.synthesis_priorities.swap_remove(i);
         }
         self.synthesis_ema = ema(self.synthesis_ema, elapsed);
     }
