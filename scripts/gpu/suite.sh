@@ -3,6 +3,12 @@
 # Unpacks the test binaries outside the repository and runs them from the repo root.
 # Usage: bash .gpu/suite.sh plain|ignored [binary names...]
 #        bash .gpu/suite.sh bench NAME ARGS...   (an example from bin/, its output under $OUT)
+#        bash .gpu/suite.sh bg NAME ARGS...      (the same, started in the background: for a run
+#                                                 longer than one command's 600 s; its output in
+#                                                 /tmp/cuzk-bg, which lives while the machine is warm)
+#        bash .gpu/suite.sh wait SECS            (waits up to SECS for the background run, then
+#                                                 copies its output under $OUT; call it again, within
+#                                                 the machine's 30 s idle, until it says "ended")
 set -u
 mode=${1:-plain}; shift || true
 T=/tmp/cuzk-tests
@@ -11,7 +17,22 @@ export CUZK_DAEMON_BIN=$T/bin/cuzk-daemon
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 OUTD=${OUT:-/tmp/out}; mkdir -p $OUTD
 failed=(); passed=0
-if [ "$mode" = bench ]; then
+if [ "$mode" = bg ]; then
+  name=$1; shift
+  B=/tmp/cuzk-bg; rm -rf $B; mkdir -p $B
+  free -g | head -2; nproc
+  # setsid: out of the command's process group, in case the device tool ends that group with it.
+  OUT=$B setsid nohup bash -c '"$0" "$@" > "$OUT/$(basename "$0").log" 2>&1; echo $? > "$OUT/rc"' $T/bin/$name "$@" > /dev/null 2>&1 < /dev/null &
+  echo "$name started in the background (pid $!): bash .gpu/suite.sh wait SECS"
+  exit 0
+elif [ "$mode" = wait ]; then
+  B=/tmp/cuzk-bg; secs=${1:-540}; start=$(date +%s)
+  while [ ! -f $B/rc ] && [ $(( $(date +%s) - start )) -lt "$secs" ]; do sleep 5; done
+  cp -r $B/. $OUTD/ 2>/dev/null
+  if [ -f $B/rc ]; then echo "background run ended: rc=$(cat $B/rc)"; else echo "background run still going"; fi
+  tail -40 $B/*.log
+  exit 0
+elif [ "$mode" = bench ]; then
   name=$1; shift
   free -g | head -2; nproc
   start=$(date +%s)
