@@ -150,17 +150,24 @@ fn a_higher_priority_job_overtakes_partitions_waiting_for_the_gpu() {
     );
 }
 
-/// The promise for Winning PoSt: submitted during a stream whose pacer has as many
-/// partitions in flight as it allows and whose one synthesis worker is taken, an urgent job
-/// starts on the GPU after at most the partition in progress. Without the urgent path it is
-/// dispatched only when the pacer lets it (after GPU starts) and a lower-priority partition
-/// synthesized meanwhile takes the GPU first.
-#[test]
-fn an_urgent_job_is_proved_right_after_the_partition_in_progress() {
+/// A gated engine (`synthesis_workers`, urgent from priority 300) proving a stream of 12
+/// partitions at priority 100, recorded in the order as "low": returned once one is on the GPU,
+/// the pacer's depth of them waiting and the rest held back (before the first GPU time is
+/// known the pacer stops at its target depth), with the stats of that moment.
+struct HeldStream {
+    params: Parameters,
+    gpu: Arc<TicketBackend>,
+    engine: Engine,
+    order: Order,
+    low: cuzk::engine::JobHandle,
+    before: cuzk::engine::EngineStats,
+}
+
+fn held_stream(synthesis_workers: usize) -> HeldStream {
     let params = random_parameters(Synthetic::new(K), 7).expect("parameters");
     let gpu = TicketBackend::closed();
     let engine = Engine::new(EngineConfig {
-        synthesis_workers: 1,
+        synthesis_workers,
         backends: vec![EngineBackend::Custom(gpu.clone())],
         pool_allocator: Some(Box::new(HeapAllocator)),
         budget_bytes: 1 << 30,
@@ -170,20 +177,44 @@ fn an_urgent_job_is_proved_right_after_the_partition_in_progress() {
     })
     .unwrap();
     let order: Order = Arc::default();
-    let watch = |tag: &'static str, handle: &cuzk::engine::JobHandle| record(&order, tag, handle);
-
-    // A stream of 12 partitions: one on the GPU, another waiting, the pacer dispatching no
-    // more (before the first GPU time is known it stops at its target depth).
     let circuits = (0..12).map(|s| Synthetic::new(K).with_seed(s)).collect();
     let low = engine.submit(Job::from_circuits(params.clone(), circuits).with_priority(100));
-    watch("low", &low);
-    wait_for(&engine, DEADLINE, "one on the GPU, one waiting", |s| {
+    record(&order, "low", &low);
+    wait_for(&engine, DEADLINE, "one on the GPU, the rest waiting or held", |s| {
         s.on_gpu == 1 && s.in_synthesis == 0 && s.waiting >= 1
     });
     std::thread::sleep(Duration::from_millis(200));
     let before = engine.stats();
     assert_eq!((before.on_gpu, before.in_synthesis), (1, 0), "{before:#?}");
     assert!(before.pending > 0, "the pacer holds the rest back: {before:#?}");
+    HeldStream {
+        params,
+        gpu,
+        engine,
+        order,
+        low,
+        before,
+    }
+}
+
+/// The promise for Winning PoSt: submitted during a stream whose pacer has as many
+/// partitions in flight as it allows and whose one synthesis worker is taken, an urgent job
+/// starts on the GPU after at most the partition in progress. Without the urgent path it is
+/// dispatched only when the pacer lets it (after GPU starts) and a lower-priority partition
+/// synthesized meanwhile takes the GPU first.
+#[test]
+fn an_urgent_job_is_proved_right_after_the_partition_in_progress() {
+    // A stream of 12 partitions: one on the GPU, another waiting, the pacer dispatching no
+    // more; its one synthesis worker free.
+    let HeldStream {
+        params,
+        gpu,
+        engine,
+        order,
+        low,
+        ..
+    } = held_stream(1);
+    let watch = |tag: &'static str, handle: &cuzk::engine::JobHandle| record(&order, tag, handle);
 
     // The urgent job: dispatched at once (past the cap, beside the synthesis worker) ...
     let slow = Slow {
@@ -222,31 +253,15 @@ fn an_urgent_job_is_proved_right_after_the_partition_in_progress() {
 /// behind a lower one synthesized meanwhile.
 #[test]
 fn a_higher_priority_job_dispatches_past_a_pacer_full_of_lower_partitions() {
-    let params = random_parameters(Synthetic::new(K), 7).expect("parameters");
-    let gpu = TicketBackend::closed();
-    let engine = Engine::new(EngineConfig {
-        synthesis_workers: 2,
-        backends: vec![EngineBackend::Custom(gpu.clone())],
-        pool_allocator: Some(Box::new(HeapAllocator)),
-        budget_bytes: 1 << 30,
-        budget_timeout: DEADLINE,
-        urgent_priority: Some(300),
-        ..EngineConfig::default()
-    })
-    .unwrap();
-    let order: Order = Arc::default();
-
     // A stream of 12: one on the GPU, the pacer's depth of them waiting, the rest held back.
-    let circuits = (0..12).map(|s| Synthetic::new(K).with_seed(s)).collect();
-    let low = engine.submit(Job::from_circuits(params.clone(), circuits).with_priority(100));
-    record(&order, "low", &low);
-    wait_for(&engine, DEADLINE, "one on the GPU, the rest waiting or held", |s| {
-        s.on_gpu == 1 && s.in_synthesis == 0 && s.waiting >= 1
-    });
-    std::thread::sleep(Duration::from_millis(200));
-    let before = engine.stats();
-    assert_eq!((before.on_gpu, before.in_synthesis), (1, 0), "{before:#?}");
-    assert!(before.pending > 0, "the pacer holds the rest back: {before:#?}");
+    let HeldStream {
+        params,
+        gpu,
+        engine,
+        order,
+        low,
+        before,
+    } = held_stream(2);
 
     // Two partitions of priority 200 (below the urgent 300): both synthesized and waiting
     // while the GPU is still on its first partition.
