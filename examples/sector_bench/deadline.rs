@@ -30,7 +30,7 @@ use crate::args::Args;
 use crate::circuits::{Generator, SectorCircuit, Timed};
 use crate::ok;
 use crate::report::{secs, Out};
-use crate::shape::made;
+use crate::shape::{synthesized, Shape};
 use crate::window::{window_partitions, winning_partition, WindowSize};
 
 /// The deadline's circuits and parameters, made once for every stream.
@@ -188,21 +188,18 @@ fn proved_while_open(done: &[Duration], open_at: Duration, open: Duration) -> (u
     (proved_open, rate)
 }
 
-impl Deadline {
-    /// The circuits (`--window-sector-size`, `window_sectors` slots, `n` partitions; the
-    /// Winning partition of `--winning-challenges`), their shapes synthesized in full (recorded
-    /// into `recorded` with `--record-shape`) and their random parameters, each set passed
-    /// through `keep` as soon as it is made (`--params-on-device`: onto the GPUs, the host copy
-    /// released, before the next is made).
-    pub(crate) fn make(
-        args: &Args,
-        window_sectors: usize,
-        n: usize,
-        baseline: usize,
-        keep: &dyn Fn(Parameters) -> Parameters,
-        recorded: &mut Vec<Arc<CompiledCircuit>>,
-        out: &mut Out,
-    ) -> Self {
+/// The deadline's circuits, before their parameters: made first, so that their shapes can be
+/// synthesized beside the stream's (`shapes`, on a thread of their own).
+pub(crate) struct DeadlineCircuits {
+    window: Vec<(SectorCircuit, Generator)>,
+    winning: (SectorCircuit, Generator),
+    size: WindowSize,
+}
+
+impl DeadlineCircuits {
+    /// `n` Window PoSt partitions of `--window-sector-size` with `window_sectors` slots, and the
+    /// Winning PoSt partition of `--winning-challenges`.
+    pub(crate) fn build(args: &Args, window_sectors: usize, n: usize) -> Self {
         let size = args.window_sector_size;
         let t = Instant::now();
         let window: Vec<(SectorCircuit, Generator)> = window_partitions(size, window_sectors, n)
@@ -210,7 +207,6 @@ impl Deadline {
             .map(|(c, g)| (SectorCircuit::Window(c), g))
             .collect();
         let (c, g) = winning_partition(size, args.winning_challenges);
-        let winning = (SectorCircuit::Window(c), g);
         eprintln!(
             "deadline: built {n} Window PoSt partitions of {window_sectors} {} sector slots and a Winning PoSt partition of {} \
              challenges from random vanilla proofs in {:.2} s",
@@ -218,12 +214,41 @@ impl Deadline {
             args.winning_challenges,
             secs(t.elapsed())
         );
+        Self {
+            window,
+            winning: (SectorCircuit::Window(c), g),
+            size,
+        }
+    }
+
+    /// The Window partition's shape, then the Winning one's, each synthesized in full once
+    /// (recorded with `record`).
+    pub(crate) fn shapes(&self, record: bool, baseline: usize) -> [Shape; 2] {
+        [
+            synthesized("Window PoSt partition 0", self.window[0].0.clone(), record, baseline),
+            synthesized("the Winning PoSt partition", self.winning.0.clone(), record, baseline),
+        ]
+    }
+}
+
+impl Deadline {
+    /// The sets made of `shapes` (`DeadlineCircuits::shapes`), each passed through `keep` as
+    /// soon as it is made (`--params-on-device`: onto the GPUs, the host copy released, before
+    /// the next is made); the compiled circuits recorded go into `recorded`.
+    pub(crate) fn new(
+        args: &Args,
+        circuits: DeadlineCircuits,
+        shapes: [Shape; 2],
+        keep: &dyn Fn(Parameters) -> Parameters,
+        recorded: &mut Vec<Arc<CompiledCircuit>>,
+        out: &mut Out,
+    ) -> Self {
         let mut sets = Vec::new();
-        for (label, circuit) in [
-            ("Window PoSt partition 0", &window[0].0),
-            ("the Winning PoSt partition", &winning.0),
-        ] {
-            let m = made(label, circuit, args.record_shape, baseline);
+        for (label, shape) in ["Window PoSt partition 0", "the Winning PoSt partition"]
+            .into_iter()
+            .zip(shapes)
+        {
+            let m = shape.made();
             out.line(&format!(
                 "deadline: {label}: {} constraints, {} inputs, {} aux, domain 2^{}; shape's full synthesis{} {:.1} s, \
                  parameters ({:.2} GiB) made in {:.1} s",
@@ -241,6 +266,7 @@ impl Deadline {
         }
         let winning_params = sets.pop().expect("two sets");
         let window_params = sets.pop().expect("two sets");
+        let DeadlineCircuits { window, winning, size } = circuits;
         Self {
             window,
             winning,

@@ -356,7 +356,7 @@ use circuits::{
     porep_partitions, porep_sector, randomness, snap_circuits, snap_partition_count, winning_circuit, Generator,
     SectorCircuit,
 };
-use deadline::{Deadline, DeadlineResult};
+use deadline::{Deadline, DeadlineCircuits, DeadlineResult};
 use gpus::Gpus;
 use memory::{host_memory, rss, trim_heap};
 use report::{gib, secs, summary_event, Out, StreamResult};
@@ -575,7 +575,17 @@ fn main() {
     let baseline = rss();
 
     // The parameters' shape: one partition in full (recording it with --record-shape), its RSS
-    // over it sampled.
+    // over it sampled; --deadline's two shapes on a thread of their own meanwhile (each is a
+    // single-threaded synthesis of minutes at production's shapes).
+    let deadline_circuits = args.deadline.map(|n| DeadlineCircuits::build(&args, window_sectors, n));
+    let (shape, deadline_shapes) = std::thread::scope(|scope| {
+        let others = deadline_circuits
+            .as_ref()
+            .map(|d| scope.spawn(|| d.shapes(args.record_shape, baseline)));
+        let shape = shape::synthesized("partition 0", circuits[0].clone(), args.record_shape, baseline);
+        let others = others.map(|h| h.join().unwrap_or_else(|_| fail("the deadline's shapes: a panic")));
+        (shape, others)
+    });
     let shape::Made {
         params,
         recorded,
@@ -584,7 +594,7 @@ fn main() {
         aux,
         shape_time,
         params_time,
-    } = shape::made("partition 0", &circuits[0], args.record_shape, baseline);
+    } = shape.made();
     let t = Instant::now();
     if args.write_params.is_some() {
         eprintln!("random parameters made in {:.2} s", secs(params_time));
@@ -619,9 +629,9 @@ fn main() {
     };
     let params = keep(params);
     let mut carried: Vec<Arc<CompiledCircuit>> = recorded.into_iter().collect();
-    let deadline = args
-        .deadline
-        .map(|n| Deadline::make(&args, window_sectors, n, baseline, &keep, &mut carried, &mut out));
+    let deadline = deadline_circuits
+        .zip(deadline_shapes)
+        .map(|(c, shapes)| Deadline::new(&args, c, shapes, &keep, &mut carried, &mut out));
 
     // The engines' budget (the same for every stream).
     let gpu_workers = gpus.count() * args.gpu_workers;

@@ -1,7 +1,7 @@
 //! `--shape-only`: partition 0 counted, then synthesized witness-only once, timed — no
 //! parameters, no engine; `--count-only`: partition 0 counted, with its densities and terms,
 //! and the host bytes they make; and before the streams, a circuit's shape synthesized in
-//! full and random parameters of it (`made`).
+//! full (`synthesized`) and random parameters of it (`Shape::made`).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -12,7 +12,8 @@ use cuzk::filecoin::native::first_differences;
 use cuzk::testing::count_circuit;
 use cuzk::testing::random_parameters_for;
 use cuzk::{
-    CapacityHint, Circuit, CompiledCircuit, ConstraintSystem, Parameters, Prover, Scalar, SynthesisError, WitnessCs,
+    CapacityHint, Circuit, CompiledCircuit, ConstraintSystem, Parameters, Prover, ProvingAssignment, Scalar,
+    SynthesisError, WitnessCs,
 };
 use ff::Field;
 
@@ -323,7 +324,16 @@ impl ConstraintSystem<Scalar> for Tally {
     }
 }
 
-/// A circuit's shape and the random parameters made of it (`made`).
+/// A circuit synthesized in full once (`synthesized`): its assignment (the parameters' shape)
+/// and the compiled circuit recorded in the same pass.
+pub(crate) struct Shape {
+    label: String,
+    assignment: ProvingAssignment,
+    recorded: Option<Arc<CompiledCircuit>>,
+    time: Duration,
+}
+
+/// A circuit's shape and the random parameters made of it (`Shape::made`).
 pub(crate) struct Made {
     pub(crate) params: Parameters,
     /// The compiled circuit recorded in the shape's synthesis (`record`).
@@ -336,15 +346,15 @@ pub(crate) struct Made {
 }
 
 /// `circuit` synthesized in full once (recording its compiled circuit when `record`), its RSS
-/// over that sampled, then random parameters of its shape; `label` names it in the line printed
-/// (constraints, times, the synthesis's own bytes a constraint beyond a, b, c, aux and the
-/// recording, against `baseline`, the RSS before).
-pub(crate) fn made(label: &str, circuit: &SectorCircuit, record: bool, baseline: usize) -> Made {
+/// over that sampled; `label` names it in the line printed (constraints, time, the synthesis's
+/// own bytes a constraint beyond a, b, c, aux and the recording, against `baseline`, the RSS
+/// before — an overestimate when other shapes are synthesized at the same time).
+pub(crate) fn synthesized(label: &str, circuit: SectorCircuit, record: bool, baseline: usize) -> Shape {
     let sampler = Sampler::start();
     let t = Instant::now();
-    let (shape, recorded) = if record {
+    let (assignment, recorded) = if record {
         let timed = Timed {
-            circuit: circuit.clone(),
+            circuit,
             slot: 0,
             times: Arc::new(Mutex::new(vec![None])),
         };
@@ -354,23 +364,21 @@ pub(crate) fn made(label: &str, circuit: &SectorCircuit, record: bool, baseline:
         );
         (shape, Some(Arc::new(compiled)))
     } else {
-        let shape = ok(
-            &format!("synthesizing {label}"),
-            Prover::new().synthesize(circuit.clone()),
-        );
+        let shape = ok(&format!("synthesizing {label}"), Prover::new().synthesize(circuit));
         (shape, None)
     };
-    let shape_time = t.elapsed();
-    let shape_peak = sampler.stop();
-    let constraints = shape.num_constraints();
-    let (inputs, aux) = (shape.input_assignment().len(), shape.aux_assignment().len());
-    let held = cuzk::engine::budget::assignment_bytes(&shape) + recorded.as_ref().map_or(0, |c| c.byte_size());
-    let overhead = shape_peak.saturating_sub(baseline).saturating_sub(held);
+    let time = t.elapsed();
+    let peak = sampler.stop();
+    let constraints = assignment.num_constraints();
+    let held = cuzk::engine::budget::assignment_bytes(&assignment) + recorded.as_ref().map_or(0, |c| c.byte_size());
+    let overhead = peak.saturating_sub(baseline).saturating_sub(held);
     eprintln!(
-        "{label}: {constraints} constraints, {inputs} inputs, {aux} aux; full synthesis{} {:.2} s; \
+        "{label}: {constraints} constraints, {} inputs, {} aux; full synthesis{} {:.2} s; \
          its own memory beyond a/b/c/aux{} ~{} bytes per constraint",
+        assignment.input_assignment().len(),
+        assignment.aux_assignment().len(),
         if recorded.is_some() { " with recording" } else { "" },
-        secs(shape_time),
+        secs(time),
         if recorded.is_some() {
             " and the compiled circuit"
         } else {
@@ -378,18 +386,30 @@ pub(crate) fn made(label: &str, circuit: &SectorCircuit, record: bool, baseline:
         },
         overhead / constraints.max(1)
     );
-    let t = Instant::now();
-    let params = ok(
-        &format!("random parameters of {label}"),
-        random_parameters_for(&shape, 32),
-    );
-    Made {
-        params,
+    Shape {
+        label: label.to_string(),
+        assignment,
         recorded,
-        constraints,
-        inputs,
-        aux,
-        shape_time,
-        params_time: t.elapsed(),
+        time,
+    }
+}
+
+impl Shape {
+    /// Random parameters of this shape; the assignment is dropped.
+    pub(crate) fn made(self) -> Made {
+        let t = Instant::now();
+        let params = ok(
+            &format!("random parameters of {}", self.label),
+            random_parameters_for(&self.assignment, 32),
+        );
+        Made {
+            params,
+            recorded: self.recorded,
+            constraints: self.assignment.num_constraints(),
+            inputs: self.assignment.input_assignment().len(),
+            aux: self.assignment.aux_assignment().len(),
+            shape_time: self.time,
+            params_time: t.elapsed(),
+        }
     }
 }
