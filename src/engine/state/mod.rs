@@ -423,7 +423,6 @@ impl State {
         self.params.remove(id, &mut self.budget)
     }
 
-    /// The job whose next partition is dispatched next: highest priority, then oldest.
     /// Whether the head job, of priority `p`, dispatches past the pacer: lower-priority
     /// partitions are in the pipeline the pacer keeps at its depth (in synthesis or waiting for
     /// a GPU) — all of which the GPUs take only after `p`'s — and fewer than `ahead` partitions
@@ -448,6 +447,7 @@ impl State {
         lower > 0 && class < ahead
     }
 
+    /// The job whose next partition is dispatched next: highest priority, then oldest.
     pub(super) fn head_job(&self) -> Option<u64> {
         self.jobs
             .iter()
