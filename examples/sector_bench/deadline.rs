@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cuzk::compiled::CircuitShape;
-use cuzk::engine::{Engine, Job, JobHandle, Partition};
+use cuzk::engine::{Engine, Job, Partition};
 use cuzk::filecoin::{PRIORITY_WINDOW_POST, PRIORITY_WINNING_POST};
 use cuzk::{CompiledCircuit, Parameters};
 use serde_json::json;
@@ -29,8 +29,9 @@ use serde_json::json;
 use crate::args::Args;
 use crate::circuits::{Generator, SectorCircuit, Timed};
 use crate::ok;
-use crate::report::{secs, Out};
+use crate::report::{gib, secs, Out};
 use crate::shape::{synthesized, Shape};
+use crate::stream::latency_later;
 use crate::window::{window_partitions, winning_partition, WindowSize};
 
 /// The deadline's circuits and parameters, made once for every stream.
@@ -81,7 +82,8 @@ pub(crate) struct InFlight {
     winning_at: Duration,
     stream_proof: Duration,
     on_gpu: usize,
-    latencies: mpsc::Receiver<(Which, Option<Duration>)>,
+    window: mpsc::Receiver<Option<Duration>>,
+    winning: mpsc::Receiver<Option<Duration>>,
 }
 
 /// What a stream measured of its deadline.
@@ -258,7 +260,7 @@ impl Deadline {
                 m.constraints.next_power_of_two().trailing_zeros(),
                 if m.recorded.is_some() { " with recording" } else { "" },
                 secs(m.shape_time),
-                m.params.host_bytes() as f64 / (1u64 << 30) as f64,
+                gib(m.params.host_bytes()),
                 secs(m.params_time)
             ));
             recorded.extend(m.recorded);
@@ -388,27 +390,10 @@ impl Deadline {
     pub(crate) fn submit(&self, engine: &Engine, native: bool, start: Instant, index: usize) -> InFlight {
         let stream_proof = engine.stats().gpu_time_ema.unwrap_or_default();
         let on_gpu = engine.stats().on_gpu;
-        let (tx, rx) = mpsc::channel();
-        let follow = |which: Which, handle: JobHandle, at: Instant| {
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                let latency = match handle.wait() {
-                    Ok(_) => Some(at.elapsed()),
-                    Err(e) => {
-                        eprintln!("error: deadline {} under load: {e}", which.name());
-                        None
-                    }
-                };
-                let _ = tx.send((which, latency));
-            });
-        };
         let n = self.window.len();
         let at = Instant::now();
-        follow(
-            Which::Window,
-            engine.submit(self.job(Which::Window, n, native, "deadline: Window PoSt")),
-            at,
-        );
+        let handle = engine.submit(self.job(Which::Window, n, native, "deadline: Window PoSt"));
+        let window = latency_later("deadline: Window PoSt under load", handle, at);
         let window_at = at.duration_since(start);
         eprintln!(
             "stream {index}: deadline: {n} Window PoSt partitions submitted at {:.2} s ({on_gpu} partition(s) on the GPUs)",
@@ -416,11 +401,8 @@ impl Deadline {
         );
         std::thread::sleep(self.winning_after.unwrap_or(stream_proof));
         let at = Instant::now();
-        follow(
-            Which::Winning,
-            engine.submit(self.job(Which::Winning, 1, native, "deadline: Winning PoSt")),
-            at,
-        );
+        let handle = engine.submit(self.job(Which::Winning, 1, native, "deadline: Winning PoSt"));
+        let winning = latency_later("deadline: Winning PoSt under load", handle, at);
         let winning_at = at.duration_since(start);
         eprintln!(
             "stream {index}: deadline: Winning PoSt submitted at {:.2} s",
@@ -431,21 +413,16 @@ impl Deadline {
             winning_at,
             stream_proof,
             on_gpu,
-            latencies: rx,
+            window,
+            winning,
         }
     }
 
     /// After the stream: the latencies (waiting for both) and the stream's partitions proved
     /// (`done`: each one's time from the stream's start) against the deadline's interval.
     pub(crate) fn finish(&self, flight: InFlight, alone: Alone, done: &[Duration], out: &mut Out) -> DeadlineResult {
-        let (mut window, mut winning) = (None, None);
-        for _ in 0..2 {
-            match flight.latencies.recv() {
-                Ok((Which::Window, l)) => window = l,
-                Ok((Which::Winning, l)) => winning = l,
-                Err(_) => break,
-            }
-        }
+        let window = flight.window.recv().ok().flatten();
+        let winning = flight.winning.recv().ok().flatten();
         let ends = [
             window.map(|l| flight.window_at + l),
             winning.map(|l| flight.winning_at + l),

@@ -5,7 +5,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cuzk::compiled::CircuitShape;
-use cuzk::engine::{Engine, EngineConfig, EngineStats, Job, Partition};
+use cuzk::engine::{Engine, EngineConfig, EngineStats, Job, JobHandle, Partition};
 use cuzk::filecoin::PRIORITY_WINNING_POST;
 use cuzk::testing::Synthetic;
 use cuzk::{CompiledCircuit, Parameters, Proof};
@@ -21,6 +21,27 @@ use crate::report::{gib, mean, secs, Out, SectorRow, StreamResult};
 
 pub(crate) fn busy(stats: &EngineStats) -> Duration {
     stats.workers.iter().map(|w| w.busy).sum()
+}
+
+/// The latency of `handle`'s job from `submitted` (submit → proofs), waited for on a thread of
+/// its own: `None` when the job failed (reported as `what`'s error).
+pub(crate) fn latency_later(
+    what: &'static str,
+    handle: JobHandle,
+    submitted: Instant,
+) -> mpsc::Receiver<Option<Duration>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let latency = match handle.wait() {
+            Ok(_) => Some(submitted.elapsed()),
+            Err(e) => {
+                eprintln!("error: {what}: {e}");
+                None
+            }
+        };
+        let _ = tx.send(latency);
+    });
+    rx
 }
 
 /// Proves the Winning-PoSt stand-in at its priority and returns its latency (submit → proof).
@@ -297,7 +318,6 @@ impl Bench<'_> {
                 // a partition's proof after this one finished.
                 let delay = engine.stats().gpu_time_ema.unwrap_or_default() / 2;
                 std::thread::sleep(delay);
-                let (wtx, wrx) = mpsc::channel();
                 let on_gpu = engine.stats().on_gpu;
                 let job = Job::from_circuits(wparams.clone(), vec![winning_circuit(winning_k, 3)])
                     .with_priority(PRIORITY_WINNING_POST)
@@ -308,17 +328,7 @@ impl Bench<'_> {
                     "stream {index}: Winning PoSt stand-in submitted {:.2} s after a proof ended ({on_gpu} partition(s) on the GPUs)",
                     delay.as_secs_f64()
                 );
-                std::thread::spawn(move || {
-                    let latency = match handle.wait() {
-                        Ok(_) => Some(submitted.elapsed()),
-                        Err(e) => {
-                            eprintln!("error: Winning PoSt stand-in under load: {e}");
-                            None
-                        }
-                    };
-                    let _ = wtx.send(latency);
-                });
-                winning_under_load = Some(wrx);
+                winning_under_load = Some(latency_later("Winning PoSt stand-in under load", handle, submitted));
             }
             if p.finished {
                 let st = engine.stats();

@@ -36,14 +36,14 @@ pub(super) fn dispatcher(shared: Arc<Shared>, synth: Arc<rayon::ThreadPool>) {
                 continue;
             }
         } else {
-            if st.in_synthesis >= shared.synthesis_workers {
+            if st.in_synthesis() >= shared.synthesis_workers {
                 shared.dispatch_cv.wait(&mut st);
                 continue;
             }
             // Liveness: with nothing in flight no event will come, so the pacer's "not until
             // an event" (e.g. a start whose first partitions failed before any GPU time was
             // known) must not stall the engine.
-            let idle = st.in_synthesis == 0 && st.ready.is_empty() && st.on_gpu == 0;
+            let idle = st.in_synthesis() == 0 && st.ready.is_empty() && st.on_gpu == 0;
             // A job above everything in the pipeline dispatches past the pacer, up to a
             // synthesis worker's worth of its own partitions ahead (State::jumps_pacer); the
             // pacer still counts them (on_dispatch), so the lower ones it paces fall back.
@@ -153,7 +153,7 @@ pub(super) fn dispatcher(shared: Arc<Shared>, synth: Arc<rayon::ThreadPool>) {
         if urgent {
             log::info!(
                 "engine: urgent job {id} partition {index} dispatched past the pacer ({need} bytes reserved, {} in synthesis)",
-                state.in_synthesis
+                state.in_synthesis()
             );
             // The thread takes the work from the slot; if it cannot start, the work goes to
             // the synthesis pool instead (later, but not lost).
@@ -175,7 +175,7 @@ pub(super) fn dispatcher(shared: Arc<Shared>, synth: Arc<rayon::ThreadPool>) {
         } else {
             log::debug!(
                 "engine: job {id} partition {index} dispatched ({need} bytes reserved, {synth_bytes} of them for its synthesis, {} in synthesis)",
-                state.in_synthesis
+                state.in_synthesis()
             );
             synth.spawn(move || synthesize(&for_synthesis, work));
         }

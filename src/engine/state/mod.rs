@@ -141,8 +141,7 @@ pub(super) struct State {
     pub(super) ready: Vec<Ready>,
     pub(super) pacer: Pacer,
     pub(super) budget: Budget,
-    pub(super) in_synthesis: usize,
-    /// Of `in_synthesis`, partitions of urgent jobs (dispatched past the pacer).
+    /// Of those in synthesis, partitions of urgent jobs (dispatched past the pacer).
     pub(super) urgent_in_synthesis: usize,
     /// The pool's `waits` when the urgent syntheses in flight began (see
     /// [`Shared::pool_contended`](super::shared::Shared::pool_contended)).
@@ -167,8 +166,8 @@ pub(super) struct State {
     /// is computed): idle buffers of their sizes are counted in their reservations, not as
     /// idle.
     pub(super) synthesis_requests: Vec<[usize; 4]>,
-    /// The job priorities of the partitions in synthesis, one entry each (the pacer's jump,
-    /// [`State::jumps_pacer`]).
+    /// The job priorities of the partitions in synthesis, one entry each: how many there are
+    /// ([`State::in_synthesis`]) and which (the pacer's jump, [`State::jumps_pacer`]).
     pub(super) synthesis_priorities: Vec<i32>,
     pub(super) gpu_requests: Vec<[usize; 4]>,
     /// Bytes of the compiled circuits the engine's prover holds, charged to the budget once.
@@ -421,6 +420,11 @@ impl State {
     /// ([`ParamCache::remove`]).
     pub(super) fn drop_params(&mut self, id: u64) -> Option<ParamEntry> {
         self.params.remove(id, &mut self.budget)
+    }
+
+    /// Partitions in synthesis.
+    pub(super) fn in_synthesis(&self) -> usize {
+        self.synthesis_priorities.len()
     }
 
     /// Whether the head job, of priority `p`, dispatches past the pacer: lower-priority

@@ -80,7 +80,6 @@ impl State {
         let priority = job.priority;
         self.synthesis_priorities.push(priority);
         self.params.touch(params.id());
-        self.in_synthesis += 1;
         self.synthesis_reserved += synth_bytes;
         self.synthesis_requests.push(requests);
         if urgent {
@@ -115,7 +114,6 @@ impl State {
         requests: &[usize; 4],
         elapsed: Duration,
     ) {
-        self.in_synthesis -= 1;
         if urgent {
             self.urgent_in_synthesis -= 1;
         }
