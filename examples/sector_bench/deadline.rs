@@ -12,9 +12,12 @@
 //! at Window PoSt's priority, and `--deadline-winning-after` seconds later (default: one proof of
 //! the stream's, its EMA then) the Winning partition at Winning PoSt's (the engine's urgent
 //! priority). Reported per stream: each one's latency from its submission against its bound
-//! (Window: N × one partition alone + one proof of the stream's; Winning: one proof of the
-//! stream's + its own alone), and the throughput the stream lost — its partitions proved while
-//! the deadline was open against as many seconds at its own rate outside it.
+//! (Window: N × one partition alone + one of the stream's partitions; Winning: one of the
+//! stream's partitions + its own alone; the stream's partition is its seconds a partition outside
+//! the deadline, measured, or its proof EMA where too few were — the EMA alone would carry the
+//! deadline's own alone proofs made before the stream), and the throughput the stream lost —
+//! its partitions proved while the deadline was open against as many seconds at its own rate
+//! outside it.
 
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -107,12 +110,20 @@ pub(crate) struct DeadlineResult {
 }
 
 impl DeadlineResult {
+    /// One of the stream's partitions: its seconds a partition outside the deadline, or its
+    /// proof EMA at the submission where too few were proved outside.
+    fn stream_partition(&self) -> Duration {
+        self.outside_rate
+            .and_then(|r| Duration::try_from_secs_f64(r).ok())
+            .unwrap_or(self.stream_proof)
+    }
+
     fn window_bound(&self) -> Duration {
-        self.alone.window_one * self.n as u32 + self.stream_proof
+        self.alone.window_one * self.n as u32 + self.stream_partition()
     }
 
     fn winning_bound(&self) -> Duration {
-        self.stream_proof + self.alone.winning
+        self.stream_partition() + self.alone.winning
     }
 
     /// The stream's seconds lost to the deadline: the time it was open less what the stream
@@ -466,7 +477,7 @@ impl Deadline {
 
 #[cfg(test)]
 mod tests {
-    use super::proved_while_open;
+    use super::{proved_while_open, Alone, DeadlineResult};
     use std::time::Duration;
 
     fn s(x: f64) -> Duration {
@@ -489,5 +500,31 @@ mod tests {
         // Too few outside: no rate.
         let (_, rate) = proved_while_open(&[s(1.0), s(5.0)], s(2.0), s(1.0));
         assert_eq!(rate, None);
+    }
+
+    #[test]
+    fn the_bounds_take_the_streams_measured_partition_not_an_ema_the_alone_proofs_pulled_down() {
+        let mut r = DeadlineResult {
+            n: 4,
+            alone: Alone {
+                window_one: s(1.5),
+                window_all: s(5.0),
+                winning: s(0.2),
+            },
+            window_at: s(20.0),
+            winning_at: s(21.0),
+            stream_proof: s(0.9),
+            window: Some(s(8.0)),
+            winning: Some(s(1.0)),
+            open: s(8.0),
+            proved_open: 1,
+            outside_rate: Some(1.25),
+        };
+        assert_eq!(r.window_bound(), s(4.0 * 1.5 + 1.25));
+        assert_eq!(r.winning_bound(), s(1.25 + 0.2));
+        // Too few outside: the EMA.
+        r.outside_rate = None;
+        assert_eq!(r.window_bound(), s(4.0 * 1.5 + 0.9));
+        assert_eq!(r.winning_bound(), s(0.9 + 0.2));
     }
 }

@@ -70,8 +70,8 @@
 //! and held by each stream's engine beside the stream's under its one budget (on the host, or
 //! on the GPUs with `--params-on-device`). Each is first proved alone on the stream's engine;
 //! the stream then prints each one's latency under load against its bound (Window: N × one
-//! partition alone + one proof of the stream's; Winning: one proof of the stream's + its own
-//! alone), how long the deadline was open and the stream's throughput lost in it, one
+//! partition alone + one of the stream's partitions; Winning: one of the stream's partitions +
+//! its own alone; the stream's seconds a partition outside the deadline), how long the deadline was open and the stream's throughput lost in it, one
 //! `deadline` JSON event, and a `### deadline` table at the end. The Winning-PoSt stand-in is
 //! then measured alone only. A smoke run on 2 cores (CI runs it):
 //!
@@ -811,8 +811,8 @@ fn main() {
             }
         }
         out.line(
-            "(bounds: Window, its partitions × one alone + one proof of the stream's (EMA at submission); Winning, one proof \
-             of the stream's + its own alone; open: from the Window job's submission to the later proof; lost: open less the \
+            "(bounds: Window, its partitions × one alone + one of the stream's partitions (its seconds a partition outside \
+             the deadline; its proof EMA at submission where too few); Winning, one of the stream's partitions + its own alone; open: from the Window job's submission to the later proof; lost: open less the \
              stream's partitions proved in it at its rate outside it)",
         );
     }
