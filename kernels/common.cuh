@@ -220,11 +220,19 @@ struct event_list {
 // with accumulate, the result is added to the Jacobian already in *out.
 // d_density: the same density words already on the device (streamed chunks: a host copy here
 // would wait behind the next chunk's bases on the copy engine), or nullptr.
+// kept: buckets that outlive the call (a streamed MSM's, msm/stream.cuh), or nullptr. With them
+// the big scalars are sorted at kept->c and added into kept->buckets, which are not reduced
+// here: *out receives only the ones' sum, and kept_buckets_finish adds the rest.
+struct kept_buckets {
+    dbuf buckets;  // window_count(c) * 2^(c-1) XYZZ points, infinity (zero) at first
+    int c = 0;     // 0: none allocated
+    size_t nbig = 0;  // big scalars added so far
+};
 template <class F>
 cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases, size_t bases_len, size_t base_offset,
                      const void *d_scalars, const void *h_scalars, size_t n,
                      const uint64_t *h_density, void *out_jacobian, bool accumulate,
-                     const uint64_t *d_density = nullptr);
+                     const uint64_t *d_density = nullptr, kept_buckets *kept = nullptr);
 
 // The last step of an MSM on the host (host_final.cu, blst): out = sum_j 2^(c j) win[j] + ones
 // (win: nwin window sums, ones: one point or nullptr, both xyzz_t in the device layout), or

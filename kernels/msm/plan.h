@@ -90,6 +90,46 @@ static inline int cuzk_plan_choose_c(size_t field_bytes, size_t nbig, int forced
     return best_c;
 }
 
+/* Device bytes of the buckets of one MSM at window c (XYZZ points: 4 field elements each). */
+static inline size_t cuzk_plan_bucket_mem(size_t field_bytes, int c)
+{
+    return (size_t)cuzk_plan_window_count(c) * ((size_t)1 << (c - 1)) * 4 * field_bytes;
+}
+
+/* The window of a streamed MSM whose buckets are kept across its chunks (msm/stream.cuh): every
+ * chunk's sorted entries go to fresh buckets, which one coalesced pass adds into the kept ones;
+ * those are reduced once, after the last chunk. nbig big scalars over `chunks` chunks; a bucket
+ * gets e = nbig / chunks / 2^(c-1) entries from one chunk (the pair rounds' and the walk's cost
+ * per entry, as in the wide model, grows when e is small); each chunk pays about an entry a
+ * bucket for the addition, the reduction bucket_cost a bucket once:
+ * cost(c) = nwin * (nbig * (1 + 5/e) + (chunks + bucket_cost) * 2^(c-1)), c in 4..20, the
+ * buckets within max_bytes (c = 4 if none is). `forced` as in cuzk_plan_choose_c. At 2^27 dense
+ * scalars in 7 chunks it picks 19 (14 windows; 20, the resident MSM's 13, costs 0.5% more and
+ * twice the buckets) where each chunk alone picks 16. */
+static inline int cuzk_plan_choose_c_kept(size_t field_bytes, size_t nbig, size_t chunks, int forced,
+                                          size_t max_bytes)
+{
+    int c, best_c = CUZK_PLAN_C_MIN;
+    double best = 1e300;
+    if (forced >= CUZK_PLAN_C_MIN && forced <= CUZK_PLAN_C_MAX) return forced;
+    if (chunks == 0) chunks = 1;
+    for (c = CUZK_PLAN_C_MIN; c <= CUZK_PLAN_C_MAX; c++) {
+        const double buckets = (double)((size_t)1 << (c - 1));
+        const double e = (double)nbig / (double)chunks / buckets;
+        double cost;
+        if (c > CUZK_PLAN_C_MIN && cuzk_plan_window_count(c) == cuzk_plan_window_count(c - 1)) continue;
+        if (cuzk_plan_bucket_mem(field_bytes, c) > max_bytes) break; /* wider only takes more */
+        cost = (double)cuzk_plan_window_count(c) *
+               ((double)nbig * (1.0 + 5.0 / (e > 1e-9 ? e : 1e-9)) +
+                ((double)chunks + cuzk_plan_bucket_cost(field_bytes)) * buckets);
+        if (cost < best) {
+            best = cost;
+            best_c = c;
+        }
+    }
+    return best_c;
+}
+
 /* Device bytes a streamed chunk needs per base (and per scalar, up to 4 scalars a base): two
  * staging copies of the affine base (2 field elements), the classified scalar lists (40 bytes a
  * scalar) and the sort's keys and values (4 arrays x 4 bytes x 16 windows at c = 16). */

@@ -158,15 +158,16 @@ __global__ void __launch_bounds__(TPB) k_window_reduce(const xyzz_t<F> *W, const
 #endif
 }
 
+// acc[i] += part[i] for i < n: a part's window sums into the MSM's, or a streamed chunk's
+// buckets into the buckets kept across its chunks (msm/stream.cuh).
 template <class F>
-__global__ void k_add_windows(xyzz_t<F> *win, const xyzz_t<F> *part, int nwin)
+__global__ void k_add_points(xyzz_t<F> *acc, const xyzz_t<F> *part, size_t n)
 {
 #ifdef __CUDA_ARCH__
-    int w = blockIdx.x * blockDim.x + threadIdx.x;
-    if (w < nwin) {
-        xyzz_t<F> a = win[w];
-        xyzz_add(a, part[w]);
-        win[w] = a;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        xyzz_t<F> a = acc[i];
+        xyzz_add(a, part[i]);
+        acc[i] = a;
     }
 #endif
 }
@@ -214,7 +215,7 @@ cuzk_kresult reduce_buckets(dev_ctx *ctx, dbuf &d_buckets, uint32_t B, int nwin,
     k_window_reduce<F, TPB><<<nwin, TPB, 0, s>>>(d_W.as<xyzz_t<F>>(), d_U.as<xyzz_t<F>>(), K, logL,
                                                 d_winp.as<xyzz_t<F>>());
     CUZK_CKL();
-    k_add_windows<F><<<(nwin + 63) / 64, 64, 0, s>>>(win, d_winp.as<xyzz_t<F>>(), nwin);
+    k_add_points<F><<<(nwin + 63) / 64, 64, 0, s>>>(win, d_winp.as<xyzz_t<F>>(), (size_t)nwin);
     CUZK_CKL();
     return ok();
 }

@@ -33,7 +33,7 @@ template <class F>
 cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size_t base_offset,
                      const void *d_scalars, const void *h_scalars, size_t n,
                      const uint64_t *h_density, void *out_jacobian, bool accumulate,
-                     const uint64_t *d_density)
+                     const uint64_t *d_density, kept_buckets *kept)
 {
     cudaStream_t s = ctx->s_comp, sc = ctx->s_copy;
     const affine_t<F> *bases = static_cast<const affine_t<F> *>(d_bases_v);
@@ -132,10 +132,16 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
     // ---- big: bucket method ----
     dbuf d_win;
     int c = 0, nwin = 0;
+    if (nbig && kept && !kept->c) return arg_err(CUZK_K_ERR_RANGE, "msm: kept buckets not allocated");
     if (nbig) {
-        size_t room = 0;
-        if (!ctx->k.window_bits && nbig >= CUZK_PLAN_WIDE_MIN_BIG) CUZK_TRY(headroom(ctx, &room));
-        c = cuzk_plan_choose_c(sizeof(F), nbig, ctx->k.window_bits, room);
+        if (kept) {
+            c = kept->c;
+            kept->nbig += nbig;
+        } else {
+            size_t room = 0;
+            if (!ctx->k.window_bits && nbig >= CUZK_PLAN_WIDE_MIN_BIG) CUZK_TRY(headroom(ctx, &room));
+            c = cuzk_plan_choose_c(sizeof(F), nbig, ctx->k.window_bits, room);
+        }
         nwin = cuzk_plan_window_count(c);
         const uint32_t B = 1u << (c - 1);
         const uint32_t sentinel = (uint32_t)nwin << (c - 1);
@@ -144,8 +150,10 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
         // The big list in parts (cuzk_plan_max_part), the parts' window sums added.
         size_t part = cuzk_plan_max_part((size_t)nwin);
         if (ctx->k.max_part > 0) part = std::min<size_t>(part, ctx->k.max_part);
-        CUZK_CK(d_win.alloc(ctx, (size_t)nwin * sizeof(xyzz_t<F>)));
-        CUZK_CK(cudaMemsetAsync(d_win.p, 0, (size_t)nwin * sizeof(xyzz_t<F>), s));
+        if (!kept) {
+            CUZK_CK(d_win.alloc(ctx, (size_t)nwin * sizeof(xyzz_t<F>)));
+            CUZK_CK(cudaMemsetAsync(d_win.p, 0, (size_t)nwin * sizeof(xyzz_t<F>), s));
+        }
         for (uint32_t p0 = 0; p0 < nbig; p0 += (uint32_t)part) {
         const uint32_t npart = (uint32_t)std::min<size_t>(part, nbig - p0);
         const size_t N = (size_t)nwin * npart;
@@ -178,46 +186,59 @@ cuzk_kresult msm_run(dev_ctx *ctx, const void *d_bases_v, size_t bases_len, size
         prof.mark("sort");
 
         dbuf d_buckets, d_mcnt;
-        CUZK_CK(d_buckets.alloc(ctx, (size_t)nwin * B * sizeof(xyzz_t<F>)));
         CUZK_CK(d_mcnt.alloc(ctx, 16));
-        CUZK_CK(cudaMemsetAsync(d_buckets.p, 0, (size_t)nwin * B * sizeof(xyzz_t<F>), s));
         k_find_sentinel<<<1, 1, 0, s>>>(kb.Current(), (uint32_t)N, sentinel, d_nv.as<uint32_t>());
         CUZK_CKL();
         uint32_t nvalid = 0;
         CUZK_CK(cudaMemcpyAsync(&nvalid, d_nv.p, 4, cudaMemcpyDeviceToHost, s));
         CUZK_CK(cudaStreamSynchronize(s));
+        // The sort's other halves are dead: their memory goes to the buckets and the pair rounds.
         if (nvalid) {
-            // The sort's other halves are dead: their memory goes to the pair rounds.
             if (kb.Current() == d_k0.as<uint32_t>()) { d_k1.release(); d_v1.release(); }
             else { d_k0.release(); d_v0.release(); }
+        }
+        // This sort's buckets (written once each; with kept buckets, added to them after).
+        CUZK_CK(d_buckets.alloc(ctx, (size_t)nwin * B * sizeof(xyzz_t<F>)));
+        CUZK_CK(cudaMemsetAsync(d_buckets.p, 0, (size_t)nwin * B * sizeof(xyzz_t<F>), s));
+        if (nvalid)
             CUZK_TRY(accumulate_sorted<F>(ctx, bases, kb.Current(), vb.Current(), nvalid, d_tmp.p, t_rle, t_scan,
                                           d_nv.as<uint32_t>(), d_buckets.as<xyzz_t<F>>(), d_mcnt.as<uint32_t>(),
                                           prof));
-        }
         prof.mark("accumulate");
         kb = cub::DoubleBuffer<uint32_t>();
         vb = cub::DoubleBuffer<uint32_t>();
         d_k0.release(); d_v0.release(); d_k1.release(); d_v1.release();
 
-        CUZK_TRY(reduce_buckets<F>(ctx, d_buckets, B, nwin, d_win.as<xyzz_t<F>>()));
-        prof.mark("bucket_reduce");
+        if (kept) {
+            // One coalesced pass: every bucket of this sort into the kept one at its index.
+            const size_t nb = (size_t)nwin * B;
+            const unsigned g = (unsigned)std::min<size_t>((nb + 127) / 128, (size_t)ctx->sm_count * 16);
+            k_add_points<F><<<g, 128, 0, s>>>(kept->buckets.as<xyzz_t<F>>(), d_buckets.as<xyzz_t<F>>(), nb);
+            CUZK_CKL();
+            prof.mark("add_kept");
+        } else {
+            CUZK_TRY(reduce_buckets<F>(ctx, d_buckets, B, nwin, d_win.as<xyzz_t<F>>()));
+            prof.mark("bucket_reduce");
+        }
         }  // parts
         d_big_sc.release();
         d_big_idx.release();
     }
     // The window sums and the ones' sum come back; Horner's (nwin - 1) * c doublings run on the
     // host (host_final.cu), where they take microseconds instead of milliseconds in one GPU thread.
+    // (Kept buckets: no window sums here; kept_buckets_finish reduces them after the last chunk.)
+    const bool wins = nbig && !kept;
     std::vector<xyzz_t<F>> h_win((size_t)nwin + 1);
-    if (nbig)
+    if (wins)
         CUZK_CK(cudaMemcpyAsync(h_win.data(), d_win.p, (size_t)nwin * sizeof(xyzz_t<F>), cudaMemcpyDeviceToHost, s));
     if (n1)
         CUZK_CK(cudaMemcpyAsync(&h_win[nwin], d_ones_res.p, sizeof(xyzz_t<F>), cudaMemcpyDeviceToHost, s));
     CUZK_CK(cudaStreamSynchronize(s));
     prof.mark("final");
     if (sizeof(F) == 48)
-        host_final_g1(nbig ? h_win.data() : nullptr, nwin, c, n1 ? &h_win[nwin] : nullptr, out_jacobian, accumulate);
+        host_final_g1(wins ? h_win.data() : nullptr, nwin, c, n1 ? &h_win[nwin] : nullptr, out_jacobian, accumulate);
     else
-        host_final_g2(nbig ? h_win.data() : nullptr, nwin, c, n1 ? &h_win[nwin] : nullptr, out_jacobian, accumulate);
+        host_final_g2(wins ? h_win.data() : nullptr, nwin, c, n1 ? &h_win[nwin] : nullptr, out_jacobian, accumulate);
     return ok();
 }
 

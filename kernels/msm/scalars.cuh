@@ -17,6 +17,35 @@ __global__ void k_popcount(const uint64_t *bits, uint32_t *out, size_t nwords)
     if (i < nwords) out[i] = __popcll(bits[i]);
 }
 
+// A selected scalar's kind, s turned canonical in place: 0 zero, 1 one, 2 any other (big).
+__device__ __forceinline__ int scalar_kind(fr_t &s)
+{
+#ifdef __CUDA_ARCH__
+    s.from();
+    bool one = s[0] == 1;
+#pragma unroll
+    for (int k = 1; k < 8; k++) one &= s[k] == 0;
+    return s.is_zero() ? 0 : (one ? 1 : 2);
+#else
+    return 0;
+#endif
+}
+
+// The big scalars among the selected of scal[0, n) (dens: the density words or nullptr), added
+// to *count.
+__global__ void k_count_big(const fr_t *scal, size_t n, const uint64_t *dens, unsigned long long *count)
+{
+#ifdef __CUDA_ARCH__
+    unsigned long long mine = 0;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        if (dens && !((dens[i >> 6] >> (i & 63)) & 1)) continue;
+        fr_t s = scal[i];
+        mine += scalar_kind(s) == 2;
+    }
+    if (mine) atomicAdd(count, mine);
+#endif
+}
+
 __global__ void k_classify(const fr_t *scal, size_t i0, size_t cnt, const uint64_t *dens,
                            const uint32_t *rank, uint32_t base_offset, uint32_t *ones_idx,
                            uint32_t *big_idx, uint4 *big_sc, uint32_t *counters)
@@ -41,11 +70,7 @@ __global__ void k_classify(const fr_t *scal, size_t i0, size_t cnt, const uint64
             }
             if (sel) {
                 s = scal[li];
-                s.from();
-                bool one = s[0] == 1;
-#pragma unroll
-                for (int k = 1; k < 8; k++) one &= s[k] == 0;
-                kind = s.is_zero() ? 0 : (one ? 1 : 2);
+                kind = scalar_kind(s);
                 bidx = base_offset + (uint32_t)j;
             }
         }

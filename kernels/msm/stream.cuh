@@ -12,6 +12,71 @@
 
 namespace cuzk {
 
+// ---- buckets kept across a streamed MSM's chunks ----
+// Each chunk's big scalars are sorted at one window c, chosen for the whole MSM (its big count
+// over its chunks: cuzk_plan_choose_c_kept), accumulated into fresh buckets as a whole MSM's
+// are, which one coalesced pass then adds into the kept buckets (msm_run with `kept`); those are
+// reduced once, after the last chunk. Chunk by chunk, each chunk would pick its own c from its
+// own big count (at 2^27 dense scalars in 7 chunks: 16 windows instead of 14) and reduce its
+// own buckets. (Adding each run's sum into the kept bucket inside the walk instead costs a
+// general addition in its divergent loop: measured slower, docs/BENCHMARKS.md.)
+
+// Big scalars among the selected of n device scalars (d_density: device words or nullptr).
+inline cuzk_kresult count_big(dev_ctx *ctx, const void *d_scalars, size_t n, const uint64_t *d_density, size_t *out)
+{
+    *out = 0;
+    if (!n) return ok();
+    cudaStream_t s = ctx->s_comp;
+    dbuf d_cnt;
+    CUZK_CK(d_cnt.alloc(ctx, 8));
+    CUZK_CK(cudaMemsetAsync(d_cnt.p, 0, 8, s));
+    const unsigned g = (unsigned)std::min<size_t>((n + 255) / 256, (size_t)ctx->sm_count * 8);
+    k_count_big<<<g, 256, 0, s>>>(static_cast<const fr_t *>(d_scalars), n, d_density, d_cnt.as<unsigned long long>());
+    CUZK_CKL();
+    unsigned long long h = 0;
+    CUZK_CK(cudaMemcpyAsync(&h, d_cnt.p, 8, cudaMemcpyDeviceToHost, s));
+    CUZK_CK(cudaStreamSynchronize(s));
+    *out = (size_t)h;
+    return ok();
+}
+
+// Allocates kept's buckets at window c (infinity: zero).
+template <class F>
+cuzk_kresult kept_buckets_begin(dev_ctx *ctx, int c, kept_buckets &kept)
+{
+    kept.buckets.release();
+    kept.c = c;
+    kept.nbig = 0;
+    const size_t bytes = cuzk_plan_bucket_mem(sizeof(F), c);
+    CUZK_CK(kept.buckets.alloc(ctx, bytes));
+    CUZK_CK(cudaMemsetAsync(kept.buckets.p, 0, bytes, ctx->s_comp));
+    return ok();
+}
+
+// After the last chunk: the buckets reduced to window sums (the buckets go back), combined on
+// the host and added to out (a host Jacobian).
+template <class F>
+cuzk_kresult kept_buckets_finish(dev_ctx *ctx, kept_buckets &kept, void *out_jacobian)
+{
+    if (!kept.c || !kept.nbig) {
+        kept.buckets.release();
+        return ok();
+    }
+    cudaStream_t s = ctx->s_comp;
+    const int nwin = cuzk_plan_window_count(kept.c);
+    dbuf d_win;
+    CUZK_CK(d_win.alloc(ctx, (size_t)nwin * sizeof(xyzz_t<F>)));
+    CUZK_CK(cudaMemsetAsync(d_win.p, 0, (size_t)nwin * sizeof(xyzz_t<F>), s));
+    CUZK_TRY(reduce_buckets<F>(ctx, kept.buckets, 1u << (kept.c - 1), nwin, d_win.as<xyzz_t<F>>()));
+    std::vector<xyzz_t<F>> h_win((size_t)nwin);
+    CUZK_CK(cudaMemcpyAsync(h_win.data(), d_win.p, (size_t)nwin * sizeof(xyzz_t<F>), cudaMemcpyDeviceToHost, s));
+    CUZK_CK(cudaStreamSynchronize(s));
+    if (sizeof(F) == 48) host_final_g1(h_win.data(), nwin, kept.c, nullptr, out_jacobian, true);
+    else host_final_g2(h_win.data(), nwin, kept.c, nullptr, out_jacobian, true);
+    kept.c = 0;
+    return ok();
+}
+
 template <class F>
 cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases_v, size_t bases_len, size_t base_offset,
                         const void *d_scalars, size_t n, const uint64_t *h_density,
@@ -65,9 +130,6 @@ cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases_v, size_t bases_len, s
         plan.push_back(p);
 
     profiler prof(sizeof(F) == 48 ? "msm_stream_g1" : "msm_stream_g2", s, ctx->k.profile);
-    if (ctx->k.profile)
-        fprintf(stderr, "cuzk kernels: streamed MSM of %zu bases: %zu chunks%s\n", nsel, plan.size(),
-                carried ? ", the first carried in" : "");
     // Chunk k's bases: the carried buffer (k = 0 when carried), else stage[j % 2] with
     // j = k - (carried ? 1 : 0).
     const size_t first = carried ? 1 : 0;
@@ -131,6 +193,33 @@ cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases_v, size_t bases_len, s
         return ok();
     };
     CUZK_TRY(queue_copy(first));
+    // The whole MSM's window and its kept buckets (counted while the first chunk copies). The
+    // kept buckets and a chunk's fresh ones take what the chunk plan set aside for the windows
+    // a narrower c would sort, the sort's dead halves (the fresh buckets come after them) and
+    // half the plan's reserve: where they would not fit, a narrower window.
+    kept_buckets kept;
+    {
+        size_t nbig = 0;
+        CUZK_TRY(count_big(ctx, d_scalars, n, h_density ? d_dens.as<uint64_t>() : nullptr, &nbig));
+        if (nbig) {
+            size_t cap = ~(size_t)0;
+            int c;
+            for (;;) {
+                c = cuzk_plan_choose_c_kept(sizeof(F), nbig, plan.size(), ctx->k.window_bits, cap);
+                const int nwin = cuzk_plan_window_count(c);
+                const size_t big_chunk = std::min(stage_pts, nbig / plan.size());
+                const size_t room = CUZK_PLAN_STREAM_RESERVE / 2 + (nwin < 16 ? (size_t)(16 - nwin) * 16 * stage_pts : 0) +
+                                    (size_t)8 * nwin * big_chunk;
+                const size_t need = 2 * cuzk_plan_bucket_mem(sizeof(F), c);
+                if (need <= room || c == CUZK_PLAN_C_MIN || ctx->k.window_bits) break;
+                cap = need - 1;
+            }
+            CUZK_TRY(kept_buckets_begin<F>(ctx, c, kept));
+        }
+        if (ctx->k.profile)
+            fprintf(stderr, "cuzk kernels: streamed MSM of %zu bases (%zu big): %zu chunks%s, window %d kept\n", nsel,
+                    nbig, plan.size(), carried ? ", the first carried in" : "", kept.c);
+    }
     for (size_t k = 0; k < plan.size(); k++) {
         // Chunk k-1's MSM has returned (msm_run ends with a synchronize): its staging buffer
         // is free for chunk k+1's bases, which now copy while chunk k computes.
@@ -148,10 +237,13 @@ cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases_v, size_t bases_len, s
         }
         CUZK_TRY(msm_run<F>(ctx, bases, p.nb, 0, static_cast<const fr_t *>(d_scalars) + p.i0,
                             nullptr, p.cnt, h_density ? h_density + p.i0 / 64 : nullptr, out_jacobian,
-                            true, h_density ? d_dens.as<uint64_t>() + p.i0 / 64 : nullptr));
+                            true, h_density ? d_dens.as<uint64_t>() + p.i0 / 64 : nullptr,
+                            kept.c ? &kept : nullptr));
         if (k < first) in->clear();  // its chunk is done: the memory goes back
     }
     prof.mark("chunks");
+    CUZK_TRY(kept_buckets_finish<F>(ctx, kept, out_jacobian));
+    prof.mark("reduce");
     return ok();
 }
 
@@ -159,8 +251,11 @@ cuzk_kresult msm_stream(dev_ctx *ctx, const void *h_bases_v, size_t bases_len, s
 // parameter set): each chunk of bases crosses PCIe once for all of them; per witness, the
 // chunk's slice of its aux is expanded from the compact form (expand_aux_range) into one
 // scratch vector and summed into outs[i] (jac_t<F> each). n = the aux count; same selection
-// semantics as msm_stream; no chunk carried in or out. Chunks are planned with half the
-// headroom: the scratch vector (at most 4 scalars a base) takes from the other half.
+// semantics as msm_stream; no chunk carried in or out. Each witness keeps its buckets across the
+// chunks (its window from its count of values other than 0 and 1, an upper bound of its big
+// scalars; the k sets and a chunk's fresh one within an eighth of the headroom). Chunks are
+// planned with half of what is left: the scratch vector (at most 4 scalars a base) takes from
+// the other half.
 template <class F>
 cuzk_kresult msm_stream_many(dev_ctx *ctx, const void *h_bases_v, size_t bases_len, size_t base_offset,
                              const device_z *const *zs, size_t k, size_t n, const uint64_t *h_density,
@@ -182,7 +277,21 @@ cuzk_kresult msm_stream_many(dev_ctx *ctx, const void *h_bases_v, size_t bases_l
 
     size_t avail = 0;
     CUZK_TRY(headroom(ctx, &avail));
-    const size_t chunk_mem = cuzk_plan_stream_chunk_bases(sizeof(F), ctx->mem.chunk_points, avail / 2);
+    // The chunk count the buckets' windows are chosen for: the plan's without the buckets.
+    const size_t est_chunk = cuzk_plan_stream_chunk_bases(sizeof(F), ctx->mem.chunk_points, avail / 2);
+    const size_t est_chunks = (nsel + est_chunk - 1) / est_chunk;
+    std::vector<kept_buckets> kept(k);
+    size_t kept_bytes = 0, fresh_bytes = 0;  // the k kept sets, and one chunk's fresh set
+    for (size_t i = 0; i < k; i++) {
+        const size_t nbig = std::min(zs[i]->num_others, nsel);
+        if (!nbig) continue;
+        const int c = cuzk_plan_choose_c_kept(sizeof(F), nbig, est_chunks, ctx->k.window_bits, avail / 8 / (k + 1));
+        CUZK_TRY(kept_buckets_begin<F>(ctx, c, kept[i]));
+        kept_bytes += cuzk_plan_bucket_mem(sizeof(F), c);
+        fresh_bytes = std::max(fresh_bytes, cuzk_plan_bucket_mem(sizeof(F), c));
+    }
+    const size_t left = avail > kept_bytes + fresh_bytes ? avail - kept_bytes - fresh_bytes : 0;
+    const size_t chunk_mem = cuzk_plan_stream_chunk_bases(sizeof(F), ctx->mem.chunk_points, left / 2);
     size_t chunk = chunk_mem;
     {
         const size_t parts = (nsel + chunk - 1) / chunk;
@@ -234,10 +343,13 @@ cuzk_kresult msm_stream_many(dev_ctx *ctx, const void *h_bases_v, size_t bases_l
             CUZK_TRY(expand_aux_range(ctx, *zs[i], p.i0, p.cnt, scalars.p));
             CUZK_TRY(msm_run<F>(ctx, stage[c % 2].p, p.nb, 0, scalars.p, nullptr, p.cnt,
                                 h_density ? h_density + p.i0 / 64 : nullptr, outs[i], true,
-                                h_density ? d_dens.as<uint64_t>() + p.i0 / 64 : nullptr));
+                                h_density ? d_dens.as<uint64_t>() + p.i0 / 64 : nullptr,
+                                kept[i].c ? &kept[i] : nullptr));
         }
     }
     prof.mark("chunks");
+    for (size_t i = 0; i < k; i++) CUZK_TRY(kept_buckets_finish<F>(ctx, kept[i], outs[i]));
+    prof.mark("reduce");
     return ok();
 }
 

@@ -138,6 +138,58 @@ static void stream_chunks(void)
     CHECK(cuzk_plan_stream_bytes_per_base(G2) == 2 * 192 + 160 + 256, "G2 bytes per base");
 }
 
+/* The kept-buckets model, written from its definition: windows x (entries x (1 + 5/e) + (chunks
+ * + bucket cost) x buckets), e = a bucket's entries from one chunk. */
+static double kept_cost(size_t fb, size_t nbig, size_t chunks, int c)
+{
+    const int nwin = (256 + c - 1) / c;
+    const double buckets = (double)((size_t)1 << (c - 1)), e = (double)nbig / (double)chunks / buckets;
+    return (double)nwin * ((double)nbig * (1.0 + 5.0 / e) + ((double)chunks + (fb == G1 ? 4.0 : 3.5)) * buckets);
+}
+
+static void kept_buckets_window(void)
+{
+    const size_t n27 = ((size_t)1 << 27) - 1;
+    const size_t sizes[] = {1000, 100000, (size_t)2600000, (size_t)1 << 24, n27};
+    const size_t chunk_counts[] = {1, 3, 7, 10};
+    size_t i, j;
+    int g, f, k;
+    /* the buckets' bytes: 4 field elements a bucket, 2^(c-1) a window */
+    CHECK(cuzk_plan_bucket_mem(G1, 16) == 16 * ((size_t)1 << 15) * 192, "G1 @16");
+    CHECK(cuzk_plan_bucket_mem(G2, 20) == 13 * ((size_t)1 << 19) * 384, "G2 @20");
+    for (f = CUZK_PLAN_C_MIN; f <= CUZK_PLAN_C_MAX; f++)
+        CHECK(cuzk_plan_choose_c_kept(G1, n27, 7, f, 0) == f, "forced %d", f);
+    /* the H MSM of a 2^27 proof streamed in 7 chunks: 14 or 13 windows (the resident MSM's
+     * 13); each chunk alone (19 M big scalars) would take 16 */
+    CHECK(cuzk_plan_choose_c_kept(G1, n27, 7, 0, HUGE_ROOM) >= 19, "2^27 in 7: %d",
+          cuzk_plan_choose_c_kept(G1, n27, 7, 0, HUGE_ROOM));
+    CHECK(cuzk_plan_choose_c(G1, n27 / 7, 0, HUGE_ROOM) == 16, "a chunk alone");
+    /* few big scalars a chunk (a Filecoin aux MSM: ~2% of 130 M in 6 chunks): narrower */
+    CHECK(cuzk_plan_choose_c_kept(G1, 2600000, 6, 0, HUGE_ROOM) < 16, "2.6 M in 6: %d",
+          cuzk_plan_choose_c_kept(G1, 2600000, 6, 0, HUGE_ROOM));
+    for (g = 0; g < 2; g++) {
+        const size_t fb = g ? G2 : G1;
+        for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+            for (j = 0; j < sizeof chunk_counts / sizeof chunk_counts[0]; j++) {
+                const size_t nbig = sizes[i], chunks = chunk_counts[j];
+                const size_t rooms[] = {HUGE_ROOM, cuzk_plan_bucket_mem(fb, 16), cuzk_plan_bucket_mem(fb, 12) + 1, 0};
+                size_t r;
+                for (r = 0; r < sizeof rooms / sizeof rooms[0]; r++) {
+                    const int c = cuzk_plan_choose_c_kept(fb, nbig, chunks, 0, rooms[r]);
+                    CHECK(c >= CUZK_PLAN_C_MIN && c <= CUZK_PLAN_C_MAX, "c = %d", c);
+                    CHECK(c == CUZK_PLAN_C_MIN || cuzk_plan_bucket_mem(fb, c) <= rooms[r],
+                          "nbig %zu, room %zu: c = %d does not fit", nbig, rooms[r], c);
+                    /* no window that fits and lowers the windows is cheaper */
+                    for (k = CUZK_PLAN_C_MIN; k <= CUZK_PLAN_C_MAX; k++)
+                        if (cuzk_plan_bucket_mem(fb, k) <= rooms[r] && (k == CUZK_PLAN_C_MIN ||
+                            cuzk_plan_window_count(k) != cuzk_plan_window_count(k - 1)))
+                            CHECK(kept_cost(fb, nbig, chunks, c) <= kept_cost(fb, nbig, chunks, k),
+                                  "nbig %zu in %zu: c = %d costs more than %d", nbig, chunks, c, k);
+                }
+            }
+    }
+}
+
 int main(void)
 {
     windows_cover_the_scalar();
@@ -146,6 +198,7 @@ int main(void)
     wide_windows_only_where_they_fit();
     memory_of_a_window();
     stream_chunks();
+    kept_buckets_window();
     printf("plan_test: %d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }
