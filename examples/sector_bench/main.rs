@@ -55,8 +55,10 @@
 //!   to `DIR/sector_bench.md`, and one JSON object per event (each partition proved, each
 //!   sector, each stream's summary) to `DIR/sector_bench.jsonl`, as they happen. Each stream
 //!   ends with its summary row; the process ends with all of them in one table: path, device
-//!   limit, sectors, steady-state seconds per sector (the mean wall of the sectors after the
-//!   first to finish; n/a with one sector), the first sector's seconds, GPU busy, synthesis per
+//!   limit, sectors, steady-state seconds per sector (the partitions proved after the first
+//!   sector finished, over the time to the last of them, times the partitions a sector; n/a with
+//!   one sector; the mean wall of the later sectors, which batches straddling two sectors make
+//!   look faster, is in the stream's line and JSON), the first sector's seconds, GPU busy, synthesis per
 //!   partition (mean over the stream; over the sectors after the first), peak RSS against B,
 //!   the Winning stand-in alone / under load / bound, where the parameters were, and the
 //!   device/host evaluations. Every stream proves the same partitions with the same r, s, so
@@ -162,9 +164,9 @@
 //!   time, 3 rounds of ~80 s + 15 s. Two sectors (6 rounds) would not fit.
 //!
 //! With few sectors the steady-state column is rough: the engine proves every sector's
-//! partitions at once, in rounds of 16, so sectors finish in bunches (the column is
-//! (last finish − first finish) / (sectors − 1)); `sector_bench.jsonl` has every partition's
-//! finish for a finer look.
+//! partitions at once, in rounds of 16, so sectors finish in bunches; the column counts the
+//! partitions proved after the first sector's end, so a bunch is not counted twice.
+//! `sector_bench.jsonl` has every partition's finish for a finer look.
 //!
 //! The CPU smoke test (any machine): `cargo run --release --features filecoin --example
 //! sector_bench -- --sector-size 2KiB --layers 2 --challenges 1 --partitions-per-sector 2 --cpu
@@ -795,7 +797,7 @@ fn main() {
         out.line(&r.row(i, budget));
     }
     out.line(
-        "(steady state: mean wall of the sectors after the first to finish; synthesis: mean over the stream's partitions, \
+        "(steady state: the partitions proved after the first sector finished, over the time to the last of them, times the partitions a sector; synthesis: mean over the stream's partitions, \
          then over those of the sectors after the first; bound: one partition's proof (EMA) + the stand-in alone; evaluations: \
          this stream's witness proofs with a, b, c evaluated on the device / on the host)",
     );

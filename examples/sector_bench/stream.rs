@@ -470,12 +470,17 @@ impl Bench<'_> {
             evaluations,
             same_as_first: None,
             deadline,
+            proved_at,
+            pps,
         };
         let steady = result
             .steady()
             .map_or("n/a (one sector)".to_string(), |x| format!("{x:.1} s"));
+        let later = result
+            .later_sector_wall()
+            .map_or("n/a".to_string(), |x| format!("{x:.1} s"));
         out.line(&format!(
-            "stream {index} ({spec}): {:.1} s for {n_sectors} sector(s) ({failed_sectors} failed); per sector after the first: {steady}; \
+            "stream {index} ({spec}): {:.1} s for {n_sectors} sector(s) ({failed_sectors} failed); per sector, steady: {steady} (mean wall of the later sectors: {later}); \
              GPU busy {:.0}%; synthesis EMA {:.2} s, proof EMA {:.3} s a partition",
             secs(stream_wall),
             result.gpu_busy * 100.0,
