@@ -8,6 +8,8 @@
 set -euo pipefail
 src=${1:?the tree whose .gpu/ gpu-bundle filled}
 out=${2:-$PWD/.gpu/tests.tar.xz}
+# Absolute: the archive is written from inside a temporary directory.
+out=$(realpath -m -- "$out")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/tests" "$tmp/bin" "$(dirname "$out")"
