@@ -137,7 +137,7 @@
 //!   stream is cut (the first's rows and summary are out by then).
 //! - Command 2, ~470 s: full synthesis, two at a time, 4 partitions = 2 rounds of ~92 s. A
 //!   10-partition sector (5 rounds, ~460 s) does not fit beside the 265 s, hence 2 sectors of
-//!   2: "s / sector after the first" is then the seconds per 2 partitions (synthesis-bound: a
+//!   2: "s / sector, steady" is then the seconds per 2 partitions (synthesis-bound: a
 //!   10-partition sector ≈ 5× that).
 //!
 //! SnapDeals (`--kind snap`, the 32 GiB shape: 16 partitions a sector, 81,049,504 constraints,
