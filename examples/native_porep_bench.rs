@@ -116,7 +116,7 @@ fn main() {
     let args = Args::parse();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(38);
     let inputs = Inputs {
-        partition: stacked::random_partition::<Tree>(32, args.challenges, 11, &mut rng),
+        partition: stacked::random_partition::<Tree>(32 << 30, args.challenges, 11, &mut rng),
         params: stacked::small_params::<Tree>(),
     };
     let one = or_fail(rayon::ThreadPoolBuilder::new().num_threads(1).build());

@@ -51,6 +51,9 @@ mod sector_bench_snap;
 mod fixtures;
 use fixtures::*;
 
+#[path = "common/post.rs"]
+mod post_fixtures;
+
 /// r then s for `n` proofs, as cuzk draws them from the same rng.
 fn r_and_s(seed: [u8; 32], n: usize) -> (Vec<Scalar>, Vec<Scalar>) {
     let mut rng = ChaCha20Rng::from_seed(seed);
@@ -520,6 +523,50 @@ fn a_kept_set_evicted_while_a_proof_holds_it_leaves_the_device_when_the_proof_en
     assert_eq!(keeper.kept(), 0, "its last proof ended: evicted");
     assert_eq!(keeper.evicted.load(std::sync::atomic::Ordering::SeqCst), 1);
     assert_eq!(engine.stats().params_sets, 0);
+}
+
+/// A benchmark's parameters (`install_unchecked_parameters`): random ones, installed for a kind
+/// that has no file here (Winning PoSt of 8 MiB sectors), prove random vanilla proofs and the
+/// bytes are handed out unchecked — a checked set would fail the job after one retry, for no
+/// proof over random parameters and an unsatisfied circuit verifies. Evicted, the kind's next
+/// proof looks for its file again and fails naming it.
+#[test]
+fn unchecked_parameters_serve_their_kind_unverified_until_evicted() {
+    type T = filecoin_proofs::SectorShape8MiB;
+    init();
+    let proof_type = RegisteredPoStProof::StackedDrgWinning8MiBV1;
+    let kind = ParamsKind::PoSt(proof_type);
+    let mut rng = ChaCha20Rng::seed_from_u64(8);
+    let randomness = [9u8; 32];
+    let config = proof_type.as_v1_config();
+    let proofs = post_fixtures::verifying_sector_proofs::<T>(&config, &randomness, 0, &[3], &mut rng);
+    let circuit = post_fixtures::post_circuit::<T>(&config, &randomness, &prover_id(), &proofs);
+    let random = cuzk::testing::random_parameters(circuit, 8).unwrap();
+    let id = random.id();
+    filecoin::install_unchecked_parameters(kind, random).unwrap();
+    assert_eq!(filecoin::loaded_parameters(kind).unwrap().map(|p| p.id()), Some(id));
+    let vanilla = post_fixtures::vanilla_bytes(&proofs);
+    let engine = fresh_engine();
+    let submit = || {
+        filecoin::submit_winning_post_with_vanilla(
+            proof_type,
+            &randomness,
+            prover_id(),
+            &vanilla,
+            Options::default().on(&engine),
+        )
+        .and_then(|job| job.wait())
+    };
+    let out = submit().expect("the unchecked set's bytes");
+    assert_eq!(out.proof.len(), 192);
+    assert_eq!(engine.stats().verification_retries, 0, "not checked, so not retried");
+    assert!(filecoin::evict_parameters(kind, Some(&engine)).unwrap().is_some());
+    assert_eq!(filecoin::loaded_parameters(kind).unwrap().map(|p| p.id()), None);
+    let path = filecoin::parameter_path(kind).unwrap();
+    match submit() {
+        Err(Error::FilecoinParams { path: named, .. }) => assert_eq!(named, path),
+        other => panic!("the file looked for again: {other:?}"),
+    }
 }
 
 /// With a compiled-circuit directory (`CUZK_FILECOIN_COMPILED_DIR`, the daemon's

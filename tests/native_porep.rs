@@ -158,8 +158,8 @@ fn inconsistent_inputs_are_refused() {
 #[test]
 fn production_shapes_equal_witness_cs() {
     let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(38);
-    let (pub_in, vanilla) = random_partition::<filecoin_proofs::SectorShape32GiB>(32, 2, 11, &mut rng);
+    let (pub_in, vanilla) = random_partition::<filecoin_proofs::SectorShape32GiB>(32 << 30, 2, 11, &mut rng);
     check("32 GiB shape", &pub_in, &vanilla, &small_params(), 0);
-    let (pub_in, vanilla) = random_partition::<filecoin_proofs::SectorShape64GiB>(64, 2, 11, &mut rng);
+    let (pub_in, vanilla) = random_partition::<filecoin_proofs::SectorShape64GiB>(64 << 30, 2, 11, &mut rng);
     check("64 GiB shape", &pub_in, &vanilla, &small_params(), 0);
 }

@@ -67,8 +67,8 @@ pub use self::job::{
     PRIORITY_WINNING_POST,
 };
 pub use self::params::{
-    clear_parameter_cache, evict_parameters, loaded_parameters, parameter_path, parameters_loaded, preload_parameters,
-    ParamsKind,
+    clear_parameter_cache, evict_parameters, install_unchecked_parameters, loaded_parameters, parameter_path,
+    parameters_loaded, preload_parameters, ParamsKind,
 };
 pub use self::porep::{seal_commit_phase2, submit_seal_commit_phase2, submit_seal_commit_phase2_typed};
 pub use self::post::{

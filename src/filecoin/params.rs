@@ -103,6 +103,9 @@ pub(crate) struct Loaded {
     pub(crate) path: PathBuf,
     pub(crate) params: Parameters,
     pub(crate) pvk: PreparedVerifyingKey,
+    /// Whether proofs made with them are checked against `pvk` before they are handed out:
+    /// always, except for a benchmark's set ([`install_unchecked_parameters`]).
+    pub(crate) checked: bool,
 }
 
 /// What the cache holds of one file.
@@ -235,6 +238,39 @@ pub fn evict_parameters(kind: ParamsKind, engine: Option<&crate::engine::Engine>
     Ok(freed)
 }
 
+/// **Benchmarks only.** Holds `params` as the parameters of `kind` in this process, as if
+/// loaded from its file (which need not exist), in place of any set of `kind` loaded before, and
+/// marks them so that **the proofs made with them are handed out unchecked**: not verified
+/// against their verifying key, not retried. This is what a benchmark at production's shapes
+/// needs where the real files cannot be had (e.g. `sector_bench --daemon`: random parameters
+/// from `cuzk::testing::random_parameters`, which have no trapdoor behind them, and random
+/// vanilla proofs, which do not satisfy the circuits — no proof of theirs verifies). Everything
+/// else about a proof is as with a real set: the engine, its budget, `params_on_device`, the
+/// daemon. [`clear_parameter_cache`] or [`evict_parameters`] forgets them; the next proof of
+/// `kind` then loads the real file, checked. Logged at warn.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a sector size no registered proof names.
+pub fn install_unchecked_parameters(kind: ParamsKind, params: Parameters) -> Result<()> {
+    let path = parameter_path(kind)?;
+    let pvk = PreparedVerifyingKey::new(params.vk());
+    let loaded = Arc::new(Loaded {
+        path: path.clone(),
+        params,
+        pvk,
+        checked: false,
+    });
+    log::warn!(
+        "filecoin: parameters {} installed for {kind:?} UNCHECKED (benchmarks only): proofs made with them are not verified",
+        loaded.params.id()
+    );
+    let slot = slot(&path);
+    let mut held = lock(&slot);
+    held.loaded.push(loaded.params.id());
+    held.host = Some(loaded);
+    Ok(())
+}
+
 const HOW_TO_GET: &str = "Filecoin parameter files come from the network's trusted setup: fetch them \
      (e.g. `curio fetch-params <sector size>` or `lotus fetch-params <sector size>`) into the directory \
      FIL_PROOFS_PARAMETER_CACHE names (default /var/tmp/filecoin-proof-parameters/); cuzk never \
@@ -267,6 +303,7 @@ pub(crate) fn load(path: &Path, engine: Option<&crate::engine::Engine>) -> Resul
         path: path.to_path_buf(),
         params,
         pvk,
+        checked: true,
     });
     held.loaded.push(loaded.params.id());
     held.host = Some(loaded.clone());
@@ -309,6 +346,7 @@ pub(crate) fn placed(loaded: Arc<Loaded>, engine: &crate::engine::Engine) -> Arc
                 path: loaded.path.clone(),
                 params,
                 pvk: loaded.pvk.clone(),
+                checked: loaded.checked,
             });
             log::info!(
                 "filecoin: parameters {id} kept on the GPU(s); their host copy ({} MiB) is released once the proofs holding it end",

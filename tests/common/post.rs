@@ -73,3 +73,165 @@ where
     };
     (pub_in, fallback::Proof { sectors: proofs }, params)
 }
+
+/// The public parameters filecoin-proofs proves and checks a PoSt of `config` with.
+pub fn post_public_params(config: &filecoin_proofs::PoStConfig) -> PublicParams {
+    use storage_proofs_core::proof::ProofScheme;
+    let setup = match config.typ {
+        filecoin_proofs::PoStType::Winning => {
+            filecoin_proofs::parameters::winning_post_setup_params(config).expect("Winning PoSt setup")
+        }
+        filecoin_proofs::PoStType::Window => filecoin_proofs::parameters::window_post_setup_params(config),
+    };
+    // The scheme's setup reads no tree: any tree type gives the same parameters.
+    fallback::FallbackPoSt::<filecoin_proofs::SectorShape2KiB>::setup(&setup).expect("PoSt setup")
+}
+
+/// Vanilla proofs that verify (filecoin-proofs checks the vanilla proofs before it builds a
+/// PoSt's circuits), as filecoin-ffi's `generate_single_vanilla_proof` makes them for a PoSt of
+/// `config` under `randomness`: for each of `sector_ids` (slot i of Window partition `k`; a
+/// Winning PoSt's one sector fills every slot), the leaves `FallbackPoSt::verify` challenges,
+/// with random values, in a sparse tree of `T`'s shape for the sector size (every node off
+/// their paths random) whose root is the sector's comm_r_last, a random comm_c and comm_r =
+/// H(comm_c, comm_r_last).
+pub fn verifying_sector_proofs<T: 'static + MerkleTreeTrait<Hasher = filecoin_hashers::poseidon::PoseidonHasher>>(
+    config: &filecoin_proofs::PoStConfig,
+    randomness: &[u8; 32],
+    k: usize,
+    sector_ids: &[u64],
+    rng: &mut impl rand::Rng,
+) -> Vec<filecoin_proofs::FallbackPoStSectorProof<T>>
+where
+    T::Proof: From<MerkleProof<T::Hasher, T::Arity, T::SubTreeArity, T::TopTreeArity>>,
+{
+    use merkletree::hash::Algorithm;
+    use std::collections::BTreeMap;
+    use typenum::Unsigned;
+    type F = <filecoin_hashers::poseidon::PoseidonHasher as Hasher>::Function;
+    let pub_params = post_public_params(config);
+    let randomness: Domain = filecoin_proofs::as_safe_commitment(randomness, "randomness").expect("a field element");
+    let d = |rng: &mut dyn rand::RngCore| Domain::from(Scalar::random(rng));
+    let nodes = pub_params.sector_size / 32;
+    let (sub, top) = (T::SubTreeArity::to_u64(), T::TopTreeArity::to_u64());
+    let base_leaves = nodes / sub.max(1) / top.max(1);
+    let arity = T::Arity::to_u64();
+    let base_levels = base_leaves.trailing_zeros() / arity.trailing_zeros();
+    let arities: Vec<u64> = std::iter::repeat(arity)
+        .take(base_levels as usize)
+        .chain([sub, top])
+        .filter(|&a| a > 0)
+        .collect();
+    let winning = config.typ == filecoin_proofs::PoStType::Winning;
+    let (count, sector_count) = (pub_params.challenge_count, pub_params.sector_count);
+    sector_ids
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| {
+            // The slots this sector's challenges are checked in, and their challenge indices.
+            let slots: Vec<usize> = if winning {
+                (0..sector_count).collect()
+            } else {
+                vec![k * sector_count + i]
+            };
+            let leaves: Vec<u64> = slots
+                .iter()
+                .flat_map(|&slot| {
+                    (0..count).map(move |n| fallback::get_challenge_index(pub_params.api_version, slot, count, n))
+                })
+                .map(|index| fallback::generate_leaf_challenge(&pub_params, randomness, id, index))
+                .collect();
+            // Level by level: the nodes on the paths (index -> value), and each of their
+            // parents' children (the others random).
+            let mut level: BTreeMap<u64, Domain> = leaves.iter().map(|&l| (l, d(rng))).collect();
+            let values = level.clone();
+            let mut children: Vec<BTreeMap<u64, Vec<Domain>>> = Vec::new();
+            for (height, &a) in arities.iter().enumerate() {
+                let mut parents: BTreeMap<u64, Vec<Domain>> = BTreeMap::new();
+                for (&index, &value) in &level {
+                    parents
+                        .entry(index / a)
+                        .or_insert_with(|| (0..a).map(|_| d(rng)).collect())[(index % a) as usize] = value;
+                }
+                level = parents
+                    .iter()
+                    .map(|(&p, c)| (p, F::default().multi_node(c, height)))
+                    .collect();
+                children.push(parents);
+            }
+            let comm_r_last = level[&0];
+            let comm_c = d(rng);
+            let inclusion_proofs = leaves
+                .iter()
+                .map(|&leaf| {
+                    let mut index = leaf;
+                    let path = arities
+                        .iter()
+                        .zip(&children)
+                        .map(|(&a, level)| {
+                            let (at, mut siblings) = ((index % a) as usize, level[&(index / a)].clone());
+                            siblings.remove(at);
+                            index /= a;
+                            (siblings, at)
+                        })
+                        .collect();
+                    MerkleProof::from_parts(values[&leaf], comm_r_last, path).into()
+                })
+                .collect();
+            filecoin_proofs::FallbackPoStSectorProof {
+                sector_id: SectorId::from(id),
+                comm_r: <F as filecoin_hashers::HashFunction<Domain>>::hash2(&comm_c, &comm_r_last),
+                vanilla_proof: fallback::Proof {
+                    sectors: vec![SectorProof {
+                        inclusion_proofs,
+                        comm_c,
+                        comm_r_last,
+                    }],
+                },
+            }
+        })
+        .collect()
+}
+
+/// The circuit filecoin-proofs builds for a PoSt of `config` from `proofs` (one partition:
+/// partition 0 of a Window PoSt), with the public inputs it proves them under.
+pub fn post_circuit<T: 'static + MerkleTreeTrait<Hasher = filecoin_hashers::poseidon::PoseidonHasher>>(
+    config: &filecoin_proofs::PoStConfig,
+    randomness: &[u8; 32],
+    prover_id: &[u8; 32],
+    proofs: &[filecoin_proofs::FallbackPoStSectorProof<T>],
+) -> fallback::FallbackPoStCircuit<T> {
+    use storage_proofs_core::compound_proof::CompoundProof;
+    let pub_params = post_public_params(config);
+    let pub_in = PublicInputs {
+        randomness: filecoin_proofs::as_safe_commitment(randomness, "randomness").expect("a field element"),
+        prover_id: filecoin_proofs::as_safe_commitment(prover_id, "prover_id").expect("a field element"),
+        sectors: proofs
+            .iter()
+            .map(|p| PublicSector {
+                id: p.sector_id,
+                comm_r: p.comm_r,
+            })
+            .collect(),
+        k: None,
+    };
+    let partitioned = filecoin_proofs::partition_vanilla_proofs(config, &pub_params, &pub_in, 1, proofs)
+        .expect("vanilla proofs that verify");
+    <fallback::FallbackPoStCompound<T> as CompoundProof<'_, _, _>>::circuit(
+        &pub_in,
+        Default::default(),
+        &partitioned[0],
+        &pub_params,
+        Some(0),
+    )
+    .expect("the PoSt circuit")
+}
+
+/// Vanilla proofs as Curio sends them: the bincode bytes of each `FallbackPoStSectorProof`.
+pub fn vanilla_bytes<T: 'static + MerkleTreeTrait>(
+    proofs: &[filecoin_proofs::FallbackPoStSectorProof<T>],
+) -> Vec<Vec<u8>> {
+    proofs
+        .iter()
+        .map(|p| bincode::serialize(p).expect("a vanilla proof serializes"))
+        .collect()
+}

@@ -24,11 +24,11 @@ pub type Partition<T> = (
 );
 
 /// Random vanilla proofs of `T`'s production shape: `challenges` challenges of a sector of
-/// `2^30 · size_gib / 32` nodes, `layers` layers (2 or 11), 6 DRG and 8 expander parents, TreeD a binary
+/// `sector_bytes / 32` nodes, `layers` layers (2 or 11), 6 DRG and 8 expander parents, TreeD a binary
 /// SHA-256 tree of as many leaves, TreeC and TreeR `T`'s Poseidon trees (base levels of
 /// arity 8, then its sub and top levels).
 pub fn random_partition<T: 'static + MerkleTreeTrait>(
-    size_gib: u64,
+    sector_bytes: u64,
     challenges: usize,
     layers: usize,
     rng: &mut impl Rng,
@@ -37,7 +37,7 @@ where
     <T::Hasher as Hasher>::Domain: From<Scalar>,
 {
     use typenum::Unsigned;
-    let nodes = (size_gib << 30) / 32;
+    let nodes = sector_bytes / 32;
     let d = |rng: &mut dyn rand::RngCore| <T::Hasher as Hasher>::Domain::from(Scalar::random(rng));
     let sha = |rng: &mut dyn rand::RngCore| Sha256Domain::from(Scalar::random(rng));
     let (sub, top) = (T::SubTreeArity::to_usize(), T::TopTreeArity::to_usize());
