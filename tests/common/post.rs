@@ -100,10 +100,7 @@ pub fn verifying_sector_proofs<T: 'static + MerkleTreeTrait<Hasher = filecoin_ha
     k: usize,
     sector_ids: &[u64],
     rng: &mut impl rand::Rng,
-) -> Vec<filecoin_proofs::FallbackPoStSectorProof<T>>
-where
-    T::Proof: From<MerkleProof<T::Hasher, T::Arity, T::SubTreeArity, T::TopTreeArity>>,
-{
+) -> Vec<filecoin_proofs::FallbackPoStSectorProof<T>> {
     use merkletree::hash::Algorithm;
     use std::collections::BTreeMap;
     use typenum::Unsigned;
@@ -174,7 +171,7 @@ where
                             (siblings, at)
                         })
                         .collect();
-                    MerkleProof::from_parts(values[&leaf], comm_r_last, path).into()
+                    MerkleProof::from_parts(values[&leaf], comm_r_last, path)
                 })
                 .collect();
             filecoin_proofs::FallbackPoStSectorProof {
