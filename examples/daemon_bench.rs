@@ -456,13 +456,15 @@ where
         secs(warm[0].1)
     ));
     install(ParamsKind::PoSt(window_proof), "Window PoSt", &|| {
-        let circuit = post_fixtures::post_circuit::<Tree>(&wconfig, &window_randomness, &prover_id, &window[0]);
+        let circuit =
+            post_fixtures::Partitions::<Tree>::new(&wconfig, &window_randomness, &prover_id, &window[0]).circuit(0);
         ok("Window parameters", cuzk::testing::random_parameters(circuit, 492))
     });
     warm.push(("Window partition", go(requests.window("warm-window", 0)).0));
     progress(&format!("Window warm-up: {:.1} s", secs(warm[1].1)));
     install(ParamsKind::PoSt(winning_proof), "Winning PoSt", &|| {
-        let circuit = post_fixtures::post_circuit::<Tree>(&wnconfig, &winning_randomness, &prover_id, &winning);
+        let circuit =
+            post_fixtures::Partitions::<Tree>::new(&wnconfig, &winning_randomness, &prover_id, &winning).circuit(0);
         ok("Winning parameters", cuzk::testing::random_parameters(circuit, 493))
     });
     warm.push(("Winning", go(requests.winning("warm-winning")).0));

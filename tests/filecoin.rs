@@ -40,7 +40,6 @@ use filecoin_proofs_api::PublicReplicaInfo;
 use filecoin_proofs_api::{post as api_post, update as api_update};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
-use storage_proofs_core::compound_proof::CompoundProof;
 
 /// The sector bench's SnapDeals partitions, checked against filecoin-proofs' own below.
 #[allow(dead_code)]
@@ -263,67 +262,8 @@ fn post_circuits(
     randomness: &[u8; 32],
     vanilla: &[Vec<u8>],
 ) -> Vec<storage_proofs_post::fallback::FallbackPoStCircuit<Tree>> {
-    use filecoin_hashers::Hasher;
-    use storage_proofs_post::fallback::{self, FallbackPoStCircuit, FallbackPoStCompound, PublicSector};
-    let config = ty.as_v1_config();
-    let sector_proofs: Vec<filecoin_proofs::FallbackPoStSectorProof<Tree>> =
-        vanilla.iter().map(|b| bincode::deserialize(b).unwrap()).collect();
-    let (vanilla_params, partitions) = match config.typ {
-        filecoin_proofs::PoStType::Winning => (
-            filecoin_proofs::parameters::winning_post_setup_params(&config).unwrap(),
-            None,
-        ),
-        filecoin_proofs::PoStType::Window => {
-            // filecoin-proofs' get_partitions_for_window_post (crate-private).
-            let n = sector_proofs.len().div_ceil(config.sector_count);
-            (
-                filecoin_proofs::parameters::window_post_setup_params(&config),
-                (n > 1).then_some(n),
-            )
-        }
-    };
-    let setup = storage_proofs_core::compound_proof::SetupParams {
-        vanilla_params,
-        partitions,
-        priority: config.priority,
-    };
-    let pub_params =
-        <FallbackPoStCompound<Tree> as CompoundProof<'_, _, FallbackPoStCircuit<Tree>>>::setup(&setup).unwrap();
-    type D = <<Tree as storage_proofs_core::merkle::MerkleTreeTrait>::Hasher as Hasher>::Domain;
-    let pub_inputs = fallback::PublicInputs::<D> {
-        randomness: filecoin_proofs::as_safe_commitment(randomness, "randomness").unwrap(),
-        prover_id: filecoin_proofs::as_safe_commitment(&prover_id(), "prover_id").unwrap(),
-        sectors: sector_proofs
-            .iter()
-            .map(|p| PublicSector {
-                id: p.sector_id,
-                comm_r: p.comm_r,
-            })
-            .collect(),
-        k: None,
-    };
-    let partitioned = filecoin_proofs::partition_vanilla_proofs(
-        &config,
-        &pub_params.vanilla_params,
-        &pub_inputs,
-        partitions.unwrap_or(1),
-        &sector_proofs,
-    )
-    .unwrap();
-    partitioned
-        .iter()
-        .enumerate()
-        .map(|(k, p)| {
-            <FallbackPoStCompound<Tree> as CompoundProof<'_, _, _>>::circuit(
-                &pub_inputs,
-                Default::default(),
-                p,
-                &pub_params.vanilla_params,
-                Some(k),
-            )
-            .unwrap()
-        })
-        .collect()
+    let p = post_fixtures::Partitions::<Tree>::of_bytes(&ty.as_v1_config(), randomness, &prover_id(), vanilla);
+    (0..p.proofs.len()).map(|k| p.circuit(k)).collect()
 }
 
 /// A Winning PoSt by both paths on an engine of the test's own (the first records, the second
@@ -540,7 +480,7 @@ fn unchecked_parameters_serve_their_kind_unverified_until_evicted() {
     let randomness = [9u8; 32];
     let config = proof_type.as_v1_config();
     let proofs = post_fixtures::verifying_sector_proofs::<T>(&config, &randomness, 0, &[3], &mut rng);
-    let circuit = post_fixtures::post_circuit::<T>(&config, &randomness, &prover_id(), &proofs);
+    let circuit = post_fixtures::Partitions::<T>::new(&config, &randomness, &prover_id(), &proofs).circuit(0);
     let random = cuzk::testing::random_parameters(circuit, 8).unwrap();
     let id = random.id();
     filecoin::install_unchecked_parameters(kind, random).unwrap();

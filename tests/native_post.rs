@@ -23,84 +23,20 @@ use ff::Field;
 use filecoin_hashers::Hasher;
 use fixtures::{prover_id, window_vanilla, winning_vanilla, Tree, WINDOW, WINNING};
 use post_fixtures::random_partition;
-use storage_proofs_core::compound_proof::{CompoundProof, SetupParams};
+use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::merkle::{MerkleProof, MerkleTreeTrait};
-use storage_proofs_post::fallback::{
-    self, FallbackPoStCircuit, FallbackPoStCompound, PublicInputs, PublicParams, PublicSector,
-};
+use storage_proofs_post::fallback::{FallbackPoStCircuit, FallbackPoStCompound};
 
 type Domain = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
-type PartitionProof = fallback::Proof<<Tree as MerkleTreeTrait>::Proof>;
 
-/// What filecoin-proofs builds a PoSt's circuits from: the public inputs, the public
-/// parameters and the vanilla proof of each partition.
-struct Partitions {
-    pub_inputs: PublicInputs<Domain>,
-    pub_params: PublicParams,
-    proofs: Vec<PartitionProof>,
-}
+type Partitions = post_fixtures::Partitions<Tree>;
 
 fn partitions(ty: RegisteredPoStProof, randomness: &[u8; 32], vanilla: &[Vec<u8>]) -> Partitions {
-    let config = ty.as_v1_config();
-    let sector_proofs: Vec<filecoin_proofs::FallbackPoStSectorProof<Tree>> =
-        vanilla.iter().map(|b| bincode::deserialize(b).unwrap()).collect();
-    let (vanilla_params, partitions) = match config.typ {
-        filecoin_proofs::PoStType::Winning => (
-            filecoin_proofs::parameters::winning_post_setup_params(&config).unwrap(),
-            None,
-        ),
-        filecoin_proofs::PoStType::Window => {
-            // filecoin-proofs' get_partitions_for_window_post (crate-private).
-            let n = sector_proofs.len().div_ceil(config.sector_count);
-            (
-                filecoin_proofs::parameters::window_post_setup_params(&config),
-                (n > 1).then_some(n),
-            )
-        }
-    };
-    let setup = SetupParams {
-        vanilla_params,
-        partitions,
-        priority: config.priority,
-    };
-    let pub_params =
-        <FallbackPoStCompound<Tree> as CompoundProof<'_, _, FallbackPoStCircuit<Tree>>>::setup(&setup).unwrap();
-    let pub_inputs = PublicInputs::<Domain> {
-        randomness: filecoin_proofs::as_safe_commitment(randomness, "randomness").unwrap(),
-        prover_id: filecoin_proofs::as_safe_commitment(&prover_id(), "prover_id").unwrap(),
-        sectors: sector_proofs
-            .iter()
-            .map(|p| PublicSector {
-                id: p.sector_id,
-                comm_r: p.comm_r,
-            })
-            .collect(),
-        k: None,
-    };
-    let proofs = filecoin_proofs::partition_vanilla_proofs(
-        &config,
-        &pub_params.vanilla_params,
-        &pub_inputs,
-        partitions.unwrap_or(1),
-        &sector_proofs,
-    )
-    .unwrap();
-    Partitions {
-        pub_inputs,
-        pub_params: pub_params.vanilla_params,
-        proofs,
-    }
+    Partitions::of_bytes(&ty.as_v1_config(), randomness, &prover_id(), vanilla)
 }
 
 fn circuit(p: &Partitions, k: usize) -> FallbackPoStCircuit<Tree> {
-    <FallbackPoStCompound<Tree> as CompoundProof<'_, _, _>>::circuit(
-        &p.pub_inputs,
-        Default::default(),
-        &p.proofs[k],
-        &p.pub_params,
-        Some(k),
-    )
-    .unwrap()
+    p.circuit(k)
 }
 
 /// The generated witness of partition `k`, written into a `WitnessCs` as the witness path

@@ -7,7 +7,7 @@
 
 use blstrs::Scalar;
 use ff::Field;
-use filecoin_hashers::poseidon::PoseidonDomain;
+use filecoin_hashers::poseidon::{PoseidonDomain, PoseidonHasher};
 use filecoin_hashers::Hasher;
 use storage_proofs_core::api_version::ApiVersion;
 use storage_proofs_core::merkle::{MerkleProof, MerkleTreeTrait};
@@ -74,17 +74,110 @@ where
     (pub_in, fallback::Proof { sectors: proofs }, params)
 }
 
-/// The public parameters filecoin-proofs proves and checks a PoSt of `config` with.
-pub fn post_public_params(config: &filecoin_proofs::PoStConfig) -> PublicParams {
-    use storage_proofs_core::proof::ProofScheme;
-    let setup = match config.typ {
-        filecoin_proofs::PoStType::Winning => {
-            filecoin_proofs::parameters::winning_post_setup_params(config).expect("Winning PoSt setup")
+/// filecoin-proofs' public parameters for a PoSt of `config` over `sectors` vanilla proofs and
+/// its partition count (`None` for one), as its `generate_*_post_with_vanilla` make them.
+pub fn post_public_params<T: 'static + MerkleTreeTrait<Hasher = PoseidonHasher>>(
+    config: &filecoin_proofs::PoStConfig,
+    sectors: usize,
+) -> (PublicParams, Option<usize>) {
+    use storage_proofs_core::compound_proof::{CompoundProof, SetupParams};
+    let (vanilla_params, partitions) = match config.typ {
+        filecoin_proofs::PoStType::Winning => (
+            filecoin_proofs::parameters::winning_post_setup_params(config).expect("Winning PoSt setup"),
+            None,
+        ),
+        filecoin_proofs::PoStType::Window => {
+            // filecoin-proofs' get_partitions_for_window_post (crate-private).
+            let n = sectors.div_ceil(config.sector_count);
+            (
+                filecoin_proofs::parameters::window_post_setup_params(config),
+                (n > 1).then_some(n),
+            )
         }
-        filecoin_proofs::PoStType::Window => filecoin_proofs::parameters::window_post_setup_params(config),
     };
-    // The scheme's setup reads no tree: any tree type gives the same parameters.
-    fallback::FallbackPoSt::<filecoin_proofs::SectorShape2KiB>::setup(&setup).expect("PoSt setup")
+    let setup = SetupParams {
+        vanilla_params,
+        partitions,
+        priority: config.priority,
+    };
+    let pub_params =
+        <fallback::FallbackPoStCompound<T> as CompoundProof<'_, _, fallback::FallbackPoStCircuit<T>>>::setup(&setup)
+            .expect("PoSt public parameters");
+    (pub_params.vanilla_params, partitions)
+}
+
+/// What filecoin-proofs builds a PoSt's circuits from: the public inputs, the public
+/// parameters and the vanilla proof of each partition.
+pub struct Partitions<T: 'static + MerkleTreeTrait> {
+    pub pub_inputs: PublicInputs<Domain>,
+    pub pub_params: PublicParams,
+    pub proofs: Vec<fallback::Proof<T::Proof>>,
+}
+
+impl<T: 'static + MerkleTreeTrait<Hasher = PoseidonHasher>> Partitions<T> {
+    /// A PoSt of `config` from its sectors' vanilla proofs (each sector once, in ascending
+    /// order), partitioned as filecoin-proofs' `generate_winning_post_with_vanilla` /
+    /// `generate_window_post_with_vanilla` partition them (which checks that they verify).
+    pub fn new(
+        config: &filecoin_proofs::PoStConfig,
+        randomness: &[u8; 32],
+        prover_id: &[u8; 32],
+        sector_proofs: &[filecoin_proofs::FallbackPoStSectorProof<T>],
+    ) -> Self {
+        let (pub_params, partitions) = post_public_params::<T>(config, sector_proofs.len());
+        let pub_inputs = PublicInputs {
+            randomness: filecoin_proofs::as_safe_commitment(randomness, "randomness").expect("a field element"),
+            prover_id: filecoin_proofs::as_safe_commitment(prover_id, "prover_id").expect("a field element"),
+            sectors: sector_proofs
+                .iter()
+                .map(|p| PublicSector {
+                    id: p.sector_id,
+                    comm_r: p.comm_r,
+                })
+                .collect(),
+            k: None,
+        };
+        let proofs = filecoin_proofs::partition_vanilla_proofs(
+            config,
+            &pub_params,
+            &pub_inputs,
+            partitions.unwrap_or(1),
+            sector_proofs,
+        )
+        .expect("vanilla proofs that verify");
+        Self {
+            pub_inputs,
+            pub_params,
+            proofs,
+        }
+    }
+
+    /// From Curio's bytes (bincode `FallbackPoStSectorProof`s).
+    pub fn of_bytes(
+        config: &filecoin_proofs::PoStConfig,
+        randomness: &[u8; 32],
+        prover_id: &[u8; 32],
+        vanilla: &[Vec<u8>],
+    ) -> Self {
+        let proofs: Vec<filecoin_proofs::FallbackPoStSectorProof<T>> = vanilla
+            .iter()
+            .map(|b| bincode::deserialize(b).expect("a bincode FallbackPoStSectorProof"))
+            .collect();
+        Self::new(config, randomness, prover_id, &proofs)
+    }
+
+    /// Partition `k`'s circuit, as `FallbackPoStCompound::circuit` builds it.
+    pub fn circuit(&self, k: usize) -> fallback::FallbackPoStCircuit<T> {
+        use storage_proofs_core::compound_proof::CompoundProof;
+        <fallback::FallbackPoStCompound<T> as CompoundProof<'_, _, _>>::circuit(
+            &self.pub_inputs,
+            Default::default(),
+            &self.proofs[k],
+            &self.pub_params,
+            Some(k),
+        )
+        .expect("the PoSt circuit")
+    }
 }
 
 /// Vanilla proofs that verify (filecoin-proofs checks the vanilla proofs before it builds a
@@ -94,7 +187,7 @@ pub fn post_public_params(config: &filecoin_proofs::PoStConfig) -> PublicParams 
 /// with random values, in a sparse tree of `T`'s shape for the sector size (every node off
 /// their paths random) whose root is the sector's comm_r_last, a random comm_c and comm_r =
 /// H(comm_c, comm_r_last).
-pub fn verifying_sector_proofs<T: 'static + MerkleTreeTrait<Hasher = filecoin_hashers::poseidon::PoseidonHasher>>(
+pub fn verifying_sector_proofs<T: 'static + MerkleTreeTrait<Hasher = PoseidonHasher>>(
     config: &filecoin_proofs::PoStConfig,
     randomness: &[u8; 32],
     k: usize,
@@ -104,8 +197,8 @@ pub fn verifying_sector_proofs<T: 'static + MerkleTreeTrait<Hasher = filecoin_ha
     use merkletree::hash::Algorithm;
     use std::collections::BTreeMap;
     use typenum::Unsigned;
-    type F = <filecoin_hashers::poseidon::PoseidonHasher as Hasher>::Function;
-    let pub_params = post_public_params(config);
+    type F = <PoseidonHasher as Hasher>::Function;
+    let pub_params = post_public_params::<T>(config, sector_ids.len()).0;
     let randomness: Domain = filecoin_proofs::as_safe_commitment(randomness, "randomness").expect("a field element");
     let d = |rng: &mut dyn rand::RngCore| Domain::from(Scalar::random(rng));
     let nodes = pub_params.sector_size / 32;
@@ -187,40 +280,6 @@ pub fn verifying_sector_proofs<T: 'static + MerkleTreeTrait<Hasher = filecoin_ha
             }
         })
         .collect()
-}
-
-/// The circuit filecoin-proofs builds for a PoSt of `config` from `proofs` (one partition:
-/// partition 0 of a Window PoSt), with the public inputs it proves them under.
-pub fn post_circuit<T: 'static + MerkleTreeTrait<Hasher = filecoin_hashers::poseidon::PoseidonHasher>>(
-    config: &filecoin_proofs::PoStConfig,
-    randomness: &[u8; 32],
-    prover_id: &[u8; 32],
-    proofs: &[filecoin_proofs::FallbackPoStSectorProof<T>],
-) -> fallback::FallbackPoStCircuit<T> {
-    use storage_proofs_core::compound_proof::CompoundProof;
-    let pub_params = post_public_params(config);
-    let pub_in = PublicInputs {
-        randomness: filecoin_proofs::as_safe_commitment(randomness, "randomness").expect("a field element"),
-        prover_id: filecoin_proofs::as_safe_commitment(prover_id, "prover_id").expect("a field element"),
-        sectors: proofs
-            .iter()
-            .map(|p| PublicSector {
-                id: p.sector_id,
-                comm_r: p.comm_r,
-            })
-            .collect(),
-        k: None,
-    };
-    let partitioned = filecoin_proofs::partition_vanilla_proofs(config, &pub_params, &pub_in, 1, proofs)
-        .expect("vanilla proofs that verify");
-    <fallback::FallbackPoStCompound<T> as CompoundProof<'_, _, _>>::circuit(
-        &pub_in,
-        Default::default(),
-        &partitioned[0],
-        &pub_params,
-        Some(0),
-    )
-    .expect("the PoSt circuit")
 }
 
 /// Vanilla proofs as Curio sends them: the bincode bytes of each `FallbackPoStSectorProof`.
