@@ -26,6 +26,9 @@
 //! Winning, one C2 partition + its own alone (a C2 partition: the sector alone over its
 //! partitions). Lost: the deadline stream's wall less the baseline's.
 //!
+//! `--check-requests` stops after the requests are made and checked by the daemon's decoder and
+//! Filecoin layer (up to the absent parameter files): a 32 GiB run's inputs checked anywhere.
+//!
 //! CPU smoke run (CI; 2 KiB sectors, ~3 min on 2 cores):
 //!
 //!     cargo run --release --features filecoin,daemon --example daemon_bench -- --sector-size 2KiB --gpus cpu --sectors 2 --deadline 2 --synthesis-threads 2
@@ -110,6 +113,13 @@ struct Args {
     /// The daemon's `--params-on-device`: each set kept on the GPU after its first proof.
     #[arg(long)]
     params_on_device: bool,
+    /// Make the requests, pass each through the daemon's decoder and the Filecoin layer —
+    /// which check everything a proof needs before its parameters (the C1 output and its replica
+    /// id, filecoin-proofs' verification of the PoSt vanilla proofs) and then stop at the absent
+    /// parameter file — and exit: no parameters, no daemon, no GPU (a 32 GiB run's inputs
+    /// checked on any machine).
+    #[arg(long)]
+    check_requests: bool,
     /// A directory for the results (`daemon_bench.md`, `daemon_bench.jsonl`, appended; default:
     /// stdout only, and a directory under /tmp for the daemon's parameter directory).
     #[arg(long)]
@@ -242,6 +252,32 @@ impl Requests {
     }
 }
 
+/// `--check-requests`: each request decoded as the daemon decodes it and submitted to the
+/// Filecoin layer, which must stop at the parameter file (absent here) and nowhere before.
+fn check_requests(requests: &Requests, deadline: usize, out: &mut Out) {
+    let mut all = vec![("C2 sector".to_string(), requests.c2("check-porep"))];
+    all.extend((0..deadline).map(|k| {
+        (
+            format!("Window partition {k}"),
+            requests.window(&format!("check-window-{k}"), k),
+        )
+    }));
+    all.push(("Winning PoSt".into(), requests.winning("check-winning")));
+    for (what, req) in all {
+        let t = Instant::now();
+        let work = cuzk::daemon::request::decode(req).unwrap_or_else(|e| fail(&format!("{what}: refused: {e}")));
+        match work.submit(work.kind().default_priority()) {
+            Err(cuzk::Error::FilecoinParams { path, .. }) => out.line(&format!(
+                "{what}: decoded and checked by the Filecoin layer up to its parameter file ({}) in {:.2} s",
+                path.display(),
+                secs(t.elapsed())
+            )),
+            Err(e) => fail(&format!("{what}: {e}")),
+            Ok(_) => fail(&format!("{what}: submitted, but no parameters were installed")),
+        }
+    }
+}
+
 /// Proves `req` through the daemon (Prove: submit and await); the time it took. A proof that
 /// does not complete ends the bench.
 async fn prove(mut client: Client, req: SubmitProofRequest) -> (Duration, Instant) {
@@ -363,6 +399,14 @@ where
         args.deadline,
         requests.window[0].iter().map(Vec::len).sum::<usize>() as f64 / (1 << 20) as f64
     ));
+
+    if args.check_requests {
+        check_requests(&requests, args.deadline, &mut out);
+        if args.out.is_none() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        return;
+    }
 
     // The daemon, in this process, on a Unix socket.
     // Under /tmp: a Unix socket's path has at most 107 bytes, which --out could exceed.
@@ -563,6 +607,9 @@ where
     let status = ok("GetStatus", status).into_inner();
     let _ = stop.send(());
     ok("the daemon", ok("the daemon's task", rt.block_on(daemon)));
+    if args.out.is_none() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
     let (_, hwm) = support::rss(std::process::id());
 
     let window_bound = window_one * args.deadline as u32 + partition_alone;
