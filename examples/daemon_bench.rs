@@ -1,9 +1,12 @@
-//! A proving node's deadline under load, **through cuzk-daemon** (issue 49 item 3, the daemon's
-//! row; `sector_bench --deadline` is the engine's): Curio's requests over gRPC to the daemon's
-//! service — PoRep C2 sectors (the C1 wrapper with base64, as Curio's PoRepSnarkCuzk sends it),
-//! then a Window PoSt deadline of `--deadline` partitions at HIGH priority and a Winning PoSt at
-//! CRITICAL — with each kind's latency from submission, the PoRep throughput lost, peak host RSS
-//! and where the daemon put each parameter set.
+//! A proving node's deadline under load on one engine, both rows of issue 49 item 3: through
+//! cuzk's Filecoin API (as Rust, C and Go callers call it) and **through cuzk-daemon** over gRPC
+//! (as Curio calls it) — PoRep C2 sectors (the C1 wrapper with base64, as Curio's
+//! PoRepSnarkCuzk sends it), then a Window PoSt deadline of `--deadline` partitions at HIGH
+//! priority and a Winning PoSt at CRITICAL — with each kind's latency from submission, the PoRep
+//! throughput lost, peak host RSS and where the daemon put each parameter set. The API row sends
+//! the same requests through the daemon's decoder into `Work::submit`, on the daemon's engine,
+//! so the two rows differ by gRPC and the daemon's job table alone. (`sector_bench --deadline`
+//! is the engine row with the bench's own circuits and jobs.)
 //!
 //! The daemon is `cuzk::daemon::run`, the binary's own serving loop, on a Unix socket in this
 //! process: production's parameter files (44 + 57 GiB at 32 GiB) are not here (and would not
@@ -16,22 +19,23 @@
 //! circuits, compiled-circuit recording and native-generator validation on each kind's first
 //! proof, the engine and its budget, `--params-on-device`.
 //!
-//! Each set is made just before its kind's first proof (a warm-up, reported, not counted), so
-//! with `--params-on-device` the sets go to the GPU one after the other and the host never holds
-//! two. Then, each alone: one C2 sector, one Window partition, the deadline's partitions
-//! together, one Winning PoSt. Then two streams of `--sectors` C2 sectors submitted at once:
-//! the baseline, and the same with the deadline — its Window partitions submitted when half the
-//! stream's partitions are proved (the daemon's engine's count: it runs in this process), the
-//! Winning PoSt `--winning-after` seconds later (default: one C2 partition alone). Bounds: Window, its partitions × one alone + one C2 partition;
-//! Winning, one C2 partition + its own alone (a C2 partition: the sector alone over its
-//! partitions). Lost: the deadline stream's wall less the baseline's.
+//! Each set is made just before its kind's first proof (a warm-up through the daemon, reported,
+//! not counted), so with `--params-on-device` the sets go to the GPU one after the other and the
+//! host never holds two. Then for each row, API first: each kind alone (one C2 sector, one
+//! Window partition, the deadline's partitions together, one Winning PoSt), and two streams of
+//! `--sectors` C2 sectors submitted at once — the baseline, and the same with the deadline: its
+//! Window partitions submitted when half the stream's partitions are proved (the engine's count:
+//! it runs in this process), the Winning PoSt `--winning-after` seconds later (default: one C2
+//! partition alone). Bounds: Window, its partitions × one alone + one C2 partition; Winning, one
+//! C2 partition + its own alone (a C2 partition: the sector alone over its partitions). Lost: the
+//! deadline stream's wall less the baseline's.
 //!
 //! `--check-requests` stops after the requests are made and checked by the daemon's decoder and
 //! Filecoin layer (up to the absent parameter files): a 32 GiB run's inputs checked anywhere.
 //!
-//! CPU smoke run (CI; 2 KiB sectors, ~3 min on 2 cores):
+//! CPU smoke run (CI; 2 KiB sectors, ~5 min on 2 cores):
 //!
-//!     cargo run --release --features filecoin,daemon --example daemon_bench -- --sector-size 2KiB --gpus cpu --sectors 2 --deadline 2 --synthesis-threads 2
+//!     cargo run --release --features daemon --example daemon_bench -- --sector-size 2KiB --gpus cpu --sectors 2 --deadline 2 --synthesis-threads 2
 //!
 //! On the H200 host (one GPU, 16 cores, 128 GiB): `--sector-size 32GiB --gpus 0
 //! --params-on-device --synthesis-threads 4` (the sets on the GPU: 101 GiB of parameters do not
@@ -278,17 +282,109 @@ fn check_requests(requests: &Requests, deadline: usize, out: &mut Out) {
     }
 }
 
-/// Proves `req` through the daemon (Prove: submit and await); the time it took. A proof that
-/// does not complete ends the bench.
-async fn prove(mut client: Client, req: SubmitProofRequest) -> (Duration, Instant) {
+/// How a request reaches the engine: both rows of the issue's deadline, on one engine.
+#[derive(Clone)]
+enum Via {
+    /// cuzk's Filecoin API on the process-wide engine, as Rust, C and Go callers call it: the
+    /// request decoded as the daemon decodes it, then `Work::submit` and `ProofJob::wait` on a
+    /// blocking thread (no gRPC, no job table).
+    Api,
+    /// cuzk-daemon over gRPC (`Prove`: submit and await).
+    Daemon(Client),
+}
+
+impl Via {
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Api => "engine (filecoin API)",
+            Self::Daemon(_) => "daemon (gRPC)",
+        }
+    }
+
+    fn tag(&self) -> &'static str {
+        match self {
+            Self::Api => "api",
+            Self::Daemon(_) => "grpc",
+        }
+    }
+}
+
+/// Proves `req` (`via` the API or the daemon); the time it took and when it ended. A proof
+/// that does not complete ends the bench.
+async fn prove(via: Via, req: SubmitProofRequest) -> (Duration, Instant) {
     let what = format!("{} ({})", req.request_id, req.proof_kind);
     let t = Instant::now();
-    let reply = ok(&what, client.prove(ProveRequest { submit: Some(req) }).await).into_inner();
-    let r: AwaitProofResponse = reply.result.unwrap_or_else(|| fail(&format!("{what}: no result")));
-    if r.status != Status::Completed as i32 || r.proof.len() % 192 != 0 || r.proof.is_empty() {
-        fail(&format!("{what}: status {} ({})", r.status, r.error_message));
+    let bytes = match via {
+        Via::Daemon(mut client) => {
+            let reply = ok(&what, client.prove(ProveRequest { submit: Some(req) }).await).into_inner();
+            let r: AwaitProofResponse = reply.result.unwrap_or_else(|| fail(&format!("{what}: no result")));
+            if r.status != Status::Completed as i32 {
+                fail(&format!("{what}: status {} ({})", r.status, r.error_message));
+            }
+            r.proof.len()
+        }
+        Via::Api => {
+            let proved = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, String> {
+                let priority = req.priority;
+                let work = cuzk::daemon::request::decode(req)?;
+                let priority = cuzk::daemon::request::engine_priority(priority, work.kind())?;
+                let job = work.submit(priority).map_err(|e| e.to_string())?;
+                job.wait().map(|o| o.proof).map_err(|e| e.to_string())
+            })
+            .await;
+            ok(&what, ok(&what, proved)).len()
+        }
+    };
+    if bytes == 0 || bytes % 192 != 0 {
+        fail(&format!("{what}: {bytes} proof bytes"));
     }
     (t.elapsed(), Instant::now())
+}
+
+/// One row's measurements (see the file's doc).
+struct Measured {
+    sector_alone: Duration,
+    partition_alone: Duration,
+    window_one: Duration,
+    window_all: Duration,
+    winning_alone: Duration,
+    base_wall: Duration,
+    with_wall: Duration,
+    window_latency: Duration,
+    winning_latency: Duration,
+    open: Duration,
+}
+
+impl Measured {
+    fn window_bound(&self, deadline: usize) -> Duration {
+        self.window_one * deadline as u32 + self.partition_alone
+    }
+
+    fn winning_bound(&self) -> Duration {
+        self.partition_alone + self.winning_alone
+    }
+
+    fn lost(&self) -> Duration {
+        self.with_wall.saturating_sub(self.base_wall)
+    }
+
+    fn json(&self, deadline: usize) -> serde_json::Value {
+        serde_json::json!({
+            "sector_alone_s": secs(self.sector_alone),
+            "partition_alone_s": secs(self.partition_alone),
+            "window_one_s": secs(self.window_one),
+            "window_all_s": secs(self.window_all),
+            "winning_alone_s": secs(self.winning_alone),
+            "base_wall_s": secs(self.base_wall),
+            "deadline_wall_s": secs(self.with_wall),
+            "window_latency_s": secs(self.window_latency),
+            "window_bound_s": secs(self.window_bound(deadline)),
+            "winning_latency_s": secs(self.winning_latency),
+            "winning_bound_s": secs(self.winning_bound()),
+            "open_s": secs(self.open),
+            "lost_s": secs(self.lost()),
+        })
+    }
 }
 
 fn run<Tree>(args: &Args, i: usize, dir: &std::path::Path)
@@ -453,7 +549,8 @@ where
             }
         }
     });
-    let go = |req: SubmitProofRequest| rt.block_on(prove(client.clone(), req));
+    let daemon_via = Via::Daemon(client.clone());
+    let go = |via: &Via, req: SubmitProofRequest| rt.block_on(prove(via.clone(), req));
 
     // Each kind: its parameters made and installed, then its first proof (a warm-up).
     let install = |kind: ParamsKind, what: &str, circuit: &dyn Fn() -> cuzk::Parameters| {
@@ -494,7 +591,7 @@ where
     };
     let mut warm = Vec::new();
     install(ParamsKind::Seal(seal), "PoRep C2", &c2_circuit);
-    warm.push(("C2 sector", go(requests.c2("warm-porep")).0));
+    warm.push(("C2 sector", go(&daemon_via, requests.c2("warm-porep")).0));
     progress(&format!(
         "C2 warm-up (records its circuit, validates its generator): {:.1} s",
         secs(warm[0].1)
@@ -504,104 +601,125 @@ where
             post_fixtures::Partitions::<Tree>::new(&wconfig, &window_randomness, &prover_id, &window[0]).circuit(0);
         ok("Window parameters", cuzk::testing::random_parameters(circuit, 492))
     });
-    warm.push(("Window partition", go(requests.window("warm-window", 0)).0));
+    warm.push(("Window partition", go(&daemon_via, requests.window("warm-window", 0)).0));
     progress(&format!("Window warm-up: {:.1} s", secs(warm[1].1)));
     install(ParamsKind::PoSt(winning_proof), "Winning PoSt", &|| {
         let circuit =
             post_fixtures::Partitions::<Tree>::new(&wnconfig, &winning_randomness, &prover_id, &winning).circuit(0);
         ok("Winning parameters", cuzk::testing::random_parameters(circuit, 493))
     });
-    warm.push(("Winning", go(requests.winning("warm-winning")).0));
+    warm.push(("Winning", go(&daemon_via, requests.winning("warm-winning")).0));
     progress(&format!("Winning warm-up: {:.1} s", secs(warm[2].1)));
 
-    // Alone.
-    let sector_alone = go(requests.c2("alone-porep")).0;
-    let partition_alone = sector_alone / partitions as u32;
-    let window_one = go(requests.window("alone-window", 0)).0;
-    let window_all = rt.block_on(async {
-        let t = Instant::now();
-        let jobs: Vec<_> = (0..args.deadline)
-            .map(|k| {
-                tokio::spawn(prove(
-                    client.clone(),
-                    requests.window(&format!("alone-deadline-{k}"), k),
-                ))
-            })
-            .collect();
-        for j in jobs {
-            ok("a Window partition", j.await);
-        }
-        t.elapsed()
-    });
-    let winning_alone = go(requests.winning("alone-winning")).0;
-    progress(&format!(
-        "alone: C2 sector {:.2} s, Window partition {:.2} s, the deadline's {} partitions {:.2} s, Winning {:.2} s",
-        secs(sector_alone),
-        secs(window_one),
-        args.deadline,
-        secs(window_all),
-        secs(winning_alone)
-    ));
-
-    // The streams: `sectors` C2 sectors at once; with the deadline, its Window partitions when
-    // the first sector is returned, the Winning PoSt after `winning_after`.
-    let winning_after = args.winning_after.map_or(partition_alone, Duration::from_secs_f64);
+    // Each row: alone, then the two streams — `sectors` C2 sectors at once; with the deadline,
+    // its Window partitions when half the stream's partitions are proved (the engine's count:
+    // it runs in this process), the Winning PoSt `winning_after` later.
     let partitions_done = || ok("the daemon's engine", filecoin::engine()).stats().partitions_done;
-    let stream = |tag: &str, deadline: bool| {
-        rt.block_on(async {
-            let t0 = Instant::now();
-            let proved = partitions_done();
-            let sectors: Vec<_> = (0..args.sectors)
-                .map(|s| {
-                    let req = requests.c2(&format!("{tag}-porep-{s}"));
-                    tokio::spawn(prove(client.clone(), req))
+    let measure = |via: &Via| -> Measured {
+        let tag = via.tag();
+        let sector_alone = go(via, requests.c2(&format!("{tag}-alone-porep"))).0;
+        let partition_alone = sector_alone / partitions as u32;
+        let window_one = go(via, requests.window(&format!("{tag}-alone-window"), 0)).0;
+        let window_all = rt.block_on(async {
+            let t = Instant::now();
+            let jobs: Vec<_> = (0..args.deadline)
+                .map(|k| {
+                    tokio::spawn(prove(
+                        via.clone(),
+                        requests.window(&format!("{tag}-alone-deadline-{k}"), k),
+                    ))
                 })
                 .collect();
-            let mut dl = None;
-            if deadline {
-                // Half the stream's partitions proved (the daemon's engine, in this process).
-                let half = (args.sectors * partitions).div_ceil(2) as u64;
-                while partitions_done() < proved + half {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-                let submitted = Instant::now();
-                let windows: Vec<_> = (0..args.deadline)
-                    .map(|k| tokio::spawn(prove(client.clone(), requests.window(&format!("{tag}-window-{k}"), k))))
+            for j in jobs {
+                ok("a Window partition", j.await);
+            }
+            t.elapsed()
+        });
+        let winning_alone = go(via, requests.winning(&format!("{tag}-alone-winning"))).0;
+        progress(&format!(
+            "{}, alone: C2 sector {:.2} s, Window partition {:.2} s, the deadline's {} partitions {:.2} s, Winning {:.2} s",
+            via.name(),
+            secs(sector_alone),
+            secs(window_one),
+            args.deadline,
+            secs(window_all),
+            secs(winning_alone)
+        ));
+        let winning_after = args.winning_after.map_or(partition_alone, Duration::from_secs_f64);
+        let stream = |name: &str, deadline: bool| {
+            rt.block_on(async {
+                let t0 = Instant::now();
+                let proved = partitions_done();
+                let sectors: Vec<_> = (0..args.sectors)
+                    .map(|s| tokio::spawn(prove(via.clone(), requests.c2(&format!("{tag}-{name}-porep-{s}")))))
                     .collect();
-                tokio::time::sleep(winning_after).await;
-                let (winning, winning_done) = prove(client.clone(), requests.winning(&format!("{tag}-winning"))).await;
-                let mut last = winning_done;
-                let mut window_done = submitted;
-                for w in windows {
-                    let (_, done) = ok("a Window partition", w.await);
-                    window_done = window_done.max(done);
+                let mut dl = None;
+                if deadline {
+                    let half = (args.sectors * partitions).div_ceil(2) as u64;
+                    while partitions_done() < proved + half {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    let submitted = Instant::now();
+                    let windows: Vec<_> = (0..args.deadline)
+                        .map(|k| {
+                            tokio::spawn(prove(
+                                via.clone(),
+                                requests.window(&format!("{tag}-{name}-window-{k}"), k),
+                            ))
+                        })
+                        .collect();
+                    tokio::time::sleep(winning_after).await;
+                    let (winning, winning_done) =
+                        prove(via.clone(), requests.winning(&format!("{tag}-{name}-winning"))).await;
+                    let mut window_done = submitted;
+                    for w in windows {
+                        window_done = window_done.max(ok("a Window partition", w.await).1);
+                    }
+                    dl = Some((
+                        window_done - submitted,
+                        winning,
+                        window_done.max(winning_done) - submitted,
+                    ));
                 }
-                last = last.max(window_done);
-                dl = Some((window_done - submitted, winning, last - submitted));
-            }
-            let mut finished = Vec::new();
-            for s in sectors {
-                finished.push(ok("a C2 sector", s.await).1 - t0);
-            }
-            finished.sort();
-            (finished, dl)
-        })
+                let mut last = Duration::ZERO;
+                for s in sectors {
+                    last = last.max(ok("a C2 sector", s.await).1 - t0);
+                }
+                (last, dl)
+            })
+        };
+        let (base_wall, _) = stream("base", false);
+        progress(&format!(
+            "{}, baseline stream: {} sectors in {:.2} s",
+            via.name(),
+            args.sectors,
+            secs(base_wall)
+        ));
+        let (with_wall, dl) = stream("deadline", true);
+        let (window_latency, winning_latency, open) = dl.expect("the deadline ran");
+        progress(&format!(
+            "{}, deadline stream: {} sectors in {:.2} s; Window {:.2} s, Winning {:.2} s from submission",
+            via.name(),
+            args.sectors,
+            secs(with_wall),
+            secs(window_latency),
+            secs(winning_latency)
+        ));
+        Measured {
+            sector_alone,
+            partition_alone,
+            window_one,
+            window_all,
+            winning_alone,
+            base_wall,
+            with_wall,
+            window_latency,
+            winning_latency,
+            open,
+        }
     };
-    let (base, _) = stream("base", false);
-    let base_wall = *base.last().expect("one sector at least");
-    progress(&format!(
-        "baseline stream: {} sectors in {:.2} s",
-        args.sectors,
-        secs(base_wall)
-    ));
-    let (with, dl) = stream("deadline", true);
-    let with_wall = *with.last().expect("one sector at least");
-    let (window_latency, winning_latency, open) = dl.expect("the deadline ran");
-    progress(&format!(
-        "deadline stream: {} sectors in {:.2} s",
-        args.sectors,
-        secs(with_wall)
-    ));
+    let vias = [Via::Api, daemon_via.clone()];
+    let rows: Vec<Measured> = vias.iter().map(measure).collect();
 
     let status = rt.block_on(async { client.clone().get_status(GetStatusRequest {}).await });
     let status = ok("GetStatus", status).into_inner();
@@ -612,9 +730,6 @@ where
     }
     let (_, hwm) = support::rss(std::process::id());
 
-    let window_bound = window_one * args.deadline as u32 + partition_alone;
-    let winning_bound = partition_alone + winning_alone;
-    let lost = with_wall.saturating_sub(base_wall);
     let placed: Vec<String> = status
         .loaded_srs
         .iter()
@@ -637,63 +752,64 @@ where
         wconfig.sector_count,
     ));
     out.line(&format!(
-        "warm-ups (each kind's first proof: recording, validation): {}",
+        "warm-ups (each kind's first proof, through the daemon: recording, validation): {}",
         warm.iter()
             .map(|(w, d)| format!("{w} {:.2} s", secs(*d)))
             .collect::<Vec<_>>()
             .join(", ")
     ));
     out.line("");
-    out.line("| | seconds | bound | within |");
-    out.line("|---|---|---|---|");
-    let row = |what: String, d: Duration, bound: Option<Duration>| {
-        format!(
-            "| {what} | {:.2} | {} | {} |",
-            secs(d),
-            bound.map_or("".into(), |b| format!("{:.2}", secs(b))),
-            bound.map_or("", |b| if d <= b { "yes" } else { "**no**" })
-        )
-    };
-    for l in [
-        row("C2 sector alone".into(), sector_alone, None),
-        row(
-            format!("C2 partition alone (sector / {partitions})"),
-            partition_alone,
-            None,
-        ),
-        row("Window partition alone".into(), window_one, None),
-        row(
-            format!("the deadline's {} Window partitions alone", args.deadline),
-            window_all,
-            None,
-        ),
-        row("Winning PoSt alone".into(), winning_alone, None),
-        row(
+    out.line(&format!(
+        "| one engine, seconds | {} | bound | within | {} | bound | within |",
+        vias[0].name(),
+        vias[1].name()
+    ));
+    out.line("|---|---|---|---|---|---|---|");
+    let n = args.deadline;
+    type Cell = fn(&Measured, usize) -> (Duration, Option<Duration>);
+    let lines: [(String, Cell); 11] = [
+        ("C2 sector alone".into(), |m, _| (m.sector_alone, None)),
+        (format!("C2 partition alone (sector / {partitions})"), |m, _| {
+            (m.partition_alone, None)
+        }),
+        ("Window partition alone".into(), |m, _| (m.window_one, None)),
+        (format!("the deadline's {n} Window partitions alone"), |m, _| {
+            (m.window_all, None)
+        }),
+        ("Winning PoSt alone".into(), |m, _| (m.winning_alone, None)),
+        (
             format!("baseline: {} C2 sectors at once, wall", args.sectors),
-            base_wall,
-            None,
+            |m, _| (m.base_wall, None),
         ),
-        row(
+        (
             format!("with the deadline: {} C2 sectors, wall", args.sectors),
-            with_wall,
-            None,
+            |m, _| (m.with_wall, None),
         ),
-        row(
-            format!(
-                "Window deadline ({} partitions) from submission, under load",
-                args.deadline
-            ),
-            window_latency,
-            Some(window_bound),
+        (
+            format!("Window deadline ({n} partitions) from submission, under load"),
+            |m, n| (m.window_latency, Some(m.window_bound(n))),
         ),
-        row(
-            "Winning PoSt from submission, under load".into(),
-            winning_latency,
-            Some(winning_bound),
-        ),
-        row("deadline open (Window submission to its last proof)".into(), open, None),
-        row("C2 throughput lost (wall with less without)".into(), lost, None),
-    ] {
+        ("Winning PoSt from submission, under load".into(), |m, _| {
+            (m.winning_latency, Some(m.winning_bound()))
+        }),
+        ("deadline open (Window submission to its last proof)".into(), |m, _| {
+            (m.open, None)
+        }),
+        ("C2 throughput lost (wall with less without)".into(), |m, _| {
+            (m.lost(), None)
+        }),
+    ];
+    for (what, cell) in lines {
+        let mut l = format!("| {what} |");
+        for m in &rows {
+            let (d, bound) = cell(m, n);
+            l += &format!(
+                " {:.2} | {} | {} |",
+                secs(d),
+                bound.map_or("".into(), |b| format!("{:.2}", secs(b))),
+                bound.map_or("", |b| if d <= b { "yes" } else { "**no**" })
+            );
+        }
         out.line(&l);
     }
     out.line(&format!(
@@ -707,17 +823,8 @@ where
             "sectors": args.sectors,
             "deadline": args.deadline,
             "partitions": partitions,
-            "sector_alone_s": secs(sector_alone),
-            "window_one_s": secs(window_one),
-            "window_all_s": secs(window_all),
-            "winning_alone_s": secs(winning_alone),
-            "base_wall_s": secs(base_wall),
-            "deadline_wall_s": secs(with_wall),
-            "window_latency_s": secs(window_latency),
-            "window_bound_s": secs(window_bound),
-            "winning_latency_s": secs(winning_latency),
-            "winning_bound_s": secs(winning_bound),
-            "lost_s": secs(lost),
+            "api": rows[0].json(n),
+            "daemon": rows[1].json(n),
             "peak_rss_bytes": hwm,
             "params": placed,
         });
