@@ -239,10 +239,11 @@ pub fn evict_parameters(kind: ParamsKind, engine: Option<&crate::engine::Engine>
 }
 
 /// **Benchmarks only.** Holds `params` as the parameters of `kind` in this process, as if
-/// loaded from its file (which need not exist), in place of any set of `kind` loaded before, and
-/// marks them so that **the proofs made with them are handed out unchecked**: not verified
-/// against their verifying key, not retried. This is what a benchmark at production's shapes
-/// needs where the real files cannot be had (e.g. `sector_bench --daemon`: random parameters
+/// loaded from its file (which need not exist), in place of the host copy loaded before (a set
+/// an engine already keeps on its GPUs stays that engine's until evicted), and marks them so
+/// that **the proofs made with them are handed out unchecked**: not verified against their
+/// verifying key, not retried. This is what a benchmark at production's shapes needs where the
+/// real files cannot be had (e.g. `examples/daemon_bench.rs`: random parameters
 /// from `cuzk::testing::random_parameters`, which have no trapdoor behind them, and random
 /// vanilla proofs, which do not satisfy the circuits — no proof of theirs verifies). Everything
 /// else about a proof is as with a real set: the engine, its budget, `params_on_device`, the
