@@ -408,7 +408,9 @@ where
     let start = Instant::now();
     let progress = |what: &str| eprintln!("[{:7.1} s] {what}", secs(start.elapsed()));
     out.line("");
-    out.line(&format!("## daemon_bench: {size} sectors through cuzk-daemon"));
+    out.line(&format!(
+        "## daemon_bench: {size} sectors, a deadline under load through the Filecoin API and cuzk-daemon"
+    ));
     out.line(&format!(
         "command: `{}`",
         std::env::args().collect::<Vec<_>>().join(" ")
