@@ -212,46 +212,42 @@ struct Requests {
 }
 
 impl Requests {
-    fn c2(&self, id: &str) -> SubmitProofRequest {
+    /// What every request of this bench carries: its id, kind, registered proof (ABI number)
+    /// and priority, the sector size and the miner.
+    fn request(&self, id: &str, kind: ProofKind, abi: u64, priority: Priority) -> SubmitProofRequest {
         SubmitProofRequest {
             request_id: id.into(),
-            proof_kind: ProofKind::PorepSealCommit as i32,
+            proof_kind: kind as i32,
             sector_size: self.sector_bytes,
-            registered_proof: self.abi.0,
-            priority: Priority::Normal as i32,
-            vanilla_proof: self.c1.clone(),
-            sector_number: SECTOR,
+            registered_proof: abi,
+            priority: priority as i32,
             miner_id: MINER,
             ..SubmitProofRequest::default()
+        }
+    }
+
+    fn c2(&self, id: &str) -> SubmitProofRequest {
+        SubmitProofRequest {
+            vanilla_proof: self.c1.clone(),
+            sector_number: SECTOR,
+            ..self.request(id, ProofKind::PorepSealCommit, self.abi.0, Priority::Normal)
         }
     }
 
     fn window(&self, id: &str, k: usize) -> SubmitProofRequest {
         SubmitProofRequest {
-            request_id: id.into(),
-            proof_kind: ProofKind::WindowPostPartition as i32,
-            sector_size: self.sector_bytes,
-            registered_proof: self.abi.1,
-            priority: Priority::High as i32,
             vanilla_proofs: self.window[k].clone(),
-            miner_id: MINER,
             randomness: self.window_randomness.to_vec(),
             partition_index: k as u32,
-            ..SubmitProofRequest::default()
+            ..self.request(id, ProofKind::WindowPostPartition, self.abi.1, Priority::High)
         }
     }
 
     fn winning(&self, id: &str) -> SubmitProofRequest {
         SubmitProofRequest {
-            request_id: id.into(),
-            proof_kind: ProofKind::WinningPost as i32,
-            sector_size: self.sector_bytes,
-            registered_proof: self.abi.2,
-            priority: Priority::Critical as i32,
             vanilla_proofs: self.winning.clone(),
-            miner_id: MINER,
             randomness: self.winning_randomness.to_vec(),
-            ..SubmitProofRequest::default()
+            ..self.request(id, ProofKind::WinningPost, self.abi.2, Priority::Critical)
         }
     }
 }
@@ -443,19 +439,23 @@ where
     let replica_id =
         generate_replica_id::<PoseidonHasher, _>(&prover_id, SECTOR, &ticket, comm_d_domain, &config.porep_id);
     let typed = filecoin_proofs::SealCommitPhase1Output::<Tree> {
-        vanilla_proofs: vanilla.clone(),
+        vanilla_proofs: vanilla,
         comm_r,
         comm_d,
         replica_id,
         seed,
         ticket,
     };
-    // filecoin-proofs-api's JSON: the registered proof, the vanilla proofs in its size's variant.
-    let mut json = ok("C1 JSON", serde_json::to_value(&typed));
-    json["registered_proof"] = ok("C1 JSON", serde_json::to_value(seal));
-    let proofs = json["vanilla_proofs"].take();
-    json["vanilla_proofs"] = serde_json::json!({ format!("StackedDrg{size}V1"): proofs });
-    let c1 = ok("C1 JSON", serde_json::to_vec(&json));
+    // filecoin-proofs-api's JSON: the registered proof, the vanilla proofs in its size's variant
+    // (the JSON tree, hundreds of MiB at 32 GiB, goes once the bytes are made).
+    let c1 = {
+        let mut json = ok("C1 JSON", serde_json::to_value(&typed));
+        json["registered_proof"] = ok("C1 JSON", serde_json::to_value(seal));
+        let proofs = json["vanilla_proofs"].take();
+        json["vanilla_proofs"] = serde_json::json!({ format!("StackedDrg{size}V1"): proofs });
+        ok("C1 JSON", serde_json::to_vec(&json))
+    };
+    let vanilla = typed.vanilla_proofs;
     ok(
         "the C1 output as filecoin-proofs-api reads it",
         serde_json::from_slice::<filecoin_proofs_api::seal::SealCommitPhase1Output>(&c1),
