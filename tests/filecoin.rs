@@ -1157,6 +1157,15 @@ fn c2_refuses_another_sector_number_or_miner_and_bad_json_before_proving() {
         matches!(err, Error::InvalidArgument(ref m) if m.contains("JSON")),
         "{err}"
     );
+    // A replica id at or above the scalar field's modulus (CI's fuzzer found that filecoin-
+    // hashers' conversion panics on it): refused by name, not a panic through the caller.
+    let mut value: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    value["replica_id"] = serde_json::json!(vec![0xffu8; 32]);
+    let err = filecoin::seal_commit_phase2(&serde_json::to_vec(&value).unwrap(), prover_id(), s.sector_id).unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidArgument(ref m) if m.contains("replica id is not a BLS12-381 scalar")),
+        "{err}"
+    );
     // The right ids pass the check and reach the parameter lookup: without the 2 KiB PoRep
     // parameters (CI never makes them), the error names filecoin-proofs' file for them.
     let path = filecoin::parameter_path(ParamsKind::Seal(SEAL)).unwrap();

@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use blstrs::Scalar;
+use ff::PrimeField;
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{DefaultPieceDomain, DefaultPieceHasher, PoRepConfig, SealCommitPhase1Output};
 use storage_proofs_core::api_version::ApiFeature;
@@ -94,7 +95,13 @@ fn from_api<Tree: 'static + MerkleTreeTrait>(
             "commit phase 1 output: vanilla proofs do not match {registered_proof:?}: {e:#}"
         ))
     })?;
-    let replica_id: Scalar = replica_id.into();
+    // Curio's bytes: a replica id at or above the field's modulus is refused here (filecoin-
+    // hashers' own conversion panics on it).
+    let replica_id = Option::<Scalar>::from(Scalar::from_repr(replica_id.into())).ok_or_else(|| {
+        Error::InvalidArgument(
+            "commit phase 1 output: its replica id is not a BLS12-381 scalar (at or above the modulus)".into(),
+        )
+    })?;
     let c1 = SealCommitPhase1Output::<Tree> {
         vanilla_proofs,
         comm_r,
