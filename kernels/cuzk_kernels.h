@@ -311,11 +311,13 @@ cuzk_kresult cuzk_k_device_release_caches(int device);
  * phase and index), in every build. Phases and their indices: */
 #define CUZK_K_PHASE_UPLOAD   1 /* bases upload, after the copy (index 0) */
 #define CUZK_K_PHASE_ABC_COPY 2 /* compute_h: all three a/b/c copies queued, none waited (0) */
-#define CUZK_K_PHASE_NTT      3 /* compute_h steps: 3k = iNTT of a/b/c (k = 0,1,2), 3k+1 its
-                                   last stages with the coset scale, 3k+2 NTT; then: */
-#define CUZK_K_NTT_STEP_POINTWISE 9  /*   (A*B - C)/Z */
+#define CUZK_K_PHASE_NTT      3 /* compute_h steps: 3k = iNTT of a/b (k = 0,1), 3k+1 its last
+                                   stages with the coset scale, 3k+2 coset NTT; then 9 (below);
+                                   6 and 7 c's iNTT and its last stages (8 is unused: c is not
+                                   taken to the coset); then 10 and 11: */
+#define CUZK_K_NTT_STEP_POINTWISE 9  /*   A*B/Z */
 #define CUZK_K_NTT_STEP_INVERSE   10 /*   the final inverse NTT */
-#define CUZK_K_NTT_STEP_GATHER    11 /*   H's coefficients gathered */
+#define CUZK_K_NTT_STEP_GATHER    11 /*   H's coefficients gathered, c's subtracted */
 #define CUZK_K_PHASE_H_MSM    4 /* compute_h_msm: before the H MSM (0) */
 #define CUZK_K_PHASE_MSM_JOB  5 /* msm_batch: job `index`, with job index+1's copy in flight */
 #define CUZK_K_PHASE_MSM      6 /* msm_g1 / msm_g2 (0) */

@@ -7,9 +7,15 @@
 //   X[j] *= g^brev(j) / m            (coset shift folded with 1/m; table in bit-reversed order;
 //                                     applied by the iNTT's last kernel as it writes X out)
 //   X <- NTT_DIT(X)                  (evaluations on the coset g*<omega>, natural)
-//   A <- (A*B - C) / (g^m - 1)
+//   for a and b; c is only inverse-transformed (C <- iNTT_DIF(c), unscaled, bit-reversed): then
+//   A <- A*B / (g^m - 1)
 //   A <- iNTT_DIF(A)                 (bit-reversed)
-//   h[i] = A[brev(i)] * g^-i / m     (gather to natural order), i < m-1
+//   h[i] = A[brev(i)] * g^-i / m - C[brev(i)] / (m (g^m - 1))   (gathered in place in C's
+//                                     buffer, natural order), i < m-1
+// Six transforms, not seven: Z = g^m - 1 is one constant on the coset, so the inverse coset
+// transform of (A*B - C~)/Z, C~ being c on the coset, is iNTT_coset(A*B)/Z - c's coefficients/Z
+// (the coset NTT of c and its inverse cancel). Exact in the field: H is the same vector as
+// bellperson's (a, b, c satisfying the constraints or not).
 // Per log_m tables (cached per device): omega^k (k < m/2; omega^-k = -omega^(m/2-k)), and
 // g^brev(j)/m and g^-i/m as two-level tables: ~m/2 scalars.
 #include "common.cuh"
@@ -37,7 +43,7 @@ namespace {
 constexpr int SH_LOG = 10;  // stages fused in shared memory (2^10 scalars = 32 KiB per block)
 
 // consts layout: [0,32) omega^(2^t), [32,64) omega^-(2^t), [64,96) g^(2^t), [96,128) g^-(2^t),
-// [128] 1/m, [129] 1/(g^m - 1)
+// [128] 1/m, [129] 1/(g^m - 1), [130] 1/(m (g^m - 1))
 __global__ void k_consts(fr_t *out, int L)
 {
 #ifdef __CUDA_ARCH__
@@ -64,6 +70,7 @@ __global__ void k_consts(fr_t *out, int L)
     // after L squarings g holds g^m
     out[128] = minv;
     out[129] = fr_inverse(g - one);
+    out[130] = out[128] * out[129];
 #endif
 }
 
@@ -229,42 +236,33 @@ __global__ void __launch_bounds__(GC << (GK - 1), 2) k_ntt_group(fr_t *x, const 
 #endif
 }
 
-__global__ void k_pointwise(fr_t *a, const fr_t *b, const fr_t *c, const fr_t *zinv, size_t m)
+// a = a * b / Z on the coset (zinv = 1/(g^m - 1)).
+__global__ void k_mul_z(fr_t *a, const fr_t *b, const fr_t *zinv, size_t m)
 {
 #ifdef __CUDA_ARCH__
     fr_t z = *zinv;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += (size_t)gridDim.x * blockDim.x)
-        a[i] = (a[i] * b[i] - c[i]) * z;
+        a[i] = a[i] * b[i] * z;
 #endif
 }
 
-// The same in two steps, for a, b, c evaluated on the device: a *= b, then (b's buffer holding
-// c) a = (a - c) * zinv: c is made after a·b, so two vectors of m at a time, not three.
-__global__ void k_mul(fr_t *a, const fr_t *b, size_t m)
-{
-#ifdef __CUDA_ARCH__
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += (size_t)gridDim.x * blockDim.x)
-        a[i] = a[i] * b[i];
-#endif
-}
-
-__global__ void k_sub_scale(fr_t *a, const fr_t *c, const fr_t *zinv, size_t m)
-{
-#ifdef __CUDA_ARCH__
-    fr_t z = *zinv;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += (size_t)gridDim.x * blockDim.x)
-        a[i] = (a[i] - c[i]) * z;
-#endif
-}
-
-// h[i] = x[brev(i)] * g^-i / m, the factor from the two-level tables.
-__global__ void k_gather_out(fr_t *h, const fr_t *x, const fr_t *hi, const fr_t *lo, int lo_log, int L,
-                             size_t count)
+// H's coefficients in natural order, written over c (both inputs bit-reversed, L >= 1):
+// h[i] = x[brev(i)] * g^-i / m - c[brev(i)] * zm, zm = 1/(m (g^m - 1)), the g^-i / m factor from
+// the two-level tables. In place: bit reversal pairs the indices, and the thread of a pair's
+// lower index reads both of its c's before it writes either.
+__global__ void k_gather_h(fr_t *c, const fr_t *x, const fr_t *hi, const fr_t *lo, int lo_log, int L,
+                           const fr_t *zm_p, size_t m)
 {
 #ifdef __CUDA_ARCH__
     const uint32_t mask = (1u << lo_log) - 1;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (size_t)gridDim.x * blockDim.x)
-        h[i] = x[__brev((uint32_t)i) >> (32 - L)] * (hi[(uint32_t)i >> lo_log] * lo[(uint32_t)i & mask]);
+    const fr_t zm = *zm_p;
+    for (size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x; t < m; t += (size_t)gridDim.x * blockDim.x) {
+        const uint32_t i = (uint32_t)t, j = __brev(i) >> (32 - L);
+        if (j < i) continue;
+        const fr_t xi = x[i], xj = x[j], ci = c[i], cj = c[j];
+        c[i] = xj * (hi[i >> lo_log] * lo[i & mask]) - cj * zm;
+        if (j != i) c[j] = xi * (hi[j >> lo_log] * lo[j & mask]) - ci * zm;
+    }
 #endif
 }
 
@@ -435,11 +433,16 @@ cuzk_kresult compute_h_dev(dev_ctx *ctx, const abc_input &in, uint32_t log_m, db
         CUZK_CK(cudaEventRecord(then->done, sc));
     }
     CUZK_PHASE(ctx, CUZK_K_PHASE_ABC_COPY, 0);
+    // c's buffer: b's when evaluated on the device (c is made once A·B/Z is taken).
+    dbuf &dc = dx[in.eval ? 1 : 2];
     for (int k = 0; k < 3; k++) {
-        fr_t *x = dx[in.eval && k == 2 ? 1 : k].as<fr_t>();
-        if (in.eval && k == 2) {
-            k_mul<<<grid_for(m, 256, sms), 256, 0, s>>>(dx[0].as<fr_t>(), dx[1].as<fr_t>(), m);
+        fr_t *x = (k == 2 ? dc : dx[k]).as<fr_t>();
+        if (k == 2) {
+            CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, CUZK_K_NTT_STEP_POINTWISE);
+            k_mul_z<<<grid_for(m, 256, sms), 256, 0, s>>>(dx[0].as<fr_t>(), dx[1].as<fr_t>(), T->consts + 129, m);
             CUZK_CKL();
+            if (!in.eval) dx[1].release();
+            prof.mark("pointwise");
         }
         if (in.eval) {
             CUZK_TRY(evaluate_matrix(ctx, *in.eval, k, x, m));
@@ -451,31 +454,28 @@ cuzk_kresult compute_h_dev(dev_ctx *ctx, const abc_input &in, uint32_t log_m, db
         CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 3 * k);
         CUZK_TRY(ntt_dif_strided(ctx, x, T->tw, L));
         CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 3 * k + 1);
+        if (k == 2) {  // c: coefficients only (bit-reversed, unscaled)
+            CUZK_TRY(ntt_dif_last(ctx, x, T->tw, L, coset_tabs{}));
+            prof.mark("intt");
+            break;
+        }
         CUZK_TRY(ntt_dif_last(ctx, x, T->tw, L, coset_tabs{T->cs_hi, T->cs_lo, T->lo_log}));
         CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 3 * k + 2);
         CUZK_TRY(ntt_dit(ctx, x, T->tw, L));
         prof.mark("intt+coset+ntt");
     }
-    CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 9);
-    if (in.eval)
-        k_sub_scale<<<grid_for(m, 256, sms), 256, 0, s>>>(dx[0].as<fr_t>(), dx[1].as<fr_t>(), T->consts + 129, m);
-    else
-        k_pointwise<<<grid_for(m, 256, sms), 256, 0, s>>>(dx[0].as<fr_t>(), dx[1].as<fr_t>(),
-                                                          dx[2].as<fr_t>(), T->consts + 129, m);
-    CUZK_CKL();
-    dx[1].release();
-    dx[2].release();
-    CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 10);
+    CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, CUZK_K_NTT_STEP_INVERSE);
     CUZK_TRY(ntt_dif_strided(ctx, dx[0].as<fr_t>(), T->tw, L));
     CUZK_TRY(ntt_dif_last(ctx, dx[0].as<fr_t>(), T->tw, L, coset_tabs{}));
-    CUZK_CK(d_h.alloc(ctx, (m - 1) * sizeof(fr_t)));
-    CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, 11);
+    CUZK_PHASE(ctx, CUZK_K_PHASE_NTT, CUZK_K_NTT_STEP_GATHER);
     if (m > 1) {
-        k_gather_out<<<grid_for(m - 1, 256, sms), 256, 0, s>>>(d_h.as<fr_t>(), dx[0].as<fr_t>(), T->ics_hi,
-                                                               T->ics_lo, T->lo_log, L, m - 1);
+        k_gather_h<<<grid_for(m, 256, sms), 256, 0, s>>>(dc.as<fr_t>(), dx[0].as<fr_t>(), T->ics_hi, T->ics_lo,
+                                                         T->lo_log, L, T->consts + 130, m);
         CUZK_CKL();
     }
-    prof.mark("pointwise+intt+gather");
+    d_h.swap(dc);  // H's m - 1 coefficients (and one more, zero for a satisfied system)
+    dx[0].release();
+    prof.mark("intt+gather");
     if (h_out && m > 1)
         CUZK_CK(cudaMemcpyAsync(h_out, d_h.p, (m - 1) * sizeof(fr_t), cudaMemcpyDeviceToHost, s));
     CUZK_CK(cudaStreamSynchronize(s));

@@ -106,15 +106,15 @@ fn cases() -> Vec<Case> {
         "NTT step 5",
         "NTT step 6",
         "NTT step 7",
-        "NTT step 8",
         "pointwise",
         "inverse NTT",
         "gather",
     ];
-    for (i, names) in ntt.into_iter().enumerate() {
+    // Index 8 is unused: c is not taken to the coset (kernels/ntt.cu).
+    for (i, names) in (0..8).chain(9..12).zip(ntt) {
         v.push(Case {
             phase: Phase::Ntt,
-            index: i as i32,
+            index: i,
             names,
         });
     }

@@ -9,8 +9,9 @@ pub mod phase {
     pub const UPLOAD: i32 = 1;
     /// All three a/b/c copies queued, none waited.
     pub const ABC_COPY: i32 = 2;
-    /// An H step: index 3k, 3k+1, 3k+2 (k = a, b, c) = inverse NTT, its last stages with the
-    /// coset scale, coset NTT; then [`NTT_POINTWISE`], [`NTT_INVERSE`], [`NTT_GATHER`].
+    /// An H step: index 3k, 3k+1, 3k+2 (k = a, b) = inverse NTT, its last stages with the
+    /// coset scale, coset NTT; then [`NTT_POINTWISE`]; 6 and 7 c's inverse NTT and its last
+    /// stages (c is not taken to the coset: 8 is unused); [`NTT_INVERSE`], [`NTT_GATHER`].
     pub const NTT: i32 = 3;
     /// Before the H MSM.
     pub const H_MSM: i32 = 4;
@@ -18,11 +19,11 @@ pub mod phase {
     pub const MSM_JOB: i32 = 5;
     /// A single MSM call.
     pub const MSM: i32 = 6;
-    /// [`NTT`]'s index of the pointwise (A·B − C)/Z step.
+    /// [`NTT`]'s index of the pointwise A·B/Z step.
     pub const NTT_POINTWISE: i32 = 9;
     /// [`NTT`]'s index of the final inverse NTT.
     pub const NTT_INVERSE: i32 = 10;
-    /// [`NTT`]'s index of the gather of H's coefficients.
+    /// [`NTT`]'s index of the gather of H's coefficients (minus c's, over Z).
     pub const NTT_GATHER: i32 = 11;
 }
 

@@ -20,13 +20,17 @@ pub(super) fn phase_name(r: &ffi::KResult, jobs: &[&str]) -> String {
         phase::UPLOAD => "parameter upload".into(),
         phase::ABC_COPY => "a/b/c copy to the device".into(),
         phase::NTT => match r.index {
-            phase::NTT_POINTWISE => "H: pointwise (A·B − C)/Z".into(),
+            phase::NTT_POINTWISE => "H: pointwise A·B/Z".into(),
             phase::NTT_INVERSE => "H: inverse NTT".into(),
             phase::NTT_GATHER => "H: gather".into(),
             i => {
                 let v = ["a", "b", "c"].get((i / 3) as usize).copied().unwrap_or("?");
-                let step = ["inverse NTT", "inverse NTT (last stages, coset scale)", "coset NTT"]
-                    [(i % 3).unsigned_abs() as usize];
+                let step = match (i / 3, i % 3) {
+                    (_, 0) => "inverse NTT",
+                    (2, _) => "inverse NTT (last stages)",
+                    (_, 1) => "inverse NTT (last stages, coset scale)",
+                    _ => "coset NTT",
+                };
                 format!("H: {step} of {v} (NTT step {i})")
             }
         },

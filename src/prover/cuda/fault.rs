@@ -15,8 +15,9 @@ pub enum Phase {
     Upload = phase::UPLOAD,
     /// All three a/b/c copies queued, none finished.
     AbcCopy = phase::ABC_COPY,
-    /// An H step: index 3k, 3k+1, 3k+2 (k = a, b, c) = inverse NTT, its last stages with the
-    /// coset scale, coset NTT; 9 pointwise, 10 inverse NTT, 11 gather.
+    /// An H step: index 3k, 3k+1, 3k+2 (k = a, b) = inverse NTT, its last stages with the
+    /// coset scale, coset NTT; 9 pointwise A·B/Z; 6, 7 c's inverse NTT and its last stages
+    /// (c has no coset NTT: 8 is unused); 10 inverse NTT, 11 gather.
     Ntt = phase::NTT,
     /// Before the H MSM.
     HMsm = phase::H_MSM,
