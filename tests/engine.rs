@@ -783,13 +783,35 @@ fn a_lost_gpu_fails_its_partitions_and_stops_taking_work() {
 
 #[test]
 fn a_mixed_stream_with_failures_and_cancels_drains_clean() {
-    // Two GPU workers, three synthesis workers, a budget of four partitions; jobs of one to
-    // four partitions, mixed priorities, some with a failing partition, some cancelled at once.
+    for witness_path in [false, true] {
+        mixed_stream_with_failures_and_cancels(witness_path);
+    }
+}
+
+/// Two GPU workers, three synthesis workers, a budget of four full partitions; jobs of one to
+/// four partitions, mixed priorities, some with a failing partition, some cancelled at once.
+/// Every job ends as it should, the engine drains, and the books never pass the budget.
+fn mixed_stream_with_failures_and_cancels(witness_path: bool) {
     let engine = Engine::new(EngineConfig {
         gpu_workers_per_backend: 2,
+        witness_path,
         ..config(3, budget(4))
     })
     .unwrap();
+    let mut expected_jobs = 12u64;
+    let mut expected_partitions: u64 = (0..12).map(|j| 1 + j % 4).sum();
+    if witness_path {
+        // One job first, alone, records the circuit: the stream's partitions then reserve
+        // their witnesses and evaluation slots at dispatch. (Without it, the circuit's bytes
+        // and the evaluation slots of partitions dispatched in full before it existed are
+        // charged when they come into being: bytes that exist, counted even past the limit
+        // when four full partitions hold it then — how the first syntheses interleave.)
+        let (job, r, s) = job_of(vec![TestCircuit::new(999)], 99);
+        assert_eq!(engine.prove(job).unwrap(), reference(&[999], &r, &s));
+        assert_eq!(engine.stats().compiled_circuits, 1, "the warm-up recorded the circuit");
+        expected_jobs += 1;
+        expected_partitions += 1;
+    }
     let mut jobs = Vec::new();
     for j in 0..12u64 {
         let size = 1 + (j % 4) as usize;
@@ -817,13 +839,22 @@ fn a_mixed_stream_with_failures_and_cancels_drains_clean() {
     }
     assert_drained(&engine);
     let stats = engine.stats();
-    let total: u64 = (0..12).map(|j| 1 + j % 4).sum();
     assert_eq!(
         stats.partitions_done + stats.partitions_failed + stats.partitions_dropped,
-        total
+        expected_partitions
     );
-    assert!(stats.budget_peak <= budget(4));
-    assert_eq!(stats.jobs_done + stats.jobs_failed, 12);
+    assert!(
+        stats.budget_peak <= budget(4),
+        "witness path {witness_path}: peak {} over the budget {}: {stats:#?}",
+        stats.budget_peak,
+        budget(4)
+    );
+    assert_eq!(stats.jobs_done + stats.jobs_failed, expected_jobs);
+    if witness_path {
+        assert!(stats.witness.witness > 0, "{:?}", stats.witness);
+    } else {
+        assert_eq!(stats.compiled_circuits, 0);
+    }
 }
 
 #[test]
