@@ -6,6 +6,8 @@
 #        bash .gpu/suite.sh bg NAME ARGS...      (the same, started in the background: for a run
 #                                                 longer than one command's 600 s; its output in
 #                                                 /tmp/cuzk-bg, which lives while the machine is warm)
+#        bash .gpu/suite.sh repeat N BINARY FILTER  (one test binary's tests matching FILTER, N times:
+#                                                 a flake's rate)
 #        bash .gpu/suite.sh wait SECS            (waits up to SECS for the background run, then
 #                                                 copies its output under $OUT; call it again, within
 #                                                 the machine's 30 s idle, until it says "ended")
@@ -32,6 +34,16 @@ elif [ "$mode" = wait ]; then
   if [ -f $B/rc ]; then echo "background run ended: rc=$(cat $B/rc)"; else echo "background run still going"; fi
   tail -40 $B/*.log
   exit 0
+elif [ "$mode" = repeat ]; then
+  n=$1; t=$2; filter=${3:-}; f=0
+  for i in $(seq 1 "$n"); do
+    if ! $T/tests/$t $filter --test-threads 1 > $OUTD/$t-repeat.log 2>&1; then
+      f=$((f+1)); cp $OUTD/$t-repeat.log $OUTD/$t-repeat-failed-$i.log
+      grep -E "panicked" -A4 $OUTD/$t-repeat.log | head -12
+    fi
+  done
+  echo "repeat: $t $filter: $f failed of $n"
+  [ $f -eq 0 ]; exit
 elif [ "$mode" = bench ]; then
   name=$1; shift
   free -g | head -2; nproc
