@@ -58,7 +58,10 @@
 //!   limit, sectors, steady-state seconds per sector (the partitions proved after the first
 //!   sector finished, over the time to the last of them, times the partitions a sector; n/a with
 //!   one sector; the mean wall of the later sectors, which batches straddling two sectors make
-//!   look faster, is in the stream's line and JSON), the first sector's seconds, GPU busy, synthesis per
+//!   look faster, is in the stream's line and JSON), the full batches (the largest batch the
+//!   GPU took, each timed from the batch before it: count, median, min–max, and the median as
+//!   seconds a sector — the GPU's steady rate without cut batches, the stand-in's proof or a
+//!   stream's tail), the first sector's seconds, GPU busy, synthesis per
 //!   partition (mean over the stream; over the sectors after the first), peak RSS against B,
 //!   the Winning stand-in alone / under load / bound, where the parameters were, and the
 //!   device/host evaluations. Every stream proves the same partitions with the same r, s, so
@@ -797,7 +800,7 @@ fn main() {
         out.line(&r.row(i, budget));
     }
     out.line(
-        "(steady state: the partitions proved after the first sector finished, over the time to the last of them, times the partitions a sector; synthesis: mean over the stream's partitions, \
+        "(steady state: the partitions proved after the first sector finished, over the time to the last of them, times the partitions a sector; full batches: the largest batch, each from the end of the batch before it; synthesis: mean over the stream's partitions, \
          then over those of the sectors after the first; bound: one partition's proof (EMA) + the stand-in alone; evaluations: \
          this stream's witness proofs with a, b, c evaluated on the device / on the host)",
     );

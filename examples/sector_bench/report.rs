@@ -90,6 +90,68 @@ pub(crate) fn steady_rate(first_done: Duration, proved_at: &[Duration], pps: usi
     Some(secs(*last - first_done) / later.len() as f64 * pps as f64)
 }
 
+/// Partitions reported less than this apart were proved by one batch (a batch's proofs are
+/// reported together: microseconds apart, across sectors too).
+const SAME_BATCH: Duration = Duration::from_millis(20);
+
+/// The stream's full batches: the largest batch the GPU worker took, how many batches of that
+/// size followed another batch, and their walls (each from the previous batch's end to its own,
+/// so a batch that followed a gap on the GPU counts the gap too): the min, median and max.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct FullBatches {
+    pub(crate) size: usize,
+    pub(crate) count: usize,
+    pub(crate) min_s: f64,
+    pub(crate) median_s: f64,
+    pub(crate) max_s: f64,
+}
+
+impl FullBatches {
+    /// Seconds a sector of `pps` partitions at the median full batch.
+    pub(crate) fn s_per_sector(&self, pps: usize) -> f64 {
+        self.median_s / self.size as f64 * pps as f64
+    }
+}
+
+/// [`FullBatches`] of partitions proved at `proved_at` (None when no batch of the largest size
+/// followed another). Beside [`steady_rate`], which counts cut batches, a stream's tail and
+/// the Winning PoSt stand-in's proof: this is the rate of the GPU's steady work alone.
+pub(crate) fn full_batches(proved_at: &[Duration]) -> Option<FullBatches> {
+    let mut at = proved_at.to_vec();
+    at.sort();
+    // (end, size) of each batch.
+    let mut batches: Vec<(Duration, usize)> = Vec::new();
+    for t in at {
+        match batches.last_mut() {
+            Some((end, n)) if t - *end < SAME_BATCH => {
+                *end = t;
+                *n += 1;
+            }
+            _ => batches.push((t, 1)),
+        }
+    }
+    let size = batches.iter().map(|b| b.1).max()?;
+    let mut walls: Vec<f64> = batches
+        .windows(2)
+        .filter(|w| w[1].1 == size)
+        .map(|w| secs(w[1].0 - w[0].0))
+        .collect();
+    walls.sort_by(f64::total_cmp);
+    let n = walls.len();
+    let median_s = match n {
+        0 => return None,
+        n if n % 2 == 1 => walls[n / 2],
+        n => (walls[n / 2 - 1] + walls[n / 2]) / 2.0,
+    };
+    Some(FullBatches {
+        size,
+        count: n,
+        min_s: walls[0],
+        median_s,
+        max_s: walls[n - 1],
+    })
+}
+
 /// What one stream measured.
 pub(crate) struct StreamResult {
     pub(crate) spec: StreamSpec,
@@ -129,6 +191,11 @@ impl StreamResult {
         steady_rate(self.finished().first()?.done_at, &self.proved_at, self.pps)
     }
 
+    /// The stream's full batches: see [`full_batches`].
+    pub(crate) fn full_batches(&self) -> Option<FullBatches> {
+        full_batches(&self.proved_at)
+    }
+
     /// Mean wall of the sectors after the first to finish (None with fewer than two): the
     /// steady column before 2026-12-04, which overstates the rate when batches straddle sectors.
     pub(crate) fn later_sector_wall(&self) -> Option<f64> {
@@ -145,8 +212,8 @@ impl StreamResult {
 
     pub(crate) fn header() -> [&'static str; 2] {
         [
-            "| stream | path | device limit | sectors | s / sector, steady | first sector s | GPU busy | synthesis s / partition (mean; after the first sector) | peak RSS / B GiB | Winning alone / under load / bound s | parameters | evaluations device / host |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "| stream | path | device limit | sectors | s / sector, steady | full batches: count × size, median (min–max) s → s / sector | first sector s | GPU busy | synthesis s / partition (mean; after the first sector) | peak RSS / B GiB | Winning alone / under load / bound s | parameters | evaluations device / host |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
     }
 
@@ -164,8 +231,19 @@ impl StreamResult {
             .under_load
             .map_or("not submitted".to_string(), |l| format!("{:.3}", secs(l)));
         let bound = secs(self.proof_ema + self.alone);
+        let batches = self.full_batches().map_or("n/a".to_string(), |b| {
+            format!(
+                "{} × {}, {:.2} ({:.2}–{:.2}) → {:.1}",
+                b.count,
+                b.size,
+                b.median_s,
+                b.min_s,
+                b.max_s,
+                b.s_per_sector(self.pps)
+            )
+        });
         format!(
-            "| {index} | {} | {} | {}{} | {} | {} | {:.0}% | {synthesis} | {:.2} / {:.2}{} | {:.3} / {under} / {bound:.3} | {}{} | {} |",
+            "| {index} | {} | {} | {}{} | {} | {batches} | {} | {:.0}% | {synthesis} | {:.2} / {:.2}{} | {:.3} / {under} / {bound:.3} | {}{} | {} |",
             s.path(),
             s.limit_gib.map_or("none".to_string(), |g| format!("{g} GiB")),
             done.len(),
@@ -193,11 +271,16 @@ impl StreamResult {
 pub(crate) fn summary_event(out: &mut Out, index: usize, r: &StreamResult, budget: usize) {
     let (all, later) = r.synthesis();
     let done = r.finished();
+    let batches = r.full_batches();
     out.event(json!({
         "event": "stream", "stream": index, "spec": r.spec.to_string(), "path": r.spec.path(),
         "limit_gib": r.spec.limit_gib, "sectors": done.len(), "failed_sectors": r.failed_sectors,
         "wall_s": secs(r.wall), "steady_s_per_sector": r.steady(),
         "later_sector_wall_mean_s": r.later_sector_wall(),
+        "full_batch_size": batches.map(|b| b.size), "full_batches": batches.map(|b| b.count),
+        "full_batch_wall_median_s": batches.map(|b| b.median_s),
+        "full_batch_wall_min_s": batches.map(|b| b.min_s), "full_batch_wall_max_s": batches.map(|b| b.max_s),
+        "full_batch_s_per_sector": batches.map(|b| b.s_per_sector(r.pps)),
         "first_sector_s": done.first().map(|s| secs(s.wall)), "gpu_busy": r.gpu_busy,
         "synthesis_s_per_partition": all, "synthesis_s_per_partition_after_first": later,
         "peak_rss_bytes": r.peak_rss, "budget_bytes": budget, "bound_bytes": r.bound,
@@ -211,7 +294,7 @@ pub(crate) fn summary_event(out: &mut Out, index: usize, r: &StreamResult, budge
 
 #[cfg(test)]
 mod tests {
-    use super::steady_rate;
+    use super::{full_batches, steady_rate};
     use std::time::Duration;
 
     #[test]
@@ -234,5 +317,44 @@ mod tests {
         let serial: Vec<Duration> = (1..=20).map(|i| s(1.5 * i as f64)).collect();
         let r = steady_rate(s(15.0), &serial, 10).unwrap();
         assert!((r - 15.0).abs() < 1e-9, "{r}");
+    }
+
+    #[test]
+    fn full_batches_are_the_largest_batches_timed_from_the_batch_before() {
+        let s = Duration::from_secs_f64;
+        // The 24 GiB stream of the H100 run (2026-12-05), its first 26 partitions: one alone,
+        // batches of four (one across two sectors, reported 2 ms apart), one cut to one
+        // partition by the Winning PoSt stand-in, then four more.
+        let mut proved: Vec<Duration> = vec![s(2.967)];
+        for (t, n) in [
+            (9.187, 4),
+            (15.33, 4),
+            (21.437, 1),
+            (21.439, 3),
+            (27.497, 4),
+            (33.592, 4),
+        ] {
+            proved.extend(std::iter::repeat(s(t)).take(n));
+        }
+        proved.push(s(35.642));
+        proved.extend(std::iter::repeat(s(42.117)).take(4));
+        let b = full_batches(&proved).unwrap();
+        assert_eq!((b.size, b.count), (4, 6));
+        // Walls 6.220, 6.143, 6.109, 6.058 (from the straddling batch's last report), 6.095 and
+        // 6.475 (after the cut batch).
+        assert!(
+            (b.min_s - 6.058).abs() < 1e-9 && (b.max_s - 6.475).abs() < 1e-9,
+            "{b:?}"
+        );
+        assert!((b.median_s - (6.109 + 6.143) / 2.0).abs() < 1e-9, "{b:?}");
+        assert!((b.s_per_sector(10) - b.median_s * 2.5).abs() < 1e-9);
+        // One partition at a time: each is a full batch of one.
+        let serial: Vec<Duration> = (1..=5).map(|i| s(1.5 * i as f64)).collect();
+        let b = full_batches(&serial).unwrap();
+        assert_eq!((b.size, b.count), (1, 4));
+        assert!((b.median_s - 1.5).abs() < 1e-9);
+        // A lone batch follows nothing: no wall.
+        assert_eq!(full_batches(&[s(3.0), s(3.0)]), None);
+        assert_eq!(full_batches(&[]), None);
     }
 }
